@@ -1,0 +1,115 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  LogController,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import type { Config } from './config.ts';
+import { installErrorHandler, sendProblem } from './http/errors.ts';
+import { ResponseCache } from './http/response-cache.ts';
+import { metaRoutes } from './http/routes/meta.ts';
+import { readRoutes } from './http/routes/reads.ts';
+import { writeRoutes } from './http/routes/writes.ts';
+import { installStrictParams } from './http/strict-params.ts';
+import { VERSION } from './internal/version.ts';
+import type { Store } from './store/store.ts';
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+export interface AppDeps {
+  config: Pick<Config, 'network' | 'cacheMb'>;
+  store: Store;
+  logger: FastifyBaseLogger;
+}
+
+/** Largest request body any endpoint accepts. */
+export const BODY_LIMIT = 1024 * 1024;
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+
+/** Builds the HTTP application; it never listens by itself. */
+export async function buildApp({ config, store, logger }: AppDeps): Promise<App> {
+  const app = Fastify({
+    loggerInstance: logger,
+    // One debug line per request (the onResponse hook below) instead of Fastify's two info lines.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    routerOptions: { ignoreTrailingSlash: true },
+    // Parameters are parsed strictly by strict-params.ts; bodies keep their JSON types; unknown fields fail.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    frameworkErrors: (error, request, reply) => {
+      sendProblem(request, reply, 'bad_request', `the request could not be routed: ${error.message}`);
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // A mirror of the route table, to tell 405 (the path exists for other methods) from 404.
+  const routes = FindMyWay({ ignoreTrailingSlash: true });
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat().map((m) => m.toUpperCase() as HTTPMethod)) {
+      // With ignoreTrailingSlash, /a and /a/ are one route to the mirror too.
+      if (!routes.find(method, route.url)) routes.on(method, route.url, () => undefined);
+    }
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = METHODS.filter((method) => routes.find(method, path) !== null);
+    if (allowed.length > 0) {
+      return sendProblem(
+        request,
+        reply,
+        'method_not_allowed',
+        `${request.method} is not supported on ${path}; use ${allowed.join(' or ')}`,
+        { headers: { allow: allowed.join(', ') } },
+      );
+    }
+    return sendProblem(request, reply, 'not_found', `no endpoint at ${path}; see /docs for the API`);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+      'request completed',
+    );
+  });
+
+  installErrorHandler(app);
+  installStrictParams(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'node-daemon',
+        version: VERSION,
+        description:
+          "The Atoma node operator's local daemon: tasks, subscriptions, stacks, settlement, attestations and funds. " +
+          'Errors are RFC 9457 problem details (application/problem+json) with a stable `code`.',
+      },
+      tags: [
+        { name: 'tasks' },
+        { name: 'subscriptions' },
+        { name: 'stacks' },
+        { name: 'disputes' },
+        { name: 'writes' },
+        { name: 'meta' },
+      ],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+
+  metaRoutes(app);
+  readRoutes(app, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
+  writeRoutes(app, { network: config.network });
+  return app;
+}

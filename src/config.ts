@@ -1,0 +1,229 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { CliError } from './internal/exit-codes.ts';
+
+/**
+ * The daemon's settings. Each comes from, in order of precedence: a command-line flag, an environment
+ * variable, the JSON config file, then the default. They are validated once, frozen and passed down;
+ * nothing else in the code base reads process.env.
+ */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  readonly network: Network;
+  readonly databaseUrl: string | undefined;
+  readonly configFile: string | undefined;
+  readonly logLevel: LogLevel;
+  /** Seconds the daemon waits for in-flight work on SIGINT/SIGTERM before it gives up. */
+  readonly shutdownTimeout: number;
+  /** Megabytes of serialized read responses kept in memory; 0 turns the cache off. */
+  readonly cacheMb: number;
+}
+
+export const NETWORKS = ['none'] as const;
+export type Network = (typeof NETWORKS)[number];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+type Key = Exclude<keyof Config, 'configFile'>;
+type Parsed = { ok: true; value: unknown } | { ok: false; accepted: string };
+
+interface Setting {
+  readonly key: Key;
+  /** The flag name without dashes; also the key in the config file. */
+  readonly flag: string;
+  readonly env: string;
+  readonly describe: string;
+  readonly parse: (raw: unknown) => Parsed;
+  readonly defaultValue: (env: NodeJS.ProcessEnv) => unknown;
+}
+
+const ok = (value: unknown): Parsed => ({ ok: true, value });
+const no = (accepted: string): Parsed => ({ ok: false, accepted });
+
+function integer(min: number, max: number) {
+  return (raw: unknown): Parsed => {
+    const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
+    if (!/^[0-9]+$/.test(text) || Number(text) < min || Number(text) > max) {
+      return no(`an integer from ${min} to ${max}`);
+    }
+    return ok(Number(text));
+  };
+}
+
+function oneOf<T extends string>(values: readonly T[]) {
+  return (raw: unknown): Parsed =>
+    typeof raw === 'string' && (values as readonly string[]).includes(raw)
+      ? ok(raw)
+      : no(`one of ${values.join(', ')}`);
+}
+
+const HOSTNAME =
+  /^(?=.{1,253}$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,62}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,62}[a-zA-Z0-9])?)*$/;
+
+function host(raw: unknown): Parsed {
+  if (typeof raw !== 'string') return no('an IP address or a host name');
+  const text = raw.trim();
+  return isIP(text) !== 0 || HOSTNAME.test(text) ? ok(text) : no('an IP address or a host name');
+}
+
+function path(raw: unknown): Parsed {
+  return typeof raw === 'string' && raw.trim() !== '' ? ok(resolve(raw.trim())) : no('a directory path');
+}
+
+function databaseUrl(raw: unknown): Parsed {
+  if (typeof raw !== 'string') return no('a postgres:// or postgresql:// URL');
+  if (raw.trim() === '') return ok(undefined);
+  try {
+    const url = new URL(raw.trim());
+    if (url.protocol === 'postgres:' || url.protocol === 'postgresql:') return ok(raw.trim());
+  } catch {
+    // Falls through to the refusal below.
+  }
+  return no('a postgres:// or postgresql:// URL');
+}
+
+export const SETTINGS: readonly Setting[] = [
+  {
+    key: 'host',
+    flag: 'host',
+    env: 'NODE_DAEMON_HOST',
+    describe: 'address to listen on',
+    parse: host,
+    defaultValue: () => '127.0.0.1',
+  },
+  {
+    key: 'port',
+    flag: 'port',
+    env: 'NODE_DAEMON_PORT',
+    describe: 'TCP port to listen on (0 picks a free one)',
+    parse: integer(0, 65535),
+    defaultValue: () => 3001,
+  },
+  {
+    key: 'dataDir',
+    flag: 'data-dir',
+    env: 'NODE_DAEMON_DATA_DIR',
+    describe: 'directory of the store and the daemon files',
+    parse: path,
+    defaultValue: (env) => join(env.XDG_DATA_HOME || join(homedir(), '.local', 'share'), 'node-daemon'),
+  },
+  {
+    key: 'network',
+    flag: 'network',
+    env: 'NODE_DAEMON_NETWORK',
+    describe: 'chain network (none: read-only)',
+    parse: oneOf(NETWORKS),
+    defaultValue: () => 'none',
+  },
+  {
+    key: 'databaseUrl',
+    flag: 'database-url',
+    env: 'DATABASE_URL',
+    describe: 'PostgreSQL URL; unset means the embedded SQLite store',
+    parse: databaseUrl,
+    defaultValue: () => undefined,
+  },
+  {
+    key: 'logLevel',
+    flag: 'log-level',
+    env: 'NODE_DAEMON_LOG_LEVEL',
+    describe: 'log level',
+    parse: oneOf(LOG_LEVELS),
+    defaultValue: () => 'info',
+  },
+  {
+    key: 'shutdownTimeout',
+    flag: 'shutdown-timeout',
+    env: 'NODE_DAEMON_SHUTDOWN_TIMEOUT',
+    describe: 'seconds to finish in-flight work on SIGINT/SIGTERM',
+    parse: integer(1, 3600),
+    defaultValue: () => 10,
+  },
+  {
+    key: 'cacheMb',
+    flag: 'cache-mb',
+    env: 'NODE_DAEMON_CACHE_MB',
+    describe: 'megabytes of cached read responses (0 disables)',
+    parse: integer(0, 65536),
+    defaultValue: () => 64,
+  },
+];
+
+export const CONFIG_FLAG = { flag: 'config', env: 'NODE_DAEMON_CONFIG' } as const;
+
+/** Raw flag values as given on the command line (strings), keyed by flag name. */
+export type FlagValues = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Resolves the settings from flags, environment and config file. Throws CliError with one line that names
+ * the setting, the value and what is accepted.
+ */
+export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
+  const configFile = flags[CONFIG_FLAG.flag] ?? nonEmpty(env[CONFIG_FLAG.env]);
+  const file = configFile === undefined ? {} : readConfigFile(resolve(configFile));
+  const values: Record<string, unknown> = {
+    configFile: configFile === undefined ? undefined : resolve(configFile),
+  };
+  for (const setting of SETTINGS) {
+    const fromFlag = flags[setting.flag];
+    const fromEnv = env[setting.env];
+    let source: string;
+    let raw: unknown;
+    if (fromFlag !== undefined) {
+      source = `--${setting.flag}`;
+      raw = fromFlag;
+    } else if (fromEnv !== undefined && fromEnv !== '') {
+      source = setting.env;
+      raw = fromEnv;
+    } else if (Object.hasOwn(file, setting.flag)) {
+      source = `"${setting.flag}" in ${configFile}`;
+      raw = file[setting.flag];
+    } else {
+      values[setting.key] = setting.defaultValue(env);
+      continue;
+    }
+    const parsed = setting.parse(raw);
+    if (!parsed.ok) {
+      throw new CliError(
+        `invalid ${source}: ${JSON.stringify(raw)} is not accepted; expected ${parsed.accepted}`,
+      );
+    }
+    values[setting.key] = parsed.value;
+  }
+  return Object.freeze(values) as unknown as Config;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const reason =
+      (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
+    throw new CliError(`cannot read the config file ${file}: ${reason}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`the config file ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new CliError(`the config file ${file} must hold a JSON object of settings`);
+  }
+  const known = new Set(SETTINGS.map((s) => s.flag));
+  for (const key of Object.keys(parsed)) {
+    if (!known.has(key)) {
+      throw new CliError(`unknown setting "${key}" in ${file}; accepted: ${[...known].join(', ')}`);
+    }
+  }
+  return parsed as Record<string, unknown>;
+}

@@ -1,0 +1,168 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { StoreError } from '../store/errors.ts';
+
+/**
+ * The error catalog: every problem the API can answer with. Each code is stable (clients may branch on
+ * it), with its HTTP status and title. docs/ERRORS.md documents each one; a test keeps the two in sync.
+ */
+export const ERRORS = {
+  invalid_parameter: { status: 400, title: 'Invalid parameter' },
+  invalid_body: { status: 400, title: 'Invalid request body' },
+  malformed_json: { status: 400, title: 'Malformed JSON' },
+  bad_request: { status: 400, title: 'Bad request' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  internal_error: { status: 500, title: 'Internal error' },
+  no_network: { status: 503, title: 'No network configured' },
+  store_unavailable: { status: 503, title: 'Store unavailable' },
+} as const;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export const PROBLEM_TYPE_PREFIX = 'urn:node-daemon:problem:';
+
+/** An RFC 9457 problem details body, plus the stable code, the offending parameter and the request id. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ErrorCode;
+  detail: string;
+  instance: string;
+  parameter?: string;
+  request_id: string;
+}
+
+/** Thrown anywhere below a route to answer with a problem. */
+export class ProblemError extends Error {
+  readonly code: ErrorCode;
+  readonly parameter: string | undefined;
+  readonly headers: Record<string, string>;
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    options: { parameter?: string; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.name = 'ProblemError';
+    this.code = code;
+    this.parameter = options.parameter;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export function sendProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  code: ErrorCode,
+  detail: string,
+  options: { parameter?: string; headers?: Record<string, string> } = {},
+): FastifyReply {
+  const { status, title } = ERRORS[code];
+  const body: Problem = {
+    type: `${PROBLEM_TYPE_PREFIX}${code}`,
+    title,
+    status,
+    code,
+    detail,
+    instance: request.url.split('?')[0] ?? request.url,
+    ...(options.parameter === undefined ? {} : { parameter: options.parameter }),
+    request_id: String(request.id),
+  };
+  return reply
+    .code(status)
+    .headers(options.headers ?? {})
+    .type('application/problem+json')
+    .send(JSON.stringify(body));
+}
+
+const LOCATIONS: Record<string, string> = {
+  params: 'path parameter',
+  querystring: 'query parameter',
+  body: 'body field',
+  headers: 'header',
+};
+
+/** Turns the first Ajv error of a failed schema validation into a problem that names the field. */
+function validationProblem(error: FastifyError): ProblemError {
+  const first = error.validation?.[0];
+  const context = error.validationContext ?? 'body';
+  const location = LOCATIONS[context] ?? context;
+  const code: ErrorCode = context === 'body' ? 'invalid_body' : 'invalid_parameter';
+  if (!first) return new ProblemError(code, error.message);
+  const params = first.params as Record<string, unknown>;
+  const path = first.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (first.keyword === 'required') {
+    const field = [path, String(params.missingProperty)].filter(Boolean).join('.');
+    return new ProblemError(code, `${location} ${field} is required`, { parameter: field });
+  }
+  if (first.keyword === 'additionalProperties') {
+    const field = [path, String(params.additionalProperty)].filter(Boolean).join('.');
+    return new ProblemError(
+      code,
+      `${location} ${field} is not accepted here; remove it (check its spelling)`,
+      {
+        parameter: field,
+      },
+    );
+  }
+  const field = path === '' ? context : path;
+  const where = path === '' ? 'the request body' : `${location} ${field}`;
+  return new ProblemError(code, `${where} ${first.message ?? 'is invalid'}`, { parameter: field });
+}
+
+/** Fastify's own errors, by their code: what went wrong on the wire, and what to change. */
+function frameworkProblem(error: FastifyError): ProblemError | undefined {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ProblemError('malformed_json', `the body is not valid JSON: ${error.message}`);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ProblemError('malformed_json', 'the body is empty; send a JSON object (at least {})');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ProblemError(
+        'unsupported_media_type',
+        'send the body as JSON with Content-Type: application/json',
+      );
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ProblemError(
+        'payload_too_large',
+        `the body is larger than this endpoint accepts; ${error.message}`,
+      );
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ProblemError('bad_request', 'the Content-Length header does not match the body');
+    default:
+      if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+        return new ProblemError(error.statusCode === 404 ? 'not_found' : 'bad_request', error.message);
+      }
+      return undefined;
+  }
+}
+
+/** The one error handler: catalog errors as they are, everything unknown as a logged 500 with no details. */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    let problem: ProblemError | undefined;
+    if (error instanceof ProblemError) problem = error;
+    else if (error.validation) problem = validationProblem(error);
+    else if (error instanceof StoreError && error.retryable) {
+      problem = new ProblemError('store_unavailable', 'the store is busy; retry shortly', {
+        headers: { 'retry-after': '1' },
+      });
+    } else problem = frameworkProblem(error);
+    if (!problem) {
+      request.log.error({ err: error }, 'unhandled error');
+      return sendProblem(
+        request,
+        reply,
+        'internal_error',
+        'the daemon failed to answer; see its log for this request id',
+      );
+    }
+    return sendProblem(request, reply, problem.code, problem.message, {
+      ...(problem.parameter === undefined ? {} : { parameter: problem.parameter }),
+      headers: problem.headers,
+    });
+  });
+}

@@ -1,0 +1,100 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import type { Store } from '../../store/store.ts';
+import { type ResponseCache, sendCached } from '../response-cache.ts';
+import {
+  NodeIdParamsSchema,
+  NodeSubscriptionSchema,
+  ProblemSchema,
+  StackAttestationDisputeSchema,
+  StackSchema,
+  StackSettlementTicketSchema,
+  StacksQuerySchema,
+  TaskSchema,
+} from '../schemas.ts';
+
+const badRequest = { 400: ProblemSchema };
+
+/** The read API: every list comes from the store, sorted by its small id, wire-compatible with upstream. */
+export function readRoutes(app: App, { store, cache }: { store: Store; cache: ResponseCache }): void {
+  const version = () => store.dataVersion();
+
+  // Every route also answers with a trailing slash (/tasks/ as upstream's spec has it).
+  app.get('/tasks', {
+    schema: {
+      tags: ['tasks'],
+      summary: 'Every task the network has registered, deprecated and removed ones included',
+      response: { 200: Type.Array(TaskSchema) },
+    },
+    handler: async (_request, reply) => sendCached(reply, cache, version, 'tasks', () => store.listTasks()),
+  });
+
+  app.get('/subscriptions/nodes/:node_id', {
+    schema: {
+      tags: ['subscriptions'],
+      summary: "The node's task subscriptions, by task small id",
+      params: NodeIdParamsSchema,
+      response: { 200: Type.Array(NodeSubscriptionSchema), ...badRequest },
+    },
+    handler: async (request, reply) => {
+      const node = request.params.node_id;
+      return sendCached(reply, cache, version, `subscriptions:${node}`, () => store.listSubscriptions(node));
+    },
+  });
+
+  app.get('/stacks/nodes/:node_id', {
+    schema: {
+      tags: ['stacks'],
+      summary: 'Stacks assigned to the node, optionally only those filled to at least a fraction',
+      params: NodeIdParamsSchema,
+      querystring: StacksQuerySchema,
+      response: { 200: Type.Array(StackSchema), ...badRequest },
+    },
+    handler: async (request, reply) => {
+      const node = request.params.node_id;
+      const fraction = request.query.min_fill_fraction;
+      return sendCached(reply, cache, version, `stacks:${node}:${fraction ?? ''}`, () =>
+        store.listStacks(node, fraction),
+      );
+    },
+  });
+
+  app.get('/claimed-stacks/nodes/:node_id', {
+    schema: {
+      tags: ['stacks'],
+      summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
+      params: NodeIdParamsSchema,
+      response: { 200: Type.Array(StackSettlementTicketSchema), ...badRequest },
+    },
+    handler: async (request, reply) => {
+      const node = request.params.node_id;
+      return sendCached(reply, cache, version, `claimed:${node}`, () => store.listClaimedStacks(node));
+    },
+  });
+
+  app.get('/attestation_disputes/against/nodes/:node_id', {
+    schema: {
+      tags: ['disputes'],
+      summary: "Disputes raised against the node's settlements (it is the original node)",
+      params: NodeIdParamsSchema,
+      response: { 200: Type.Array(StackAttestationDisputeSchema), ...badRequest },
+    },
+    handler: async (request, reply) => {
+      const node = request.params.node_id;
+      return sendCached(reply, cache, version, `against:${node}`, () => store.listDisputesAgainst(node));
+    },
+  });
+
+  app.get('/attestation_disputes/own/nodes/:node_id', {
+    schema: {
+      tags: ['disputes'],
+      summary: 'Disputes the node raised as an attester',
+      params: NodeIdParamsSchema,
+      response: { 200: Type.Array(StackAttestationDisputeSchema), ...badRequest },
+    },
+    handler: async (request, reply) => {
+      const node = request.params.node_id;
+      return sendCached(reply, cache, version, `own:${node}`, () => store.listDisputesOwn(node));
+    },
+  });
+}

@@ -1,0 +1,87 @@
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { ProblemError } from './errors.ts';
+
+/**
+ * Path and query parameters arrive as strings. Ajv's coercion is lax (it reads " 7", "0x10" and "1e3" as
+ * numbers), so numeric parameters are parsed here instead: digits only for integers, a plain decimal for
+ * numbers, each within the schema's bounds. Ajv then validates with coercion off.
+ */
+
+interface NumericField {
+  part: 'params' | 'query';
+  name: string;
+  integer: boolean;
+  minimum: number | undefined;
+  maximum: number | undefined;
+}
+
+const INTEGER = /^[0-9]+$/;
+const DECIMAL = /^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$/;
+const LOCATION = { params: 'path parameter', query: 'query parameter' } as const;
+
+function numericFields(schema: unknown, part: NumericField['part']): NumericField[] {
+  const properties = (schema as { properties?: Record<string, Record<string, unknown>> } | undefined)
+    ?.properties;
+  if (!properties) return [];
+  return Object.entries(properties)
+    .filter(([, s]) => s.type === 'integer' || s.type === 'number')
+    .map(([name, s]) => ({
+      part,
+      name,
+      integer: s.type === 'integer',
+      minimum: s.minimum as number | undefined,
+      maximum: s.maximum as number | undefined,
+    }));
+}
+
+function expected(field: NumericField): string {
+  const kind = field.integer ? 'an integer (digits only)' : 'a decimal number';
+  if (field.minimum !== undefined && field.maximum !== undefined) {
+    return `${kind} from ${field.minimum} to ${field.maximum}`;
+  }
+  return field.minimum !== undefined ? `${kind} of at least ${field.minimum}` : kind;
+}
+
+function parseField(request: FastifyRequest, field: NumericField): void {
+  const container = (field.part === 'params' ? request.params : request.query) as Record<string, unknown>;
+  const raw = container[field.name];
+  if (raw === undefined) return;
+  const where = `${LOCATION[field.part]} ${field.name}`;
+  if (typeof raw !== 'string') {
+    throw new ProblemError('invalid_parameter', `${where} was given more than once; give it once`, {
+      parameter: field.name,
+    });
+  }
+  const value = Number(raw);
+  const valid =
+    (field.integer ? INTEGER : DECIMAL).test(raw) &&
+    Number.isFinite(value) &&
+    (field.minimum === undefined || value >= field.minimum) &&
+    (field.maximum === undefined || value <= field.maximum);
+  if (!valid) {
+    throw new ProblemError(
+      'invalid_parameter',
+      `${where} must be ${expected(field)}; got ${JSON.stringify(raw)}`,
+      {
+        parameter: field.name,
+      },
+    );
+  }
+  container[field.name] = value;
+}
+
+/** Adds the strict parsing step to every route that declares numeric path or query parameters. */
+export function installStrictParams(app: FastifyInstance): void {
+  app.addHook('onRoute', (route: RouteOptions) => {
+    const fields = [
+      ...numericFields(route.schema?.params, 'params'),
+      ...numericFields(route.schema?.querystring, 'query'),
+    ];
+    if (fields.length === 0) return;
+    const parse = async (request: FastifyRequest) => {
+      for (const field of fields) parseField(request, field);
+    };
+    const existing = route.preValidation;
+    route.preValidation = existing === undefined ? [parse] : [parse, ...[existing].flat()];
+  });
+}

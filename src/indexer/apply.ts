@@ -1,0 +1,169 @@
+import type { Logger } from 'pino';
+import type { IndexerCounts, IndexerTx, Store } from '../store/store.ts';
+import {
+  type DecodedEvent,
+  decodePayload,
+  type EventEnvelope,
+  IGNORED_EVENT_NAMES,
+  isEventName,
+  MalformedEventError,
+  readEnvelope,
+} from './events.ts';
+
+/** One event as a source delivers it: the SuiEvent JSON, or why the source could not parse it. */
+export interface RawEvent {
+  /** Where the event came from, for logs: a file line or a chain cursor. */
+  position: string;
+  raw?: unknown;
+  parseError?: string;
+}
+
+export interface EventPage {
+  events: RawEvent[];
+  /** The cursor after this page; saved in the same transaction as the page's effects. */
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/** Where events come from: a chain adapter, or a JSON-lines file. */
+export interface EventSource {
+  /** Stable name under which the cursor is saved. */
+  readonly id: string;
+  readPage(cursor: string | null): Promise<EventPage>;
+  close?(): Promise<void>;
+}
+
+interface Decoded {
+  envelope: EventEnvelope;
+  event: DecodedEvent;
+}
+
+export function emptyCounts(): IndexerCounts {
+  return { applied: 0, duplicate: 0, ignored: 0, unknown: 0, malformed: 0, orphaned: 0 };
+}
+
+export function addCounts(into: IndexerCounts, more: IndexerCounts): IndexerCounts {
+  into.applied += more.applied;
+  into.duplicate += more.duplicate;
+  into.ignored += more.ignored;
+  into.unknown += more.unknown;
+  into.malformed += more.malformed;
+  into.orphaned += more.orphaned;
+  return into;
+}
+
+/**
+ * Applies one page: decodes every event first (nothing an event contains can throw past this point), then
+ * applies the decodable ones and saves the cursor in one transaction. A duplicate is skipped; an unknown
+ * or malformed event is counted and logged with its position; an event about something never seen
+ * (an orphan) is counted. Returns what happened to the page's events.
+ */
+export async function applyPage(
+  store: Store,
+  sourceId: string,
+  page: EventPage,
+  log: Logger,
+): Promise<IndexerCounts> {
+  const counts = emptyCounts();
+  const decoded: Decoded[] = [];
+  for (const item of page.events) {
+    const result = decodeOne(item, log);
+    if (result === 'malformed') counts.malformed += 1;
+    else if (result === 'ignored') counts.ignored += 1;
+    else if (result === 'unknown') counts.unknown += 1;
+    else decoded.push(result);
+  }
+  await store.indexerTransaction(async (tx) => {
+    const fresh = await tx.claimEvents(decoded.map((d) => d.envelope.key));
+    for (const { envelope, event } of decoded) {
+      // A key appears in `fresh` once even if the page repeats it; delete it so the repeat is a duplicate.
+      if (!fresh.delete(envelope.key)) {
+        counts.duplicate += 1;
+        continue;
+      }
+      if (await applyEvent(tx, envelope, event)) counts.applied += 1;
+      else counts.orphaned += 1;
+    }
+    await tx.saveCursor(sourceId, page.nextCursor, counts);
+  });
+  return counts;
+}
+
+const warnedUnknown = new Set<string>();
+
+function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignored' | 'unknown' {
+  if (item.parseError !== undefined) {
+    log.warn({ position: item.position, reason: item.parseError }, 'malformed event skipped');
+    return 'malformed';
+  }
+  try {
+    const envelope = readEnvelope(item.raw);
+    if (envelope.module !== 'db' || !isEventName(envelope.name)) {
+      if (envelope.module === 'db' && IGNORED_EVENT_NAMES.has(envelope.name)) return 'ignored';
+      const kind = `${envelope.module}::${envelope.name}`;
+      if (!warnedUnknown.has(kind)) {
+        warnedUnknown.add(kind);
+        log.warn(
+          { position: item.position, event: kind },
+          'unknown event kind skipped (logged once per kind)',
+        );
+      }
+      return 'unknown';
+    }
+    const event = decodePayload(envelope.name, (item.raw as { parsedJson?: unknown }).parsedJson);
+    if (envelope.name === 'NodeRegisteredEvent' && envelope.sender === null) {
+      throw new MalformedEventError('$.sender', 'the address that registered the node', null);
+    }
+    return { envelope, event };
+  } catch (error) {
+    if (!(error instanceof MalformedEventError)) throw error;
+    log.warn({ position: item.position, reason: error.message }, 'malformed event skipped');
+    return 'malformed';
+  }
+}
+
+/** Applies one decoded event; false when it refers to something the store has never seen (an orphan). */
+async function applyEvent(tx: IndexerTx, envelope: EventEnvelope, { name, payload: p }: DecodedEvent) {
+  switch (name) {
+    case 'TaskRegisteredEvent':
+      await tx.putTask(p);
+      return true;
+    case 'TaskDeprecationEvent':
+      return tx.deprecateTask(p.task_small_id, p.epoch);
+    case 'TaskRemovedEvent':
+      return tx.removeTask(p.task_small_id, p.removed_at_epoch);
+    case 'NodeRegisteredEvent':
+      await tx.putNode(p.node_small_id, p.badge_id, envelope.sender ?? '');
+      return true;
+    case 'NodeSubscribedToModelEvent':
+      await tx.putNodeModel(p.node_small_id, p.model_name, p.echelon_id);
+      return true;
+    case 'NodeSubscribedToTaskEvent':
+    case 'NodeSubscriptionUpdatedEvent':
+      // An update seen before its subscription (or its task) still leaves the right row behind.
+      await tx.putSubscription(p);
+      return true;
+    case 'NodeUnsubscribedFromTaskEvent':
+      return tx.deleteSubscription(p.node_small_id, p.task_small_id);
+    case 'StackCreatedEvent':
+      await tx.putStack({ ...p, owner_address: p.owner });
+      return true;
+    case 'StackTrySettleEvent':
+      await tx.putTicket(p);
+      return true;
+    case 'NewStackSettlementAttestationEvent':
+      return (await tx.recordAttestation(p)) === 'applied';
+    case 'StackSettlementTicketEvent':
+      await tx.settleTicket(p);
+      return true;
+    case 'StackSettlementTicketClaimedEvent':
+      await tx.claimTicket(p);
+      return true;
+    case 'StackAttestationDisputeEvent':
+      await tx.putDispute(p);
+      return true;
+    case 'ClaimedStackEvent':
+      await tx.claimStack(p);
+      return true;
+  }
+}

@@ -1,0 +1,261 @@
+import { toU64, type U64 } from '../internal/u64.ts';
+
+/**
+ * Decoding of Atoma `db` module events in the fullnode's JSON-RPC SuiEvent form:
+ * { id: { txDigest, eventSeq }, packageId, transactionModule, sender, type, parsedJson, timestampMs }.
+ * parsedJson follows Sui's rendering: u64 as decimal strings, u8/u16 as numbers, IDs and addresses as
+ * 0x hex, vector<u8> as arrays of numbers, Option<T> as the value or null, and the small-id newtypes as
+ * { inner } objects (EchelonId as { id }).
+ */
+
+/** Why an event could not be decoded, with the JSON path of the offending value. */
+export class MalformedEventError extends Error {
+  readonly path: string;
+  constructor(path: string, expected: string, value: unknown) {
+    super(`${path}: expected ${expected}, got ${describe(value)}`);
+    this.name = 'MalformedEventError';
+    this.path = path;
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+type Codec<T> = (value: unknown, path: string) => T;
+
+const u64: Codec<U64> = (value, path) => {
+  const parsed = toU64(value);
+  if (parsed === undefined) throw new MalformedEventError(path, 'a u64 (decimal string)', value);
+  return parsed;
+};
+
+function uint(bits: 8 | 16): Codec<number> {
+  const max = 2 ** bits - 1;
+  return (value, path) => {
+    const n = typeof value === 'string' && /^[0-9]{1,5}$/.test(value) ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > max) {
+      throw new MalformedEventError(path, `a u${bits}`, value);
+    }
+    return n;
+  };
+}
+
+/** Object IDs and addresses, normalised to 0x + 64 lower-case hex digits, as Sui prints them. */
+const address: Codec<string> = (value, path) => {
+  if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{1,64}$/.test(value)) {
+    throw new MalformedEventError(path, 'a 0x-prefixed hex id', value);
+  }
+  return `0x${value.slice(2).toLowerCase().padStart(64, '0')}`;
+};
+
+const MAX_BYTES = 1 << 20;
+const byteVector: Codec<Uint8Array> = (value, path) => {
+  if (!Array.isArray(value) || value.length > MAX_BYTES)
+    throw new MalformedEventError(path, 'a byte array', value);
+  const out = new Uint8Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const b = value[i];
+    if (typeof b !== 'number' || !Number.isInteger(b) || b < 0 || b > 255) {
+      throw new MalformedEventError(`${path}[${i}]`, 'a byte (0 to 255)', b);
+    }
+    out[i] = b;
+  }
+  return out;
+};
+
+const asciiString: Codec<string> = (value, path) => {
+  if (typeof value !== 'string' || !/^[\x20-\x7e]*$/.test(value)) {
+    throw new MalformedEventError(path, 'an ASCII string', value);
+  }
+  return value;
+};
+
+function object(value: unknown, path: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new MalformedEventError(path, 'an object', value);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** A Move newtype rendered as { field: value }, e.g. NodeSmallId { inner } or EchelonId { id }. */
+function wrapped<T>(field: string, codec: Codec<T>): Codec<T> {
+  return (value, path) => codec(object(value, path)[field], `${path}.${field}`);
+}
+
+/** Option<T>: the value or null; the older { vec: [] | [v] } rendering is accepted too. */
+function option<T>(codec: Codec<T>): Codec<T | null> {
+  return (value, path) => {
+    if (value === null || value === undefined) return null;
+    if (typeof value === 'object' && !Array.isArray(value) && 'vec' in value) {
+      const vec = (value as { vec: unknown }).vec;
+      if (!Array.isArray(vec) || vec.length > 1)
+        throw new MalformedEventError(`${path}.vec`, 'an option', vec);
+      return vec.length === 0 ? null : codec(vec[0], `${path}.vec[0]`);
+    }
+    return codec(value, path);
+  };
+}
+
+function vector<T>(codec: Codec<T>): Codec<T[]> {
+  return (value, path) => {
+    if (!Array.isArray(value)) throw new MalformedEventError(path, 'an array', value);
+    return value.map((item, i) => codec(item, `${path}[${i}]`));
+  };
+}
+
+const smallId = wrapped('inner', u64);
+
+/** The payload of every event the indexer applies, field by field, in the contract's declaration order. */
+const SHAPES = {
+  TaskRegisteredEvent: {
+    task_id: address,
+    task_small_id: smallId,
+    role: wrapped('inner', uint(16)),
+    model_name: option(asciiString),
+    security_level: wrapped('inner', uint(16)),
+    minimum_reputation_score: option(uint(8)),
+  },
+  TaskDeprecationEvent: { task_id: address, task_small_id: smallId, epoch: u64 },
+  TaskRemovedEvent: { task_id: address, task_small_id: smallId, removed_at_epoch: u64 },
+  NodeRegisteredEvent: { badge_id: address, node_small_id: smallId },
+  NodeSubscribedToModelEvent: {
+    node_small_id: smallId,
+    model_name: asciiString,
+    echelon_id: wrapped('id', u64),
+  },
+  NodeSubscribedToTaskEvent: {
+    task_small_id: smallId,
+    node_small_id: smallId,
+    price_per_one_million_compute_units: u64,
+    max_num_compute_units: u64,
+  },
+  NodeSubscriptionUpdatedEvent: {
+    node_small_id: smallId,
+    task_small_id: smallId,
+    price_per_one_million_compute_units: u64,
+    max_num_compute_units: u64,
+  },
+  NodeUnsubscribedFromTaskEvent: { task_small_id: smallId, node_small_id: smallId },
+  StackCreatedEvent: {
+    stack_id: address,
+    stack_small_id: smallId,
+    owner: address,
+    task_small_id: smallId,
+    selected_node_id: smallId,
+    num_compute_units: u64,
+    price_per_one_million_compute_units: u64,
+  },
+  StackTrySettleEvent: {
+    stack_small_id: smallId,
+    selected_node_id: smallId,
+    requested_attestation_nodes: vector(smallId),
+    committed_stack_proof: byteVector,
+    stack_merkle_leaf: byteVector,
+    num_claimed_compute_units: u64,
+  },
+  NewStackSettlementAttestationEvent: {
+    stack_small_id: smallId,
+    attestation_node_id: smallId,
+    committed_stack_proof: byteVector,
+    stack_merkle_leaf: byteVector,
+  },
+  StackSettlementTicketEvent: {
+    stack_small_id: smallId,
+    selected_node_id: smallId,
+    num_claimed_compute_units: u64,
+    requested_attestation_nodes: vector(smallId),
+    dispute_settled_at_epoch: u64,
+    committed_stack_proof: byteVector,
+  },
+  StackSettlementTicketClaimedEvent: {
+    stack_small_id: smallId,
+    selected_node_id: smallId,
+    attestation_nodes: vector(smallId),
+    num_claimed_compute_units: u64,
+    user_refund_amount: u64,
+  },
+  StackAttestationDisputeEvent: {
+    stack_small_id: smallId,
+    attestation_commitment: byteVector,
+    attestation_node_id: smallId,
+    original_node_id: smallId,
+    original_commitment: byteVector,
+  },
+  ClaimedStackEvent: {
+    stack_small_id: smallId,
+    selected_node_id: smallId,
+    num_claimed_compute_units: u64,
+    user_refund_amount: u64,
+  },
+} as const satisfies Record<string, Record<string, Codec<unknown>>>;
+
+export type EventName = keyof typeof SHAPES;
+export type Payload<N extends EventName> = {
+  -readonly [F in keyof (typeof SHAPES)[N]]: (typeof SHAPES)[N][F] extends Codec<infer T> ? T : never;
+};
+export type DecodedEvent = { [N in EventName]: { name: N; payload: Payload<N> } }[EventName];
+
+export const EVENT_NAMES = Object.keys(SHAPES) as EventName[];
+
+/** db module events that carry nothing the read model keeps; they are counted as ignored. */
+export const IGNORED_EVENT_NAMES: ReadonlySet<string> = new Set([
+  'PublishedEvent',
+  'NewKeyRotationEvent',
+  'NodePublicKeyCommittmentEvent',
+  // The legacy prompt flow (gate and settlement modules) emits these; the stack flow never does.
+  'FirstSubmissionEvent',
+  'DisputeEvent',
+  'NewlySampledNodesEvent',
+  'SettledEvent',
+  'RetrySettlementEvent',
+  'Text2ImagePromptEvent',
+  'Text2TextPromptEvent',
+]);
+
+/** The identity and kind of a raw SuiEvent, read before its payload. */
+export interface EventEnvelope {
+  /** txDigest:eventSeq, unique per event on chain. */
+  key: string;
+  /** The struct name, e.g. StackCreatedEvent. */
+  name: string;
+  module: string;
+  sender: string | null;
+}
+
+const TYPE_TAG = /^0x[0-9a-fA-F]{1,64}::([A-Za-z_][A-Za-z0-9_]*)::([A-Za-z_][A-Za-z0-9_]*)(<.*>)?$/;
+const DIGEST = /^[1-9A-HJ-NP-Za-km-z]{32,64}$/;
+
+/** Reads the envelope (id, type, sender) of a SuiEvent; throws MalformedEventError when it is not one. */
+export function readEnvelope(raw: unknown): EventEnvelope {
+  const event = object(raw, '$');
+  const id = object(event.id, '$.id');
+  if (typeof id.txDigest !== 'string' || !DIGEST.test(id.txDigest)) {
+    throw new MalformedEventError('$.id.txDigest', 'a base58 transaction digest', id.txDigest);
+  }
+  const seq = toU64(id.eventSeq);
+  if (seq === undefined) throw new MalformedEventError('$.id.eventSeq', 'a u64', id.eventSeq);
+  if (typeof event.type !== 'string') throw new MalformedEventError('$.type', 'a Move type', event.type);
+  const tag = TYPE_TAG.exec(event.type);
+  if (!tag) throw new MalformedEventError('$.type', 'a Move type like 0x2::db::Name', event.type);
+  const sender =
+    event.sender === undefined || event.sender === null ? null : address(event.sender, '$.sender');
+  return { key: `${id.txDigest}:${String(seq)}`, module: tag[1]!, name: tag[2]!, sender };
+}
+
+export function isEventName(name: string): name is EventName {
+  return Object.hasOwn(SHAPES, name);
+}
+
+/** Decodes parsedJson of a known event; throws MalformedEventError naming the first bad field. */
+export function decodePayload(name: EventName, parsedJson: unknown): DecodedEvent {
+  const json = object(parsedJson, '$.parsedJson');
+  const shape = SHAPES[name] as Record<string, Codec<unknown>>;
+  const payload: Record<string, unknown> = {};
+  for (const field in shape) {
+    payload[field] = shape[field]!(json[field], `$.parsedJson.${field}`);
+  }
+  return { name, payload } as DecodedEvent;
+}

@@ -1,0 +1,78 @@
+import { createReadStream, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { EventPage, EventSource, RawEvent } from './apply.ts';
+
+/**
+ * Events from a JSON-lines file, one SuiEvent per line. The cursor is the number of lines consumed, so a
+ * replay interrupted at any point resumes at the next unapplied page.
+ */
+export class FileEventSource implements EventSource {
+  readonly id: string;
+  readonly #file: string;
+  readonly #pageSize: number;
+  #lines: AsyncIterator<string> | undefined;
+  #closeStream: (() => void) | undefined;
+  #position = 0;
+
+  constructor(file: string, pageSize = 1000) {
+    this.#file = resolve(file);
+    this.#pageSize = pageSize;
+    this.id = `file:${this.#file}`;
+  }
+
+  /** Throws an Error with a one-line reason when the file cannot be read. */
+  static check(file: string): void {
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (!stat) throw new Error(`no such file: ${file}`);
+    if (!stat.isFile()) throw new Error(`not a regular file: ${file}`);
+  }
+
+  async readPage(cursor: string | null): Promise<EventPage> {
+    const start = cursor === null ? 0 : Number(cursor);
+    if (!Number.isSafeInteger(start) || start < 0) throw new Error(`invalid file cursor ${cursor}`);
+    if (this.#lines === undefined || start !== this.#position) await this.#open(start);
+    const events: RawEvent[] = [];
+    let hasMore = true;
+    while (events.length < this.#pageSize) {
+      const next = await this.#lines!.next();
+      if (next.done) {
+        hasMore = false;
+        break;
+      }
+      this.#position += 1;
+      const line = next.value.trim();
+      if (line === '') continue;
+      const position = `${this.#file}:${this.#position}`;
+      try {
+        events.push({ position, raw: JSON.parse(line) });
+      } catch (error) {
+        events.push({ position, parseError: `not JSON: ${(error as Error).message}` });
+      }
+    }
+    return { events, nextCursor: String(this.#position), hasMore };
+  }
+
+  async #open(skip: number): Promise<void> {
+    await this.close();
+    const stream = createReadStream(this.#file, { encoding: 'utf8' });
+    const reader = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
+    this.#closeStream = () => {
+      reader.close();
+      stream.destroy();
+    };
+    this.#lines = reader[Symbol.asyncIterator]();
+    this.#position = 0;
+    while (this.#position < skip) {
+      const next = await this.#lines.next();
+      if (next.done) break;
+      this.#position += 1;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closeStream?.();
+    this.#closeStream = undefined;
+    this.#lines = undefined;
+  }
+}

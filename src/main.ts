@@ -1,0 +1,159 @@
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
+import { startDaemon } from './daemon.ts';
+import { FileEventSource } from './indexer/file-source.ts';
+import { catchUp } from './indexer/run.ts';
+import { CliError, ExitCode } from './internal/exit-codes.ts';
+import { createLogger } from './internal/logger.ts';
+import { VERSION } from './internal/version.ts';
+import { openStore } from './store/open.ts';
+
+const SETTING_OPTIONS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries([
+  ...SETTINGS.map((s) => [s.flag, { type: 'string' as const }]),
+  [CONFIG_FLAG.flag, { type: 'string' as const }],
+  ['help', { type: 'boolean' as const, short: 'h' }],
+  ['version', { type: 'boolean' as const }],
+]);
+
+const SETTINGS_HELP = [
+  ...SETTINGS.map((s) => `  --${s.flag.padEnd(18)} ${s.env.padEnd(30)} ${s.describe}`),
+  `  --${CONFIG_FLAG.flag.padEnd(18)} ${CONFIG_FLAG.env.padEnd(30)} JSON file of settings (keys are the flag names)`,
+].join('\n');
+
+const HELP = `node-daemon ${VERSION}: the Atoma node operator's local daemon
+
+Usage:
+  node-daemon start [settings]          run the daemon (HTTP API on 127.0.0.1:3001)
+  node-daemon replay FILE [settings]    apply a JSON-lines file of Sui events to the store, then exit
+  node-daemon help                      this text
+  node-daemon --version
+
+Settings (flag, environment variable, meaning); a flag beats the environment, which beats the
+config file, which beats the default:
+${SETTINGS_HELP}
+
+Examples:
+  node-daemon start
+  NODE_DAEMON_PORT=3002 node-daemon start --data-dir /var/lib/node-daemon
+  node-daemon replay test/fixtures/events.jsonl
+  curl -s http://127.0.0.1:3001/stacks/nodes/1?min_fill_fraction=0.8
+
+Exit codes: 0 ok, 1 failure, 2 bad usage or settings, 3 cannot listen.
+API reference: http://127.0.0.1:3001/docs once the daemon runs.`;
+
+interface Invocation {
+  command: string;
+  args: string[];
+  flags: Record<string, string | undefined>;
+}
+
+function parse(argv: string[]): Invocation {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: argv, options: SETTING_OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new CliError(`${(error as Error).message.split('\n')[0]}; see node-daemon --help`);
+  }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  const [command = values.version ? 'version' : 'help', ...args] = parsed.positionals;
+  if (values.help) return { command: 'help', args: [], flags: {} };
+  const flags = Object.fromEntries(
+    Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+  return { command, args, flags };
+}
+
+async function start(config: Config): Promise<number> {
+  const logger = createLogger(config.logLevel);
+  const daemon = await startDaemon(config, logger);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, 'second signal: exiting now');
+        return resolve(ExitCode.failure);
+      }
+      stopping = true;
+      logger.info({ signal, timeoutSeconds: config.shutdownTimeout }, 'shutting down');
+      const timer = setTimeout(() => {
+        logger.error('in-flight work did not finish within the shutdown timeout; exiting anyway');
+        resolve(ExitCode.failure);
+      }, config.shutdownTimeout * 1000);
+      timer.unref();
+      daemon.close().then(
+        () => {
+          clearTimeout(timer);
+          logger.info('stopped');
+          resolve(ExitCode.ok);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          resolve(ExitCode.failure);
+        },
+      );
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+async function replay(config: Config, args: string[]): Promise<number> {
+  if (args.length !== 1) throw new CliError('replay takes exactly one FILE argument; see node-daemon --help');
+  const file = args[0]!;
+  try {
+    FileEventSource.check(file);
+  } catch (error) {
+    throw new CliError(`cannot replay: ${(error as Error).message}`);
+  }
+  const logger = createLogger(config.logLevel);
+  const store = await openStore(config);
+  const source = new FileEventSource(file);
+  const started = performance.now();
+  try {
+    const { pages, totals } = await catchUp(store, source, logger);
+    const ms = Math.round(performance.now() - started);
+    process.stdout.write(
+      `replayed ${file}: ${totals.applied} applied, ${totals.duplicate} duplicate, ${totals.ignored} ignored, ` +
+        `${totals.unknown} unknown, ${totals.malformed} malformed, ${totals.orphaned} orphaned ` +
+        `(${pages} pages, ${ms} ms) into ${store.location}\n`,
+    );
+    return ExitCode.ok;
+  } finally {
+    await source.close();
+    await store.close();
+  }
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const { command, args, flags } = parse(argv);
+  switch (command) {
+    case 'help':
+      process.stdout.write(`${HELP}\n`);
+      return ExitCode.ok;
+    case 'version':
+      process.stdout.write(`${VERSION}\n`);
+      return ExitCode.ok;
+    case 'start':
+      if (args.length > 0)
+        throw new CliError(`start takes no arguments (got ${args.join(' ')}); see node-daemon --help`);
+      return start(loadConfig(flags, env));
+    case 'replay':
+      return replay(loadConfig(flags, env), args);
+    default:
+      throw new CliError(`unknown command "${command}"; see node-daemon --help`);
+  }
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2), process.env).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      if (error instanceof CliError) {
+        process.stderr.write(`node-daemon: ${error.message}\n`);
+        process.exit(error.exitCode);
+      }
+      process.stderr.write(`node-daemon: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+      process.exit(ExitCode.failure);
+    },
+  );
+}

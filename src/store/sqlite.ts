@@ -1,0 +1,608 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
+import { fromSqliteError, StoreError } from './errors.ts';
+import type {
+  Attestation,
+  AttestationOutcome,
+  ClaimPath,
+  CursorState,
+  Dispute,
+  IndexerCounts,
+  IndexerTx,
+  NewStack,
+  NewTask,
+  NodeSubscription,
+  Stack,
+  StackAttestationDispute,
+  StackClaimed,
+  StackSettlementTicket,
+  Store,
+  Task,
+  TicketClaimed,
+  TicketSettled,
+  TrySettle,
+} from './store.ts';
+
+export const SQLITE_FILE = 'node-daemon.sqlite';
+const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
+const SLOT = 32;
+
+// --- u64 encoding: the one place where SQLite's 64-bit signed integers meet the chain's u64 -------------
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A safe integer is bound as a bigint (so SQLite stores INTEGER); a larger value as 20-digit TEXT. */
+function enc(value: U64): bigint | string {
+  const big = BigInt(value);
+  return big <= MAX_SAFE ? big : big.toString().padStart(20, '0');
+}
+
+function dec(value: unknown): U64 {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return normalizeU64(value);
+  if (typeof value === 'string') return normalizeU64(BigInt(value));
+  throw new StoreError('store_corrupt', `unexpected u64 column value ${String(value)}`, false);
+}
+
+function decNullable(value: unknown): U64 | null {
+  return value === null || value === undefined ? null : dec(value);
+}
+
+function idList(ids: readonly U64[]): string {
+  return `[${ids.map(u64ToString).join(',')}]`;
+}
+
+function parseIdList(text: string): string[] {
+  const inner = text.trim().slice(1, -1).trim();
+  return inner === '' ? [] : inner.split(',').map((s) => s.trim());
+}
+
+function bytes(value: unknown): number[] {
+  return value instanceof Uint8Array ? Array.from(value) : [];
+}
+
+type Row = Record<string, SQLInputValue>;
+
+// --- row mapping -----------------------------------------------------------------------------------------
+
+function toTask(r: Row): Task {
+  return {
+    task_small_id: dec(r.task_small_id),
+    task_id: r.task_id as string,
+    role: r.role as number,
+    model_name: (r.model_name as string | null) ?? null,
+    is_deprecated: r.is_deprecated === 1,
+    valid_until_epoch: decNullable(r.valid_until_epoch),
+    deprecated_at_epoch: decNullable(r.deprecated_at_epoch),
+    security_level: r.security_level as number,
+    minimum_reputation_score: (r.minimum_reputation_score as number | null) ?? null,
+    is_removed: r.is_removed === 1,
+    removed_at_epoch: decNullable(r.removed_at_epoch),
+  };
+}
+
+function toSubscription(r: Row): NodeSubscription {
+  return {
+    node_small_id: dec(r.node_small_id),
+    task_small_id: dec(r.task_small_id),
+    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
+    max_num_compute_units: dec(r.max_num_compute_units),
+    valid: r.valid === 1,
+  };
+}
+
+function toStack(r: Row): Stack {
+  return {
+    owner_address: r.owner_address as string,
+    stack_small_id: dec(r.stack_small_id),
+    stack_id: r.stack_id as string,
+    task_small_id: dec(r.task_small_id),
+    selected_node_id: dec(r.selected_node_id),
+    num_compute_units: dec(r.num_compute_units),
+    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
+    already_computed_units: dec(r.already_computed_units),
+    in_settle_period: r.in_settle_period === 1,
+    num_total_messages: dec(r.num_total_messages),
+    is_claimed: r.is_claimed === 1,
+    is_locked_for_claim: r.is_locked_for_claim === 1,
+    is_confidential: r.is_confidential === 1,
+    user_refund_amount: decNullable(r.user_refund_amount),
+  };
+}
+
+function toTicket(r: Row): StackSettlementTicket {
+  return {
+    stack_small_id: dec(r.stack_small_id),
+    selected_node_id: dec(r.selected_node_id),
+    num_claimed_compute_units: dec(r.num_claimed_compute_units),
+    requested_attestation_nodes: r.requested_attestation_nodes as string,
+    committed_stack_proofs: bytes(r.committed_stack_proofs),
+    stack_merkle_leaves: bytes(r.stack_merkle_leaves),
+    dispute_settled_at_epoch: decNullable(r.dispute_settled_at_epoch),
+    already_attested_nodes: r.already_attested_nodes as string,
+    is_in_dispute: r.is_in_dispute === 1,
+    user_refund_amount: dec(r.user_refund_amount),
+    is_claimed: r.is_claimed === 1,
+    claim_path: (r.claim_path as ClaimPath | null) ?? null,
+  };
+}
+
+function toDispute(r: Row): StackAttestationDispute {
+  return {
+    stack_small_id: dec(r.stack_small_id),
+    attestation_commitment: bytes(r.attestation_commitment),
+    attestation_node_id: dec(r.attestation_node_id),
+    original_node_id: dec(r.original_node_id),
+    original_commitment: bytes(r.original_commitment),
+  };
+}
+
+function toCursor(r: Row): CursorState {
+  return {
+    source: r.source as string,
+    cursor: (r.cursor as string | null) ?? null,
+    applied: r.applied as number,
+    duplicate: r.duplicate as number,
+    ignored: r.ignored as number,
+    unknown: r.unknown as number,
+    malformed: r.malformed as number,
+    orphaned: r.orphaned as number,
+    updatedAt: r.updated_at as string,
+  };
+}
+
+// --- migrations ------------------------------------------------------------------------------------------
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+function loadMigrations(): Migration[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((name) => /^\d{4}-.+\.sql$/.test(name))
+    .sort()
+    .map((name) => {
+      const sql = readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8');
+      return {
+        version: Number(name.slice(0, 4)),
+        name,
+        sql,
+        checksum: createHash('sha256').update(sql).digest('hex'),
+      };
+    });
+}
+
+/**
+ * Applies the pending migrations in one IMMEDIATE transaction, so two processes starting together cannot
+ * both migrate. Refuses a store whose applied migrations differ from the shipped ones.
+ */
+function migrate(db: DatabaseSync): number {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
+  const migrations = loadMigrations();
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const applied = db
+      .prepare('SELECT version, name, checksum FROM schema_migrations ORDER BY version')
+      .all();
+    const shipped = new Map(migrations.map((m) => [m.version, m]));
+    for (const row of applied) {
+      const migration = shipped.get(row.version as number);
+      if (!migration) {
+        throw new StoreError(
+          'store_too_new',
+          `the store was migrated by a newer node-daemon (migration ${String(row.name)}); upgrade node-daemon`,
+          false,
+        );
+      }
+      if (migration.checksum !== row.checksum) {
+        throw new StoreError(
+          'store_migration_changed',
+          `migration ${migration.name} differs from the one applied to this store; migrations are append-only`,
+          false,
+        );
+      }
+    }
+    const done = new Set(applied.map((r) => r.version as number));
+    let count = 0;
+    const record = db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?, ?)');
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      db.exec(migration.sql);
+      record.run(migration.version, migration.name, migration.checksum, new Date().toISOString());
+      count += 1;
+    }
+    db.exec('COMMIT');
+    return count;
+  } catch (error) {
+    db.exec('ROLLBACK');
+    throw fromSqliteError(error);
+  }
+}
+
+// --- the driver ------------------------------------------------------------------------------------------
+
+export interface SqliteStoreOptions {
+  /** Directory of the database file; created (mode 0700) when missing. */
+  dataDir: string;
+}
+
+/**
+ * The embedded store: one file in the data directory, WAL mode. The indexer writes through one connection;
+ * reads go through another, so a read never sees a half-applied page.
+ */
+export class SqliteStore implements Store {
+  readonly engine = 'sqlite' as const;
+  readonly location: string;
+  readonly migrationsApplied: number;
+  readonly #writer: DatabaseSync;
+  readonly #reader: DatabaseSync;
+  readonly #w: Record<string, StatementSync>;
+  readonly #r: Record<string, StatementSync>;
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  constructor(options: SqliteStoreOptions) {
+    mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+    this.location = join(options.dataDir, SQLITE_FILE);
+    try {
+      this.#writer = openConnection(this.location);
+      this.migrationsApplied = migrate(this.#writer);
+      this.#reader = openConnection(this.location);
+    } catch (error) {
+      throw fromSqliteError(error);
+    }
+    this.#w = prepareWrites(this.#writer);
+    this.#r = prepareReads(this.#reader);
+  }
+
+  /** Runs one driver call, translating its errors and refusing work after close. */
+  #guard<T>(fn: () => T): T {
+    if (this.#closed) throw new StoreError('store_closed', 'the store is closed', false);
+    try {
+      return fn();
+    } catch (error) {
+      throw fromSqliteError(error);
+    }
+  }
+
+  indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T> {
+    // Transactions on the writer connection run one at a time.
+    const run = async (): Promise<T> => {
+      this.#guard(() => this.#writer.exec('BEGIN IMMEDIATE'));
+      try {
+        const result = await fn(this.#tx);
+        this.#guard(() => this.#writer.exec('COMMIT'));
+        return result;
+      } catch (error) {
+        if (this.#writer.isTransaction) this.#writer.exec('ROLLBACK');
+        throw fromSqliteError(error);
+      }
+    };
+    const next = this.#queue.then(run, run);
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  readonly #tx: IndexerTx = {
+    claimEvents: async (keys) => {
+      const fresh = new Set<string>();
+      this.#guard(() => {
+        for (const key of keys) {
+          if (this.#w.claimEvent!.run(key).changes === 1) fresh.add(key);
+        }
+      });
+      return fresh;
+    },
+    putTask: async (t: NewTask) => {
+      this.#guard(() =>
+        this.#w.putTask!.run(
+          enc(t.task_small_id),
+          t.task_id,
+          t.role,
+          t.model_name,
+          t.security_level,
+          t.minimum_reputation_score,
+        ),
+      );
+    },
+    deprecateTask: async (id, epoch) =>
+      this.#guard(() => this.#w.deprecateTask!.run(enc(epoch), enc(id)).changes > 0),
+    removeTask: async (id, epoch) =>
+      this.#guard(() => {
+        const found = this.#w.removeTask!.run(enc(epoch), enc(id)).changes > 0;
+        this.#w.invalidateSubscriptions!.run(enc(id));
+        return found;
+      }),
+    putNode: async (id, badgeId, address) => {
+      this.#guard(() => this.#w.putNode!.run(enc(id), badgeId, address));
+    },
+    putNodeModel: async (id, model, echelon) => {
+      this.#guard(() => this.#w.putNodeModel!.run(enc(id), model, enc(echelon)));
+    },
+    putSubscription: async (s) => {
+      this.#guard(() =>
+        this.#w.putSubscription!.run(
+          enc(s.node_small_id),
+          enc(s.task_small_id),
+          enc(s.price_per_one_million_compute_units),
+          enc(s.max_num_compute_units),
+        ),
+      );
+    },
+    deleteSubscription: async (node, task) =>
+      this.#guard(() => this.#w.deleteSubscription!.run(enc(node), enc(task)).changes > 0),
+    putStack: async (s: NewStack) => {
+      this.#guard(() =>
+        this.#w.putStack!.run(
+          enc(s.selected_node_id),
+          enc(s.stack_small_id),
+          s.stack_id,
+          s.owner_address,
+          enc(s.task_small_id),
+          enc(s.num_compute_units),
+          enc(s.price_per_one_million_compute_units),
+          enc(s.task_small_id),
+        ),
+      );
+    },
+    putTicket: async (t: TrySettle) => {
+      const leaves = new Uint8Array(SLOT * (1 + t.requested_attestation_nodes.length));
+      leaves.set(t.stack_merkle_leaf.subarray(0, SLOT));
+      this.#guard(() => {
+        this.#w.putTicket!.run(
+          enc(t.stack_small_id),
+          enc(t.selected_node_id),
+          enc(t.num_claimed_compute_units),
+          idList(t.requested_attestation_nodes),
+          t.committed_stack_proof,
+          leaves,
+        );
+        this.#w.markSettling!.run(enc(t.stack_small_id));
+      });
+    },
+    recordAttestation: async (a: Attestation): Promise<AttestationOutcome> =>
+      this.#guard(() => {
+        const row = this.#w.getTicket!.get(enc(a.stack_small_id));
+        if (!row) return 'no_ticket';
+        const requested = parseIdList(row.requested_attestation_nodes as string);
+        const index = requested.indexOf(u64ToString(a.attestation_node_id));
+        if (index === -1) return 'not_requested';
+        const current = row.stack_merkle_leaves as Uint8Array;
+        const leaves = new Uint8Array(Math.max(current.length, SLOT * (index + 2)));
+        leaves.set(current);
+        leaves.fill(0, SLOT * (index + 1), SLOT * (index + 2));
+        leaves.set(a.stack_merkle_leaf.subarray(0, SLOT), SLOT * (index + 1));
+        const attested = [
+          ...parseIdList(row.already_attested_nodes as string),
+          u64ToString(a.attestation_node_id),
+        ];
+        this.#w.attest!.run(leaves, `[${attested.join(',')}]`, enc(a.stack_small_id));
+        return 'applied';
+      }),
+    settleTicket: async (t: TicketSettled) => {
+      this.#guard(() =>
+        this.#w.settleTicket!.run(
+          enc(t.stack_small_id),
+          enc(t.selected_node_id),
+          enc(t.num_claimed_compute_units),
+          idList(t.requested_attestation_nodes),
+          t.committed_stack_proof,
+          enc(t.dispute_settled_at_epoch),
+        ),
+      );
+    },
+    claimTicket: async (c: TicketClaimed) => {
+      this.#guard(() => {
+        this.#w.claimTicket!.run(
+          enc(c.stack_small_id),
+          enc(c.selected_node_id),
+          enc(c.num_claimed_compute_units),
+          idList(c.attestation_nodes),
+          enc(c.user_refund_amount),
+          'settlement_ticket',
+        );
+        this.#w.markStackClaimed!.run(enc(c.user_refund_amount), enc(c.stack_small_id));
+      });
+    },
+    putDispute: async (d: Dispute) => {
+      this.#guard(() => {
+        this.#w.putDispute!.run(
+          enc(d.stack_small_id),
+          enc(d.attestation_node_id),
+          d.attestation_commitment,
+          enc(d.original_node_id),
+          d.original_commitment,
+        );
+        this.#w.markInDispute!.run(enc(d.stack_small_id));
+      });
+    },
+    claimStack: async (c: StackClaimed) => {
+      this.#guard(() => {
+        this.#w.claimTicket!.run(
+          enc(c.stack_small_id),
+          enc(c.selected_node_id),
+          enc(c.num_claimed_compute_units),
+          '[]',
+          enc(c.user_refund_amount),
+          'confidential_compute',
+        );
+        this.#w.markStackClaimed!.run(enc(c.user_refund_amount), enc(c.stack_small_id));
+      });
+    },
+    saveCursor: async (source: string, cursor: string | null, n: IndexerCounts) => {
+      this.#guard(() =>
+        this.#w.saveCursor!.run(
+          source,
+          cursor,
+          n.applied,
+          n.duplicate,
+          n.ignored,
+          n.unknown,
+          n.malformed,
+          n.orphaned,
+          new Date().toISOString(),
+        ),
+      );
+    },
+  };
+
+  async getCursor(source: string): Promise<CursorState | undefined> {
+    const row = this.#guard(() => this.#r.getCursor!.get(source));
+    return row ? toCursor(row) : undefined;
+  }
+
+  async listTasks(): Promise<Task[]> {
+    return this.#guard(() => this.#r.tasks!.all().map(toTask));
+  }
+
+  async listSubscriptions(node: U64): Promise<NodeSubscription[]> {
+    return this.#guard(() => this.#r.subscriptions!.all(enc(node)).map(toSubscription));
+  }
+
+  async listStacks(node: U64, minFillFraction?: number): Promise<Stack[]> {
+    return this.#guard(() =>
+      minFillFraction === undefined
+        ? this.#r.stacks!.all(enc(node)).map(toStack)
+        : this.#r.stacksFilled!.all(enc(node), minFillFraction).map(toStack),
+    );
+  }
+
+  async listClaimedStacks(node: U64): Promise<StackSettlementTicket[]> {
+    return this.#guard(() => this.#r.claimed!.all(enc(node)).map(toTicket));
+  }
+
+  async listDisputesAgainst(node: U64): Promise<StackAttestationDispute[]> {
+    return this.#guard(() => this.#r.disputesAgainst!.all(enc(node)).map(toDispute));
+  }
+
+  async listDisputesOwn(node: U64): Promise<StackAttestationDispute[]> {
+    return this.#guard(() => this.#r.disputesOwn!.all(enc(node)).map(toDispute));
+  }
+
+  async dataVersion(): Promise<string> {
+    // PRAGMA data_version changes when any other connection, in this process or another, commits.
+    return this.#guard(() => String(this.#r.dataVersion!.get()!.data_version));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.#queue;
+    this.#closed = true;
+    this.#reader.close();
+    this.#writer.exec('PRAGMA optimize');
+    this.#writer.close();
+  }
+}
+
+function openConnection(file: string): DatabaseSync {
+  const db = new DatabaseSync(file, { timeout: 5000 });
+  db.exec('PRAGMA journal_mode = WAL');
+  // WAL with synchronous=NORMAL never corrupts and never splits a transaction; a power cut may lose only
+  // the newest commits, which the indexer then re-reads from its (equally old) cursor.
+  db.exec('PRAGMA synchronous = NORMAL');
+  return db;
+}
+
+const STACK_COLUMNS = `owner_address, stack_small_id, stack_id, task_small_id, selected_node_id, num_compute_units,
+  price_per_one_million_compute_units, already_computed_units, in_settle_period, num_total_messages, is_claimed,
+  is_locked_for_claim, is_confidential, user_refund_amount`;
+const TICKET_COLUMNS = `stack_small_id, selected_node_id, num_claimed_compute_units, requested_attestation_nodes,
+  committed_stack_proofs, stack_merkle_leaves, dispute_settled_at_epoch, already_attested_nodes, is_in_dispute,
+  user_refund_amount, is_claimed, claim_path`;
+const DISPUTE_COLUMNS =
+  'stack_small_id, attestation_commitment, attestation_node_id, original_node_id, original_commitment';
+
+function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
+  return {
+    tasks: db.prepare('SELECT * FROM tasks ORDER BY task_small_id'),
+    subscriptions: db.prepare(
+      'SELECT * FROM node_subscriptions WHERE node_small_id = ? ORDER BY task_small_id',
+    ),
+    stacks: db.prepare(
+      `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = ? ORDER BY stack_small_id`,
+    ),
+    stacksFilled: db.prepare(`SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = ?1
+      AND (CAST(num_compute_units AS REAL) = 0
+           OR CAST(already_computed_units AS REAL) / CAST(num_compute_units AS REAL) >= ?2)
+      ORDER BY stack_small_id`),
+    claimed: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets
+      WHERE selected_node_id = ? AND is_claimed = 1 ORDER BY stack_small_id`),
+    disputesAgainst: db.prepare(`SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
+      WHERE original_node_id = ? ORDER BY stack_small_id, attestation_node_id`),
+    disputesOwn: db.prepare(`SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
+      WHERE attestation_node_id = ? ORDER BY stack_small_id`),
+    getCursor: db.prepare('SELECT * FROM indexer_cursors WHERE source = ?'),
+    dataVersion: db.prepare('PRAGMA data_version'),
+  };
+}
+
+function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
+  return {
+    claimEvent: db.prepare('INSERT OR IGNORE INTO applied_events (event_key) VALUES (?)'),
+    putTask: db.prepare(`INSERT INTO tasks (task_small_id, task_id, role, model_name, security_level,
+      minimum_reputation_score) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+    deprecateTask: db.prepare(
+      'UPDATE tasks SET is_deprecated = 1, deprecated_at_epoch = ? WHERE task_small_id = ?',
+    ),
+    removeTask: db.prepare(
+      'UPDATE tasks SET is_deprecated = 1, is_removed = 1, removed_at_epoch = ? WHERE task_small_id = ?',
+    ),
+    invalidateSubscriptions: db.prepare('UPDATE node_subscriptions SET valid = 0 WHERE task_small_id = ?'),
+    putNode: db.prepare('INSERT INTO nodes VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+    putNodeModel: db.prepare(`INSERT INTO node_models VALUES (?, ?, ?)
+      ON CONFLICT (node_small_id, model_name) DO UPDATE SET echelon_id = excluded.echelon_id`),
+    putSubscription: db.prepare(`INSERT INTO node_subscriptions (node_small_id, task_small_id,
+      price_per_one_million_compute_units, max_num_compute_units, valid) VALUES (?, ?, ?, ?, 1)
+      ON CONFLICT (node_small_id, task_small_id) DO UPDATE SET
+        price_per_one_million_compute_units = excluded.price_per_one_million_compute_units,
+        max_num_compute_units = excluded.max_num_compute_units, valid = 1`),
+    deleteSubscription: db.prepare(
+      'DELETE FROM node_subscriptions WHERE node_small_id = ? AND task_small_id = ?',
+    ),
+    putStack:
+      db.prepare(`INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
+      num_compute_units, price_per_one_million_compute_units, is_confidential)
+      VALUES (?, ?, ?, ?, ?, ?, ?, coalesce((SELECT security_level = 1 FROM tasks WHERE task_small_id = ?), 0))
+      ON CONFLICT DO NOTHING`),
+    putTicket: db.prepare(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+      num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves)
+      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+    markSettling: db.prepare('UPDATE stacks SET in_settle_period = 1 WHERE stack_small_id = ?'),
+    getTicket: db.prepare(`SELECT requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
+      FROM stack_settlement_tickets WHERE stack_small_id = ?`),
+    attest:
+      db.prepare(`UPDATE stack_settlement_tickets SET stack_merkle_leaves = ?, already_attested_nodes = ?
+      WHERE stack_small_id = ?`),
+    settleTicket: db.prepare(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+      num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, dispute_settled_at_epoch)
+      VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (stack_small_id) DO UPDATE SET dispute_settled_at_epoch = excluded.dispute_settled_at_epoch`),
+    claimTicket: db.prepare(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+      num_claimed_compute_units, requested_attestation_nodes, user_refund_amount, claim_path, is_claimed)
+      VALUES (?, ?, ?, ?, ?, ?, 1)
+      ON CONFLICT (stack_small_id) DO UPDATE SET is_claimed = 1, user_refund_amount = excluded.user_refund_amount,
+        num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path`),
+    markStackClaimed: db.prepare(
+      'UPDATE stacks SET is_claimed = 1, user_refund_amount = ? WHERE stack_small_id = ?',
+    ),
+    putDispute: db.prepare(
+      'INSERT INTO stack_attestation_disputes VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ),
+    markInDispute: db.prepare(
+      'UPDATE stack_settlement_tickets SET is_in_dispute = 1 WHERE stack_small_id = ?',
+    ),
+    saveCursor: db.prepare(`INSERT INTO indexer_cursors (source, cursor, applied, duplicate, ignored, unknown,
+      malformed, orphaned, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (source) DO UPDATE SET cursor = excluded.cursor, applied = applied + excluded.applied,
+        duplicate = duplicate + excluded.duplicate, ignored = ignored + excluded.ignored,
+        unknown = unknown + excluded.unknown, malformed = malformed + excluded.malformed,
+        orphaned = orphaned + excluded.orphaned, updated_at = excluded.updated_at`),
+  };
+}

@@ -1,0 +1,217 @@
+import type { U64 } from '../internal/u64.ts';
+
+/** A task as served by GET /tasks (upstream field names; is_removed and removed_at_epoch are additions). */
+export interface Task {
+  task_small_id: U64;
+  task_id: string;
+  role: number;
+  model_name: string | null;
+  is_deprecated: boolean;
+  valid_until_epoch: U64 | null;
+  deprecated_at_epoch: U64 | null;
+  security_level: number;
+  minimum_reputation_score: number | null;
+  is_removed: boolean;
+  removed_at_epoch: U64 | null;
+}
+
+/** A node's subscription to a task. `valid` turns false when the task is removed on chain. */
+export interface NodeSubscription {
+  node_small_id: U64;
+  task_small_id: U64;
+  price_per_one_million_compute_units: U64;
+  max_num_compute_units: U64;
+  valid: boolean;
+}
+
+/** A stack bought by a user and assigned to a node, with the node's off-chain usage. */
+export interface Stack {
+  owner_address: string;
+  stack_small_id: U64;
+  stack_id: string;
+  task_small_id: U64;
+  selected_node_id: U64;
+  num_compute_units: U64;
+  price_per_one_million_compute_units: U64;
+  already_computed_units: U64;
+  in_settle_period: boolean;
+  num_total_messages: U64;
+  is_claimed: boolean;
+  is_locked_for_claim: boolean;
+  is_confidential: boolean;
+  user_refund_amount: U64 | null;
+}
+
+export type ClaimPath = 'settlement_ticket' | 'confidential_compute';
+
+/**
+ * A settlement ticket. requested_attestation_nodes and already_attested_nodes are strings holding JSON
+ * arrays, as upstream serves them. committed_stack_proofs is the 32-byte proof; stack_merkle_leaves holds
+ * 32 bytes for the settling node followed by 32 per requested attester.
+ */
+export interface StackSettlementTicket {
+  stack_small_id: U64;
+  selected_node_id: U64;
+  num_claimed_compute_units: U64;
+  requested_attestation_nodes: string;
+  committed_stack_proofs: number[];
+  stack_merkle_leaves: number[];
+  dispute_settled_at_epoch: U64 | null;
+  already_attested_nodes: string;
+  is_in_dispute: boolean;
+  user_refund_amount: U64;
+  is_claimed: boolean;
+  claim_path: ClaimPath | null;
+}
+
+export interface StackAttestationDispute {
+  stack_small_id: U64;
+  attestation_commitment: number[];
+  attestation_node_id: U64;
+  original_node_id: U64;
+  original_commitment: number[];
+}
+
+/** What the indexer has done with one event source. */
+export interface IndexerCounts {
+  applied: number;
+  duplicate: number;
+  ignored: number;
+  unknown: number;
+  malformed: number;
+  orphaned: number;
+}
+
+export interface CursorState extends IndexerCounts {
+  source: string;
+  cursor: string | null;
+  updatedAt: string;
+}
+
+export interface NewTask {
+  task_small_id: U64;
+  task_id: string;
+  role: number;
+  model_name: string | null;
+  security_level: number;
+  minimum_reputation_score: number | null;
+}
+
+export interface NewStack {
+  stack_small_id: U64;
+  stack_id: string;
+  owner_address: string;
+  task_small_id: U64;
+  selected_node_id: U64;
+  num_compute_units: U64;
+  price_per_one_million_compute_units: U64;
+}
+
+export interface TrySettle {
+  stack_small_id: U64;
+  selected_node_id: U64;
+  requested_attestation_nodes: U64[];
+  committed_stack_proof: Uint8Array;
+  stack_merkle_leaf: Uint8Array;
+  num_claimed_compute_units: U64;
+}
+
+export interface Attestation {
+  stack_small_id: U64;
+  attestation_node_id: U64;
+  committed_stack_proof: Uint8Array;
+  stack_merkle_leaf: Uint8Array;
+}
+
+/** applied; or the ticket is unknown (orphan); or the node was not requested as an attester. */
+export type AttestationOutcome = 'applied' | 'no_ticket' | 'not_requested';
+
+export interface TicketSettled {
+  stack_small_id: U64;
+  selected_node_id: U64;
+  num_claimed_compute_units: U64;
+  requested_attestation_nodes: U64[];
+  dispute_settled_at_epoch: U64;
+  committed_stack_proof: Uint8Array;
+}
+
+export interface TicketClaimed {
+  stack_small_id: U64;
+  selected_node_id: U64;
+  attestation_nodes: U64[];
+  num_claimed_compute_units: U64;
+  user_refund_amount: U64;
+}
+
+export interface StackClaimed {
+  stack_small_id: U64;
+  selected_node_id: U64;
+  num_claimed_compute_units: U64;
+  user_refund_amount: U64;
+}
+
+export interface Dispute {
+  stack_small_id: U64;
+  attestation_commitment: Uint8Array;
+  attestation_node_id: U64;
+  original_node_id: U64;
+  original_commitment: Uint8Array;
+}
+
+/**
+ * The writes the indexer makes inside one transaction. Each method is one idempotent statement or a small
+ * read-modify-write; the transaction that holds them also saves the cursor, so a page is all or nothing.
+ */
+export interface IndexerTx {
+  /** Records the event keys and returns those not recorded before (the others are duplicates). */
+  claimEvents(keys: readonly string[]): Promise<Set<string>>;
+  putTask(task: NewTask): Promise<void>;
+  /** false when the task is unknown. */
+  deprecateTask(taskSmallId: U64, epoch: U64): Promise<boolean>;
+  /** Marks the task removed and its subscriptions invalid; false when the task is unknown. */
+  removeTask(taskSmallId: U64, epoch: U64): Promise<boolean>;
+  putNode(nodeSmallId: U64, badgeId: string, address: string): Promise<void>;
+  putNodeModel(nodeSmallId: U64, modelName: string, echelonId: U64): Promise<void>;
+  /** Inserts or updates a subscription and marks it valid. */
+  putSubscription(sub: Omit<NodeSubscription, 'valid'>): Promise<void>;
+  deleteSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<boolean>;
+  putStack(stack: NewStack): Promise<void>;
+  putTicket(ticket: TrySettle): Promise<void>;
+  recordAttestation(attestation: Attestation): Promise<AttestationOutcome>;
+  settleTicket(ticket: TicketSettled): Promise<void>;
+  claimTicket(claim: TicketClaimed): Promise<void>;
+  putDispute(dispute: Dispute): Promise<void>;
+  claimStack(claim: StackClaimed): Promise<void>;
+  /** Saves the source's cursor and adds to its counters. */
+  saveCursor(source: string, cursor: string | null, counts: IndexerCounts): Promise<void>;
+}
+
+/** The daemon's state, whichever engine holds it. */
+export interface Store {
+  readonly engine: 'sqlite' | 'postgres';
+  /** Where the data lives, safe to print (no password). */
+  readonly location: string;
+  /** Runs fn in one write transaction; it commits when fn resolves and rolls back when it throws. */
+  indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T>;
+  getCursor(source: string): Promise<CursorState | undefined>;
+  listTasks(): Promise<Task[]>;
+  listSubscriptions(nodeSmallId: U64): Promise<NodeSubscription[]>;
+  /** Stacks of the node; with minFillFraction, those whose usage / capacity >= it (zero capacity is full). */
+  listStacks(nodeSmallId: U64, minFillFraction?: number): Promise<Stack[]>;
+  /** Claimed stacks of the node, through settlement tickets and through the confidential-compute path. */
+  listClaimedStacks(nodeSmallId: U64): Promise<StackSettlementTicket[]>;
+  listDisputesAgainst(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
+  listDisputesOwn(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
+  /** A token that changes whenever any process commits a change: the key of cached responses. */
+  dataVersion(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export const ZERO_COUNTS: Readonly<IndexerCounts> = Object.freeze({
+  applied: 0,
+  duplicate: 0,
+  ignored: 0,
+  unknown: 0,
+  malformed: 0,
+  orphaned: 0,
+});
