@@ -24,6 +24,7 @@ import type {
   TicketClaimed,
   TicketSettled,
   TrySettle,
+  UsageOutcome,
 } from './store.ts';
 
 export const SQLITE_FILE = 'node-daemon.sqlite';
@@ -486,6 +487,32 @@ export class SqliteStore implements Store {
     return this.#guard(() => this.#r.disputesOwn!.all(enc(node)).map(toDispute));
   }
 
+  addStackUsage(stackSmallId: U64, computeUnits: U64): Promise<UsageOutcome> {
+    // Read-modify-write on the writer connection, serialized with the indexer's transactions.
+    return this.indexerTransaction(async () =>
+      this.#guard((): UsageOutcome => {
+        const row = this.#w.getUsage!.get(enc(stackSmallId));
+        if (!row) return { status: 'not_found' };
+        const capacity = BigInt(dec(row.num_compute_units));
+        const total = BigInt(dec(row.already_computed_units)) + BigInt(computeUnits);
+        if (total > capacity) {
+          return {
+            status: 'over_capacity',
+            already_computed_units: dec(row.already_computed_units),
+            num_compute_units: dec(row.num_compute_units),
+          };
+        }
+        const messages = BigInt(dec(row.num_total_messages)) + 1n;
+        this.#w.setUsage!.run(enc(normalizeU64(total)), enc(normalizeU64(messages)), enc(stackSmallId));
+        return {
+          status: 'recorded',
+          already_computed_units: normalizeU64(total),
+          num_compute_units: dec(row.num_compute_units),
+        };
+      }),
+    );
+  }
+
   async dataVersion(): Promise<string> {
     // PRAGMA data_version changes when any other connection, in this process or another, commits.
     return this.#guard(() => String(this.#r.dataVersion!.get()!.data_version));
@@ -545,6 +572,10 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
 
 function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
   return {
+    getUsage: db.prepare(`SELECT num_compute_units, already_computed_units, num_total_messages FROM stacks
+      WHERE stack_small_id = ?`),
+    setUsage: db.prepare(`UPDATE stacks SET already_computed_units = ?, num_total_messages = ?
+      WHERE stack_small_id = ?`),
     claimEvent: db.prepare('INSERT OR IGNORE INTO applied_events (event_key) VALUES (?)'),
     putTask: db.prepare(`INSERT INTO tasks (task_small_id, task_id, role, model_name, security_level,
       minimum_reputation_score) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),

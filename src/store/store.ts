@@ -72,6 +72,11 @@ export interface StackAttestationDispute {
   original_commitment: number[];
 }
 
+export type UsageOutcome =
+  | { status: 'recorded'; already_computed_units: U64; num_compute_units: U64 }
+  | { status: 'not_found' }
+  | { status: 'over_capacity'; already_computed_units: U64; num_compute_units: U64 };
+
 /** What the indexer has done with one event source. */
 export interface IndexerCounts {
   applied: number;
@@ -202,6 +207,11 @@ export interface Store {
   listClaimedStacks(nodeSmallId: U64): Promise<StackSettlementTicket[]>;
   listDisputesAgainst(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
   listDisputesOwn(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
+  /**
+   * Adds served work to a stack's off-chain usage: units to already_computed_units and one message.
+   * Refuses (changing nothing) when the stack is unknown or the total would exceed its capacity.
+   */
+  addStackUsage(stackSmallId: U64, computeUnits: U64): Promise<UsageOutcome>;
   /** A token that changes whenever any process commits a change: the key of cached responses. */
   dataVersion(): Promise<string>;
   close(): Promise<void>;

@@ -1,0 +1,465 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import type { U64 } from '../src/internal/u64.ts';
+import type { IndexerTx, NewStack, NewTask, Store } from '../src/store/store.ts';
+
+/**
+ * The store contract: what every engine must do, run against each driver (SQLite here; PostgreSQL when
+ * its driver lands). It goes through the public Store interface only.
+ */
+export function storeContract(
+  engine: string,
+  open: () => Promise<{ store: Store; cleanup: () => Promise<void> }>,
+) {
+  describe(`store contract: ${engine}`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+    beforeEach(async () => {
+      ({ store, cleanup } = await open());
+    });
+    afterEach(async () => {
+      await store.close();
+      await cleanup();
+    });
+
+    const write = (fn: (tx: IndexerTx) => Promise<void>) => store.indexerTransaction(fn);
+    const U64_MAX = 18446744073709551615n;
+    const ABOVE_SAFE = 9007199254740993n;
+
+    const newTask = (id: U64, level = 0): NewTask => ({
+      task_small_id: id,
+      task_id: `0x${'1'.padStart(64, '0')}`,
+      role: 0,
+      model_name: 'llama',
+      security_level: level,
+      minimum_reputation_score: null,
+    });
+    const newStack = (id: U64, node: U64, units: U64 = 1000, task: U64 = 1): NewStack => ({
+      stack_small_id: id,
+      stack_id: `0x${String(id).padStart(64, '0')}`,
+      owner_address: `0x${'ab'.repeat(32)}`,
+      task_small_id: task,
+      selected_node_id: node,
+      num_compute_units: units,
+      price_per_one_million_compute_units: 2_000_000,
+    });
+    const proof = new Uint8Array(32).fill(7);
+    const leaf = new Uint8Array(32).fill(9);
+
+    it('lists tasks in small-id order, u64 ids above 2^53 included and exact', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(U64_MAX));
+        await tx.putTask(newTask(3));
+        await tx.putTask(newTask(ABOVE_SAFE));
+        await tx.putTask(newTask(1, 2));
+      });
+      const tasks = await store.listTasks();
+      assert.deepEqual(
+        tasks.map((t) => t.task_small_id),
+        [1, 3, ABOVE_SAFE, U64_MAX],
+      );
+      assert.deepEqual(tasks[0], {
+        task_small_id: 1,
+        task_id: `0x${'1'.padStart(64, '0')}`,
+        role: 0,
+        model_name: 'llama',
+        is_deprecated: false,
+        valid_until_epoch: null,
+        deprecated_at_epoch: null,
+        security_level: 2,
+        minimum_reputation_score: null,
+        is_removed: false,
+        removed_at_epoch: null,
+      });
+    });
+
+    it('keeps the first registration of a task and deprecates and removes it', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(5));
+        await tx.putTask({ ...newTask(5), model_name: 'other' });
+        await tx.putSubscription({
+          node_small_id: 1,
+          task_small_id: 5,
+          price_per_one_million_compute_units: 10,
+          max_num_compute_units: 1_000_000,
+        });
+      });
+      assert.equal((await store.listTasks())[0]?.model_name, 'llama');
+      let found = false;
+      await write(async (tx) => {
+        found = await tx.deprecateTask(5, U64_MAX);
+      });
+      assert.equal(found, true);
+      assert.deepEqual(
+        (await store.listTasks()).map((t) => [t.is_deprecated, t.deprecated_at_epoch]),
+        [[true, U64_MAX]],
+      );
+      await write(async (tx) => {
+        found = await tx.removeTask(5, 12);
+      });
+      assert.equal(found, true);
+      const [removed] = await store.listTasks();
+      assert.equal(removed?.is_removed, true);
+      assert.equal(removed?.removed_at_epoch, 12);
+      assert.equal((await store.listSubscriptions(1))[0]?.valid, false);
+      await write(async (tx) => {
+        found = await tx.deprecateTask(99, 1);
+      });
+      assert.equal(found, false);
+    });
+
+    it('upserts, lists and deletes subscriptions per node in task order', async () => {
+      await write(async (tx) => {
+        for (const task of [7, 2, 4]) {
+          await tx.putSubscription({
+            node_small_id: 1,
+            task_small_id: task,
+            price_per_one_million_compute_units: U64_MAX,
+            max_num_compute_units: 1_000_000,
+          });
+        }
+        await tx.putSubscription({
+          node_small_id: 2,
+          task_small_id: 2,
+          price_per_one_million_compute_units: 5,
+          max_num_compute_units: 1_000_000,
+        });
+        await tx.putSubscription({
+          node_small_id: 1,
+          task_small_id: 4,
+          price_per_one_million_compute_units: 42,
+          max_num_compute_units: 1_000_000,
+        });
+      });
+      const subs = await store.listSubscriptions(1);
+      assert.deepEqual(
+        subs.map((s) => [s.task_small_id, s.price_per_one_million_compute_units, s.valid]),
+        [
+          [2, U64_MAX, true],
+          [4, 42, true],
+          [7, U64_MAX, true],
+        ],
+      );
+      let deleted = false;
+      await write(async (tx) => {
+        deleted = await tx.deleteSubscription(1, 4);
+      });
+      assert.equal(deleted, true);
+      assert.deepEqual(
+        (await store.listSubscriptions(1)).map((s) => s.task_small_id),
+        [2, 7],
+      );
+      await write(async (tx) => {
+        deleted = await tx.deleteSubscription(1, 4);
+      });
+      assert.equal(deleted, false);
+      assert.deepEqual(await store.listSubscriptions(3), []);
+    });
+
+    it('lists stacks of one node in stack order, with confidentiality from the task', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        await tx.putStack(newStack(30, 1));
+        await tx.putStack(newStack(10, 1));
+        await tx.putStack(newStack(20, 2));
+        await tx.putStack({ ...newStack(10, 1), num_compute_units: 5 });
+        await tx.putStack(newStack(40, 1, 1000, 9));
+      });
+      const stacks = await store.listStacks(1);
+      assert.deepEqual(
+        stacks.map((s) => s.stack_small_id),
+        [10, 30, 40],
+      );
+      assert.deepEqual(stacks[0], {
+        owner_address: `0x${'ab'.repeat(32)}`,
+        stack_small_id: 10,
+        stack_id: `0x${'10'.padStart(64, '0')}`,
+        task_small_id: 1,
+        selected_node_id: 1,
+        num_compute_units: 1000,
+        price_per_one_million_compute_units: 2_000_000,
+        already_computed_units: 0,
+        in_settle_period: false,
+        num_total_messages: 0,
+        is_claimed: false,
+        is_locked_for_claim: false,
+        is_confidential: true,
+        user_refund_amount: null,
+      });
+      assert.equal(stacks[2]?.is_confidential, false, 'unknown task: not confidential');
+      assert.deepEqual(
+        (await store.listStacks(2)).map((s) => s.stack_small_id),
+        [20],
+      );
+    });
+
+    it('filters by fill fraction inclusively, zero capacity counting as full', async () => {
+      await write(async (tx) => {
+        await tx.putStack(newStack(1, 1, 1000));
+        await tx.putStack(newStack(2, 1, 1000));
+        await tx.putStack(newStack(3, 1, 0));
+        await tx.putStack(newStack(4, 1, 3));
+        await tx.putStack(newStack(5, 1, U64_MAX));
+      });
+      assert.equal((await store.addStackUsage(1, 800)).status, 'recorded');
+      assert.equal((await store.addStackUsage(2, 799)).status, 'recorded');
+      assert.equal((await store.addStackUsage(4, 1)).status, 'recorded');
+      assert.equal((await store.addStackUsage(5, 2n ** 63n)).status, 'recorded');
+      const ids = async (f?: number) => (await store.listStacks(1, f)).map((s) => s.stack_small_id);
+      assert.deepEqual(await ids(), [1, 2, 3, 4, 5]);
+      assert.deepEqual(await ids(0), [1, 2, 3, 4, 5]);
+      assert.deepEqual(await ids(0.8), [1, 3]);
+      assert.deepEqual(await ids(1 / 3), [1, 2, 3, 4, 5]);
+      assert.deepEqual(await ids(0.5), [1, 2, 3, 5]);
+      assert.deepEqual(await ids(1), [3]);
+      const [big] = (await store.listStacks(1)).filter((s) => s.stack_small_id === 5);
+      assert.equal(big?.already_computed_units, 2n ** 63n);
+      assert.equal(big?.num_compute_units, U64_MAX);
+    });
+
+    it('records usage, refusing unknown stacks and going past capacity', async () => {
+      await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
+      assert.deepEqual(await store.addStackUsage(1, 60), {
+        status: 'recorded',
+        already_computed_units: 60,
+        num_compute_units: 100,
+      });
+      assert.deepEqual(await store.addStackUsage(1, 41), {
+        status: 'over_capacity',
+        already_computed_units: 60,
+        num_compute_units: 100,
+      });
+      assert.deepEqual(await store.addStackUsage(2, 1), { status: 'not_found' });
+      const [s] = await store.listStacks(1);
+      assert.equal(s?.already_computed_units, 60);
+      assert.equal(s?.num_total_messages, 1);
+    });
+
+    it('builds settlement tickets: try-settle, attestations by slot, settlement, claim', async () => {
+      await write(async (tx) => {
+        await tx.putStack(newStack(1, 1));
+        await tx.putTicket({
+          stack_small_id: 1,
+          selected_node_id: 1,
+          requested_attestation_nodes: [4, 5],
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+          num_claimed_compute_units: 700,
+        });
+      });
+      assert.equal((await store.listStacks(1))[0]?.in_settle_period, true);
+      assert.deepEqual(await store.listClaimedStacks(1), [], 'not claimed yet');
+      const outcomes: string[] = [];
+      const leaf5 = new Uint8Array(32).fill(5);
+      await write(async (tx) => {
+        outcomes.push(
+          await tx.recordAttestation({
+            stack_small_id: 1,
+            attestation_node_id: 5,
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf5,
+          }),
+          await tx.recordAttestation({
+            stack_small_id: 1,
+            attestation_node_id: 6,
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf5,
+          }),
+          await tx.recordAttestation({
+            stack_small_id: 2,
+            attestation_node_id: 5,
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf5,
+          }),
+        );
+        await tx.settleTicket({
+          stack_small_id: 1,
+          selected_node_id: 1,
+          num_claimed_compute_units: 700,
+          requested_attestation_nodes: [4, 5],
+          dispute_settled_at_epoch: 8,
+          committed_stack_proof: proof,
+        });
+        await tx.claimTicket({
+          stack_small_id: 1,
+          selected_node_id: 1,
+          attestation_nodes: [4, 5],
+          num_claimed_compute_units: 700,
+          user_refund_amount: U64_MAX,
+        });
+      });
+      assert.deepEqual(outcomes, ['applied', 'not_requested', 'no_ticket']);
+      const [ticket] = await store.listClaimedStacks(1);
+      assert.deepEqual(ticket, {
+        stack_small_id: 1,
+        selected_node_id: 1,
+        num_claimed_compute_units: 700,
+        requested_attestation_nodes: '[4,5]',
+        committed_stack_proofs: [...proof],
+        stack_merkle_leaves: [...leaf, ...new Uint8Array(32), ...leaf5],
+        dispute_settled_at_epoch: 8,
+        already_attested_nodes: '[5]',
+        is_in_dispute: false,
+        user_refund_amount: U64_MAX,
+        is_claimed: true,
+        claim_path: 'settlement_ticket',
+      });
+      const [claimedStack] = await store.listStacks(1);
+      assert.equal(claimedStack?.is_claimed, true);
+      assert.equal(claimedStack?.user_refund_amount, U64_MAX);
+      assert.deepEqual(await store.listClaimedStacks(4), [], 'attesters do not list it');
+    });
+
+    it('lists confidential-compute claims, also for stacks it never saw', async () => {
+      await write(async (tx) => {
+        await tx.putStack(newStack(2, 3));
+        await tx.claimStack({
+          stack_small_id: 2,
+          selected_node_id: 3,
+          num_claimed_compute_units: 10,
+          user_refund_amount: 5,
+        });
+        await tx.claimStack({
+          stack_small_id: 9,
+          selected_node_id: 3,
+          num_claimed_compute_units: 1,
+          user_refund_amount: 0,
+        });
+      });
+      const claimed = await store.listClaimedStacks(3);
+      assert.deepEqual(
+        claimed.map((c) => [c.stack_small_id, c.claim_path, c.is_claimed, c.requested_attestation_nodes]),
+        [
+          [2, 'confidential_compute', true, '[]'],
+          [9, 'confidential_compute', true, '[]'],
+        ],
+      );
+      assert.equal((await store.listStacks(3))[0]?.is_claimed, true);
+    });
+
+    it('stores disputes once, flags the ticket, and lists them against and own', async () => {
+      const dispute = {
+        stack_small_id: 1,
+        attestation_commitment: new Uint8Array(32).fill(1),
+        attestation_node_id: 4,
+        original_node_id: 1,
+        original_commitment: proof,
+      };
+      await write(async (tx) => {
+        await tx.putTicket({
+          stack_small_id: 1,
+          selected_node_id: 1,
+          requested_attestation_nodes: [4],
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+          num_claimed_compute_units: 1,
+        });
+        await tx.putDispute(dispute);
+        await tx.putDispute({ ...dispute, attestation_commitment: new Uint8Array(32).fill(2) });
+        await tx.putDispute({ ...dispute, stack_small_id: 0, original_node_id: 4, attestation_node_id: 1 });
+      });
+      const against = await store.listDisputesAgainst(1);
+      assert.deepEqual(against, [
+        {
+          stack_small_id: 1,
+          attestation_commitment: Array(32).fill(1),
+          attestation_node_id: 4,
+          original_node_id: 1,
+          original_commitment: [...proof],
+        },
+      ]);
+      assert.deepEqual(
+        (await store.listDisputesOwn(1)).map((d) => d.stack_small_id),
+        [0],
+      );
+      assert.deepEqual(
+        (await store.listDisputesOwn(4)).map((d) => d.stack_small_id),
+        [1],
+      );
+      await write(async (tx) => {
+        await tx.claimTicket({
+          stack_small_id: 1,
+          selected_node_id: 1,
+          attestation_nodes: [4],
+          num_claimed_compute_units: 1,
+          user_refund_amount: 0,
+        });
+      });
+      assert.equal((await store.listClaimedStacks(1))[0]?.is_in_dispute, true);
+    });
+
+    it('claims each event key once, across transactions and within one', async () => {
+      let first = new Set<string>();
+      let second = new Set<string>();
+      await write(async (tx) => {
+        first = await tx.claimEvents(['a:0', 'b:0', 'a:0']);
+      });
+      await write(async (tx) => {
+        second = await tx.claimEvents(['a:0', 'c:1']);
+      });
+      assert.deepEqual([...first].sort(), ['a:0', 'b:0']);
+      assert.deepEqual([...second], ['c:1']);
+    });
+
+    it('rolls a failed transaction back whole: effects, event keys and cursor', async () => {
+      await assert.rejects(
+        write(async (tx) => {
+          await tx.claimEvents(['x:0']);
+          await tx.putTask(newTask(1));
+          await tx.saveCursor('src', '10', {
+            applied: 1,
+            duplicate: 0,
+            ignored: 0,
+            unknown: 0,
+            malformed: 0,
+            orphaned: 0,
+          });
+          throw new Error('boom');
+        }),
+        /boom/,
+      );
+      assert.deepEqual(await store.listTasks(), []);
+      assert.equal(await store.getCursor('src'), undefined);
+      let fresh = new Set<string>();
+      await write(async (tx) => {
+        fresh = await tx.claimEvents(['x:0']);
+      });
+      assert.deepEqual([...fresh], ['x:0']);
+    });
+
+    it('saves cursors and adds up their counters', async () => {
+      const counts = { applied: 3, duplicate: 1, ignored: 2, unknown: 1, malformed: 1, orphaned: 0 };
+      await write((tx) => tx.saveCursor('file:a', '100', counts));
+      await write((tx) => tx.saveCursor('file:a', '250', { ...counts, orphaned: 4 }));
+      const cursor = await store.getCursor('file:a');
+      assert.equal(cursor?.cursor, '250');
+      assert.deepEqual(
+        [
+          cursor?.applied,
+          cursor?.duplicate,
+          cursor?.ignored,
+          cursor?.unknown,
+          cursor?.malformed,
+          cursor?.orphaned,
+        ],
+        [6, 2, 4, 2, 2, 4],
+      );
+      assert.equal(await store.getCursor('file:b'), undefined);
+    });
+
+    it('changes its data version on every commit', async () => {
+      const before = await store.dataVersion();
+      assert.equal(await store.dataVersion(), before);
+      await write((tx) => tx.putTask(newTask(1)));
+      const after = await store.dataVersion();
+      assert.notEqual(after, before);
+      await store.addStackUsage(1, 1);
+      assert.equal(await store.dataVersion(), after, 'a refused usage changes nothing');
+    });
+
+    it('refuses work once closed', async () => {
+      await store.close();
+      await assert.rejects(store.listTasks(), { name: 'StoreError', code: 'store_closed' });
+    });
+  });
+}

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { describe, it } from 'node:test';
+import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import { tempDir } from './helpers/tmp.ts';
+import { storeContract } from './store-contract.ts';
+
+storeContract('sqlite', async () => {
+  const { dir, remove } = tempDir();
+  return { store: new SqliteStore({ dataDir: dir }), cleanup: remove };
+});
+
+describe('sqlite store', () => {
+  it('migrates an empty directory once and then finds nothing to do', async () => {
+    const { dir, remove } = tempDir();
+    const first = new SqliteStore({ dataDir: `${dir}/nested/data` });
+    assert.ok(first.migrationsApplied >= 1);
+    await first.close();
+    const second = new SqliteStore({ dataDir: `${dir}/nested/data` });
+    assert.equal(second.migrationsApplied, 0);
+    await second.close();
+    await remove();
+  });
+
+  it('refuses a store whose applied migration differs from the shipped one', async () => {
+    const { dir, remove } = tempDir();
+    await new SqliteStore({ dataDir: dir }).close();
+    const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
+    db.exec("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1");
+    db.close();
+    assert.throws(() => new SqliteStore({ dataDir: dir }), { code: 'store_migration_changed' });
+    await remove();
+  });
+
+  it('refuses a store migrated by a newer version', async () => {
+    const { dir, remove } = tempDir();
+    await new SqliteStore({ dataDir: dir }).close();
+    const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
+    db.exec("INSERT INTO schema_migrations VALUES (9999, '9999-future.sql', 'x', 'now')");
+    db.close();
+    assert.throws(() => new SqliteStore({ dataDir: dir }), {
+      code: 'store_too_new',
+      message: /newer node-daemon/,
+    });
+    await remove();
+  });
+
+  it('uses WAL and has the indexes the read queries need (upstream B18)', async () => {
+    const { dir, remove } = tempDir();
+    const store = new SqliteStore({ dataDir: dir });
+    const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
+    assert.equal(db.prepare('PRAGMA journal_mode').get()?.journal_mode, 'wal');
+    const plan = (sql: string) =>
+      db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all()
+        .map((r) => String(r.detail))
+        .join(' | ');
+    assert.match(
+      plan('SELECT * FROM stacks WHERE selected_node_id = 1 ORDER BY stack_small_id'),
+      /SEARCH stacks USING PRIMARY KEY/,
+    );
+    assert.doesNotMatch(
+      plan('SELECT * FROM stacks WHERE selected_node_id = 1 ORDER BY stack_small_id'),
+      /TEMP B-TREE/,
+    );
+    assert.match(
+      plan(
+        'SELECT * FROM stack_settlement_tickets WHERE selected_node_id = 1 AND is_claimed = 1 ORDER BY stack_small_id',
+      ),
+      /USING INDEX stack_settlement_tickets_claimed_by_node/,
+    );
+    assert.match(
+      plan('SELECT * FROM stack_attestation_disputes WHERE original_node_id = 1 ORDER BY stack_small_id'),
+      /USING INDEX stack_attestation_disputes_against/,
+    );
+    assert.match(
+      plan('SELECT * FROM stack_attestation_disputes WHERE attestation_node_id = 1 ORDER BY stack_small_id'),
+      /USING INDEX stack_attestation_disputes_own/,
+    );
+    assert.match(
+      plan('SELECT * FROM node_subscriptions WHERE node_small_id = 1'),
+      /SEARCH node_subscriptions USING PRIMARY KEY/,
+    );
+    db.close();
+    await store.close();
+    await remove();
+  });
+
+  it('keeps u64 values above 2^53 exact in the file itself', async () => {
+    const { dir, remove } = tempDir();
+    const store = new SqliteStore({ dataDir: dir });
+    await store.indexerTransaction(async (tx) => {
+      await tx.putSubscription({
+        node_small_id: 1,
+        task_small_id: 2,
+        price_per_one_million_compute_units: 18446744073709551615n,
+        max_num_compute_units: 9007199254740991,
+      });
+    });
+    const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
+    const row = db
+      .prepare(
+        'SELECT price_per_one_million_compute_units p, typeof(price_per_one_million_compute_units) tp, typeof(max_num_compute_units) tm FROM node_subscriptions',
+      )
+      .get();
+    assert.deepEqual({ ...row }, { p: '18446744073709551615', tp: 'text', tm: 'integer' });
+    db.close();
+    await store.close();
+    await remove();
+  });
+
+  it('ships migrations that are plain SQL files, numbered from 0001', () => {
+    const sql = readFileSync(
+      new URL('../src/store/migrations/sqlite/0001-initial.sql', import.meta.url),
+      'utf8',
+    );
+    assert.match(sql, /CREATE TABLE stacks/);
+  });
+});
