@@ -16,6 +16,7 @@ import { ResponseCache } from './http/response-cache.ts';
 import { metaRoutes } from './http/routes/meta.ts';
 import { readRoutes } from './http/routes/reads.ts';
 import { writeRoutes } from './http/routes/writes.ts';
+import { toOpenApi31 } from './http/schemas.ts';
 import { installStrictParams } from './http/strict-params.ts';
 import { VERSION } from './internal/version.ts';
 import type { Store } from './store/store.ts';
@@ -83,10 +84,17 @@ export async function buildApp({ config, store, logger }: AppDeps): Promise<App>
     );
   });
 
+  // Bodies are JSON only: anything else is a 415 rather than a string handed to a route.
+  app.removeContentTypeParser('text/plain');
   installErrorHandler(app);
   installStrictParams(app);
 
   await app.register(swagger, {
+    transformObject: (document) => {
+      const spec = 'openapiObject' in document ? document.openapiObject : document.swaggerObject;
+      toOpenApi31(spec);
+      return spec;
+    },
     openapi: {
       openapi: '3.1.0',
       info: {

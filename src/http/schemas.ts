@@ -16,14 +16,31 @@ const U64 = (description?: string) =>
     ...(description ? { description: `${description} (u64)` } : { description: 'u64' }),
   });
 
-/** `T | null` as a type array, which the serializer handles faster than anyOf. */
+/**
+ * `T | null`. Written with the OpenAPI 3.0 `nullable` keyword because the serializer then still writes a
+ * bigint u64 as exact digits; the published OpenAPI 3.1 document rewrites it as a type array.
+ */
 function Nullable<T extends TSchema>(schema: T, description?: string) {
-  const { type } = schema as unknown as { type: string };
   return Type.Unsafe<Static<T> | null>({
     ...schema,
-    type: [type, 'null'],
+    nullable: true,
     ...(description ? { description } : {}),
   });
+}
+
+/** Rewrites `nullable: true` (see Nullable) into OpenAPI 3.1's `type: [T, "null"]`, in place. */
+export function toOpenApi31(node: unknown): void {
+  if (node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) {
+    for (const item of node) toOpenApi31(item);
+    return;
+  }
+  const record = node as Record<string, unknown>;
+  if (record.nullable === true && typeof record.type === 'string') {
+    record.type = [record.type, 'null'];
+    delete record.nullable;
+  }
+  for (const value of Object.values(record)) toOpenApi31(value);
 }
 
 const Bytes = (description: string) =>
