@@ -53,7 +53,14 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
     url,
     close() {
       closing ??= (async () => {
-        await app.close();
+        // app.close() stops accepting and waits for in-flight requests; a keep-alive connection whose
+        // request finishes meanwhile becomes idle and is closed here rather than held open.
+        const reaper = setInterval(() => app.server.closeIdleConnections(), 50);
+        try {
+          await app.close();
+        } finally {
+          clearInterval(reaper);
+        }
         await store.close();
       })();
       return closing;

@@ -106,3 +106,31 @@ export const trySettle = (stackId: number, nodeId: number, attesters: number[] =
 export function jsonl(events: unknown[]): string {
   return `${events.map((e) => JSON.stringify(e)).join('\n')}\n`;
 }
+
+/**
+ * A long, valid history for crash and bulk tests: 3 tasks, 20 nodes subscribed to them, then stacks,
+ * with every fifth stack try-settled and every tenth claimed.
+ */
+export function history(stacks: number): SuiEventJson[] {
+  const events: SuiEventJson[] = [task(1, 0), task(2, 1), task(3, 2)];
+  for (let n = 1; n <= 20; n++) {
+    events.push(node(n), subscribe(n, 1 + (n % 3), 1_000_000 + n));
+  }
+  for (let s = 1; s <= stacks; s++) {
+    const nodeId = 1 + (s % 20);
+    events.push(stack(s, nodeId, 1 + (nodeId % 3), 1000 + (s % 7)));
+    if (s % 5 === 0) events.push(trySettle(s, nodeId, [], 500));
+    if (s % 10 === 0) {
+      events.push(
+        event('StackSettlementTicketClaimedEvent', {
+          stack_small_id: inner(s),
+          selected_node_id: inner(nodeId),
+          attestation_nodes: [],
+          num_claimed_compute_units: '500',
+          user_refund_amount: String(s),
+        }),
+      );
+    }
+  }
+  return events;
+}
