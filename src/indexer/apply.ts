@@ -98,8 +98,8 @@ function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignore
   }
   try {
     const envelope = readEnvelope(item.raw);
+    if (IGNORED_EVENT_NAMES.has(envelope.name)) return 'ignored';
     if (envelope.module !== 'db' || !isEventName(envelope.name)) {
-      if (envelope.module === 'db' && IGNORED_EVENT_NAMES.has(envelope.name)) return 'ignored';
       const kind = `${envelope.module}::${envelope.name}`;
       if (!warnedUnknown.has(kind)) {
         warnedUnknown.add(kind);

@@ -67,7 +67,9 @@ const byteVector: Codec<Uint8Array> = (value, path) => {
 };
 
 const asciiString: Codec<string> = (value, path) => {
-  if (typeof value !== 'string' || !/^[\x20-\x7e]*$/.test(value)) {
+  // Move's ascii::String holds bytes 0 to 127, control characters included.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range is the definition of ASCII.
+  if (typeof value !== 'string' || !/^[\x00-\x7f]*$/.test(value)) {
     throw new MalformedEventError(path, 'an ASCII string', value);
   }
   return value;
@@ -85,10 +87,11 @@ function wrapped<T>(field: string, codec: Codec<T>): Codec<T> {
   return (value, path) => codec(object(value, path)[field], `${path}.${field}`);
 }
 
-/** Option<T>: the value or null; the older { vec: [] | [v] } rendering is accepted too. */
+/** Option<T>: the value or null (the field itself is always present); the older { vec } form too. */
 function option<T>(codec: Codec<T>): Codec<T | null> {
   return (value, path) => {
-    if (value === null || value === undefined) return null;
+    if (value === undefined) throw new MalformedEventError(path, 'a value or null', value);
+    if (value === null) return null;
     if (typeof value === 'object' && !Array.isArray(value) && 'vec' in value) {
       const vec = (value as { vec: unknown }).vec;
       if (!Array.isArray(vec) || vec.length > 1)
@@ -205,7 +208,8 @@ export const IGNORED_EVENT_NAMES: ReadonlySet<string> = new Set([
   'PublishedEvent',
   'NewKeyRotationEvent',
   'NodePublicKeyCommittmentEvent',
-  // The legacy prompt flow (gate and settlement modules) emits these; the stack flow never does.
+  // The legacy prompt flow emits these; the stack flow never does. They count as ignored whatever
+  // module defines them.
   'FirstSubmissionEvent',
   'DisputeEvent',
   'NewlySampledNodesEvent',
