@@ -1,0 +1,36 @@
+// Writes docs/openapi.json from the route schemas (npm run openapi); test/openapi.test.ts fails when the
+// committed file and the routes drift apart.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildApp } from '../src/app.ts';
+import { createLogger } from '../src/internal/logger.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+
+export const OPENAPI_FILE = fileURLToPath(new URL('../docs/openapi.json', import.meta.url));
+
+/** The OpenAPI document as the daemon serves it at /openapi.json, formatted for the repository. */
+export async function renderOpenApi(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-daemon-openapi-'));
+  const store = new SqliteStore({ dataDir: dir });
+  try {
+    const app = await buildApp({
+      config: { network: 'none', cacheMb: 0 },
+      store,
+      logger: createLogger('silent'),
+    });
+    await app.ready();
+    const text = `${JSON.stringify(app.swagger(), null, 2)}\n`;
+    await app.close();
+    return text;
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  writeFileSync(OPENAPI_FILE, await renderOpenApi());
+  process.stdout.write(`wrote ${OPENAPI_FILE}\n`);
+}
