@@ -48,6 +48,8 @@ export async function buildApp({ config, store, logger }: AppDeps): Promise<App>
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true },
+    // Requests that arrive while the daemon drains get our problem body (the hook below), not Fastify's.
+    return503OnClosing: false,
     // Parameters are parsed strictly by strict-params.ts; bodies keep their JSON types; unknown fields fail.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     frameworkErrors: (error, request, reply) => {
@@ -81,6 +83,24 @@ export async function buildApp({ config, store, logger }: AppDeps): Promise<App>
     request.log.debug(
       { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
       'request completed',
+    );
+  });
+
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    return sendProblem(
+      request,
+      reply,
+      'shutting_down',
+      'the daemon is shutting down; retry once it is back',
+      {
+        headers: { 'retry-after': '5' },
+      },
     );
   });
 

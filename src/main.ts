@@ -38,7 +38,7 @@ Examples:
   node-daemon replay test/fixtures/events.jsonl
   curl -s http://127.0.0.1:3001/stacks/nodes/1?min_fill_fraction=0.8
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or settings, 3 cannot listen.
+Exit codes: 0 ok, 1 failure, 2 bad usage or settings, 3 cannot listen, 130 interrupted.
 API reference: http://127.0.0.1:3001/docs once the daemon runs.`;
 
 interface Invocation {
@@ -109,16 +109,27 @@ async function replay(config: Config, args: string[]): Promise<number> {
   const store = await openStore(config);
   const source = new FileEventSource(file);
   const started = performance.now();
+  // A signal stops the replay between pages; every page already applied stays, with its cursor.
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
-    const { pages, totals } = await catchUp(store, source, logger);
+    const { pages, totals } = await catchUp(store, source, logger, { signal: stop.signal });
     const ms = Math.round(performance.now() - started);
     process.stdout.write(
-      `replayed ${file}: ${totals.applied} applied, ${totals.duplicate} duplicate, ${totals.ignored} ignored, ` +
-        `${totals.unknown} unknown, ${totals.malformed} malformed, ${totals.orphaned} orphaned ` +
-        `(${pages} pages, ${ms} ms) into ${store.location}\n`,
+      `${stop.signal.aborted ? 'interrupted' : 'replayed'} ${file}: ${totals.applied} applied, ` +
+        `${totals.duplicate} duplicate, ${totals.ignored} ignored, ${totals.unknown} unknown, ` +
+        `${totals.malformed} malformed, ${totals.orphaned} orphaned (${pages} pages, ${ms} ms) into ${store.location}\n`,
     );
+    if (stop.signal.aborted) {
+      process.stderr.write('node-daemon: replay interrupted; run the same command again to resume\n');
+      return ExitCode.interrupted;
+    }
     return ExitCode.ok;
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await source.close();
     await store.close();
   }

@@ -117,3 +117,31 @@ describe('node-daemon replay', () => {
     await remove();
   });
 });
+
+describe('node-daemon replay interrupted', () => {
+  it('stops between pages on SIGTERM, says so, and resumes on the next run', async () => {
+    const { dir, remove } = tempDir();
+    const file = join(dir, 'events.jsonl');
+    const events = history(40_000);
+    writeFileSync(file, jsonl(events));
+    const data = join(dir, 'data');
+    const child = spawn(process.execPath, [BIN, 'replay', file, '--data-dir', data], {
+      env: cleanEnv(),
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = waitExit(child, 60_000);
+    while (child.exitCode === null && !(Number(cursorRow(data)?.cursor) > 0)) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    child.kill('SIGTERM');
+    const stopped = await exited;
+    assert.equal(stopped.code, 130, stopped.stderr);
+    assert.match(stopped.stdout, /^interrupted /);
+    assert.match(stopped.stderr, /run the same command again to resume/);
+    const resumed = await run(['replay', file, '--data-dir', data]);
+    assert.equal(resumed.code, 0);
+    assert.equal(cursorRow(data)?.applied, events.length);
+    await remove();
+  });
+});

@@ -17,6 +17,7 @@ export const ERRORS = {
   internal_error: { status: 500, title: 'Internal error' },
   no_network: { status: 503, title: 'No network configured' },
   store_unavailable: { status: 503, title: 'Store unavailable' },
+  shutting_down: { status: 503, title: 'Shutting down' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -7,6 +7,8 @@ export const ExitCode = {
   usage: 2,
   /** The daemon could not listen: the address or port is taken or not available. */
   listen: 3,
+  /** Stopped by SIGINT or SIGTERM before the work was done (replay resumes where it stopped). */
+  interrupted: 130,
 } as const;
 
 /** An error whose message is one line meant for the operator, with the exit code to leave with. */
