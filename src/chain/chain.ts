@@ -1,0 +1,124 @@
+import type { EventSource } from '../indexer/apply.ts';
+import type { U64 } from '../internal/u64.ts';
+
+/**
+ * The chain, whichever network runs: the HTTP layer and the indexer use only this interface. The dev
+ * network (src/chain/dev/) and the Sui adapter (src/chain/sui/) implement it.
+ */
+
+/** A NodeBadge owned by the signer. */
+export interface Badge {
+  badge_id: string;
+  node_small_id: U64;
+}
+
+/** The caller's gas choices (all optional; the chain picks sensible defaults). */
+export interface GasOptions {
+  gas?: string | undefined;
+  gas_budget?: U64 | undefined;
+  gas_price?: U64 | undefined;
+}
+
+/** One entry-function call of the Atoma db module, as the node operator's signer makes it. */
+export type Operation =
+  | { kind: 'register_node' }
+  | { kind: 'add_node_to_model'; badge: Badge; model_name: string; echelon_id: U64 }
+  | { kind: 'subscribe_node_to_task'; badge: Badge; task_small_id: U64; price_per_one_million_compute_units: U64 }
+  | { kind: 'update_node_subscription'; badge: Badge; task_small_id: U64; price_per_one_million_compute_units: U64 }
+  | { kind: 'unsubscribe_node_from_task'; badge: Badge; task_small_id: U64 }
+  | {
+      kind: 'try_settle_stack';
+      badge: Badge;
+      stack_small_id: U64;
+      num_claimed_compute_units: U64;
+      committed_stack_proof: Uint8Array;
+      stack_merkle_leaf: Uint8Array;
+    }
+  | {
+      kind: 'submit_stack_settlement_attestation';
+      badge: Badge;
+      stack_small_id: U64;
+      committed_stack_proof: Uint8Array;
+      stack_merkle_leaf: Uint8Array;
+    }
+  | { kind: 'start_attestation_dispute'; badge: Badge; stack_small_id: U64; attestation_commitment: Uint8Array }
+  | { kind: 'claim_funds'; badge: Badge; settled_ticket_ids: U64[] }
+  | {
+      kind: 'claim_funds_for_stacks';
+      badge: Badge;
+      stack_small_ids: U64[];
+      num_compute_units_per_stack_to_claim: U64[];
+    };
+
+export type OperationKind = Operation['kind'];
+
+/** A Move abort, decoded to the contract's error name where the code is one of the contract's. */
+export interface MoveAbort {
+  /** e.g. ETaskNotFound, or a framework name such as EFieldDoesNotExist. */
+  name: string;
+  code: number;
+  /** The module that aborted, e.g. db or dynamic_field. */
+  module: string;
+}
+
+export interface GasUsed {
+  computation_cost: U64;
+  storage_cost: U64;
+  storage_rebate: U64;
+}
+
+/** The outcome of a transaction that reached the chain (executed, successfully or not). */
+export interface Submission {
+  digest: string;
+  status: 'success' | 'failure';
+  /** Set when status is failure. */
+  abort?: MoveAbort;
+  /** The events in SuiEvent JSON form, exactly as the chain's event source will deliver them. */
+  events: unknown[];
+  gas_used: GasUsed;
+  /** The event-source cursor just after this transaction's events: the indexer has caught up once it is there. */
+  cursor: string;
+}
+
+/** The chain could not be reached or refused before execution; nothing was executed. */
+export class ChainUnavailableError extends Error {
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds = 2, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ChainUnavailableError';
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/** The transaction was refused before execution for a reason the caller can fix (gas budget, gas coin). */
+export class ChainRejectedError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'ChainRejectedError';
+    this.code = code;
+  }
+}
+
+/** The protocol parameters an operator's daemon needs to build proofs. */
+export interface ChainParameters {
+  /** k: the number of 32-byte attester slots after the settler's in a ticket's leaves. */
+  cross_validation_extra_nodes_count: number;
+}
+
+export interface Chain {
+  readonly network: 'dev' | 'sui';
+  /** The address that signs every operation. */
+  readonly signerAddress: string;
+  /** Executes one operation, signed by the signer; resolves once it is final. */
+  submit(operation: Operation, gas?: GasOptions): Promise<Submission>;
+  /** The db module's events, ascending, from a cursor. */
+  readonly events: EventSource;
+  /** NodeBadges the signer owns, by small id. */
+  listBadges(): Promise<Badge[]>;
+  currentEpoch(): Promise<U64>;
+  parameters(): Promise<ChainParameters>;
+  /** Calls back when new events may be available (the indexer then reads without waiting). */
+  onNewEvents(listener: () => void): () => void;
+  close(): Promise<void>;
+}
