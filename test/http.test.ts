@@ -8,6 +8,8 @@ import { SqliteStore } from '../src/store/sqlite.ts';
 import { bytes, event, hexId, inner, node, stack, subscribe, task, trySettle } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';
 
+const REQUEST = new Uint8Array(32).fill(3);
+
 const U64_MAX = '18446744073709551615';
 
 async function setup(cacheMb = 64) {
@@ -94,8 +96,8 @@ describe('read API', () => {
         original_commitment: bytes(32, 7),
       }),
     ]);
-    await ctx.store.addStackUsage(7, 900);
-    await ctx.store.addStackUsage(5, 500);
+    await ctx.store.addStackUsage(7, 900, REQUEST);
+    await ctx.store.addStackUsage(5, 500, REQUEST);
   });
   after(() => ctx.close());
 
@@ -402,7 +404,7 @@ describe('response cache', () => {
         assert.equal(((await ctx.app.inject({ url: '/tasks' })).json() as unknown[]).length, 3);
         await ctx.seed([stack(1, 1)]);
         assert.equal(((await ctx.app.inject({ url: '/stacks/nodes/1' })).json() as unknown[]).length, 1);
-        await ctx.store.addStackUsage(1, 999);
+        await ctx.store.addStackUsage(1, 999, REQUEST);
         const [s] = (await ctx.app.inject({ url: '/stacks/nodes/1' })).json() as {
           already_computed_units: number;
         }[];

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { U64 } from '../src/internal/u64.ts';
-import type { IndexerTx, NewStack, NewTask, Store } from '../src/store/store.ts';
+import { EMPTY_HASH, extendHash } from '../src/operations/proofs.ts';
+import {
+  IDEMPOTENCY_TTL_MS,
+  type IndexerTx,
+  type NewStack,
+  type NewTask,
+  type Store,
+} from '../src/store/store.ts';
+
+const REQUEST = new Uint8Array(32).fill(3);
 
 /**
  * The store contract: what every engine must do, run against each driver (SQLite here; PostgreSQL when
@@ -201,10 +210,10 @@ export function storeContract(
         await tx.putStack(newStack(4, 1, 3));
         await tx.putStack(newStack(5, 1, U64_MAX));
       });
-      assert.equal((await store.addStackUsage(1, 800)).status, 'recorded');
-      assert.equal((await store.addStackUsage(2, 799)).status, 'recorded');
-      assert.equal((await store.addStackUsage(4, 1)).status, 'recorded');
-      assert.equal((await store.addStackUsage(5, 2n ** 63n)).status, 'recorded');
+      assert.equal((await store.addStackUsage(1, 800, REQUEST)).status, 'recorded');
+      assert.equal((await store.addStackUsage(2, 799, REQUEST)).status, 'recorded');
+      assert.equal((await store.addStackUsage(4, 1, REQUEST)).status, 'recorded');
+      assert.equal((await store.addStackUsage(5, 2n ** 63n, REQUEST)).status, 'recorded');
       const ids = async (f?: number) => (await store.listStacks(1, f)).map((s) => s.stack_small_id);
       assert.deepEqual(await ids(), [1, 2, 3, 4, 5]);
       assert.deepEqual(await ids(0), [1, 2, 3, 4, 5]);
@@ -219,17 +228,18 @@ export function storeContract(
 
     it('records usage, refusing unknown stacks and going past capacity', async () => {
       await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
-      assert.deepEqual(await store.addStackUsage(1, 60), {
+      assert.deepEqual(await store.addStackUsage(1, 60, REQUEST), {
         status: 'recorded',
         already_computed_units: 60,
         num_compute_units: 100,
+        num_total_messages: 1,
       });
-      assert.deepEqual(await store.addStackUsage(1, 41), {
+      assert.deepEqual(await store.addStackUsage(1, 41, REQUEST), {
         status: 'over_capacity',
         already_computed_units: 60,
         num_compute_units: 100,
       });
-      assert.deepEqual(await store.addStackUsage(2, 1), { status: 'not_found' });
+      assert.deepEqual(await store.addStackUsage(2, 1, REQUEST), { status: 'not_found' });
       const [s] = await store.listStacks(1);
       assert.equal(s?.already_computed_units, 60);
       assert.equal(s?.num_total_messages, 1);
@@ -453,8 +463,98 @@ export function storeContract(
       await write((tx) => tx.putTask(newTask(1)));
       const after = await store.dataVersion();
       assert.notEqual(after, before);
-      await store.addStackUsage(1, 1);
+      await store.addStackUsage(1, 1, REQUEST);
       assert.equal(await store.dataVersion(), after, 'a refused usage changes nothing');
+    });
+
+    it('extends the running hash of a stack with each request, and keeps attester records', async () => {
+      await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
+      assert.equal(await store.getStackHash(1), undefined);
+      const second = new Uint8Array(32).fill(4);
+      await store.addStackUsage(1, 10, REQUEST);
+      await store.addStackUsage(1, 10, second);
+      await store.addStackUsage(1, 1000, second);
+      const record = await store.getStackHash(1);
+      assert.equal(record?.num_requests, 2, 'the refused report did not count');
+      assert.deepEqual(record?.total_hash, extendHash(extendHash(EMPTY_HASH, REQUEST), second));
+      await store.putStackHash(77, second, U64_MAX);
+      assert.deepEqual(await store.getStackHash(77), { total_hash: second, num_requests: U64_MAX });
+    });
+
+    it('looks up one task, stack, subscription and ticket', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(ABOVE_SAFE));
+        await tx.putStack(newStack(5, 2));
+        await tx.putSubscription({
+          node_small_id: 2,
+          task_small_id: 1,
+          price_per_one_million_compute_units: 10,
+          max_num_compute_units: 1_000_000,
+        });
+        await tx.putTicket({
+          stack_small_id: 5,
+          selected_node_id: 2,
+          requested_attestation_nodes: [],
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+          num_claimed_compute_units: 3,
+        });
+      });
+      assert.equal((await store.getTask(ABOVE_SAFE))?.task_small_id, ABOVE_SAFE);
+      assert.equal(await store.getTask(1), undefined);
+      assert.equal((await store.getStack(5))?.selected_node_id, 2);
+      assert.equal(await store.getStack(6), undefined);
+      assert.equal((await store.getSubscription(2, 1))?.price_per_one_million_compute_units, 10);
+      assert.equal(await store.getSubscription(1, 2), undefined);
+      const ticket = await store.getTicket(5);
+      assert.deepEqual([ticket?.num_claimed_compute_units, ticket?.is_claimed], [3, false]);
+      assert.equal(await store.getTicket(6), undefined);
+    });
+
+    it('tells whether events were applied', async () => {
+      await write(async (tx) => {
+        await tx.claimEvents(['d1:0', 'd1:1']);
+      });
+      assert.equal(await store.hasEvents(['d1:0', 'd1:1']), true);
+      assert.equal(await store.hasEvents(['d1:0', 'd2:0']), false);
+      assert.equal(await store.hasEvents([]), true);
+    });
+
+    it('reserves, completes, releases and expires idempotency keys', async () => {
+      const now = 1_800_000_000_000;
+      assert.equal(await store.reserveIdempotencyKey('k1', 'h1', now), 'reserved');
+      assert.deepEqual(await store.reserveIdempotencyKey('k1', 'h2', now + 1), {
+        request_hash: 'h1',
+        status: 0,
+        response: null,
+        created_at: now,
+      });
+      await store.completeIdempotencyKey('k1', 200, '{"tx_digest":"x"}');
+      assert.deepEqual(await store.reserveIdempotencyKey('k1', 'h1', now + 2), {
+        request_hash: 'h1',
+        status: 200,
+        response: '{"tx_digest":"x"}',
+        created_at: now,
+      });
+      await store.releaseIdempotencyKey('k1');
+      assert.notEqual(
+        await store.reserveIdempotencyKey('k1', 'h1', now + 3),
+        'reserved',
+        'a completed key stays',
+      );
+      assert.equal(await store.reserveIdempotencyKey('k2', 'h', now), 'reserved');
+      await store.releaseIdempotencyKey('k2');
+      assert.equal(
+        await store.reserveIdempotencyKey('k2', 'h', now),
+        'reserved',
+        'a released key is free again',
+      );
+      const dayLater = now + IDEMPOTENCY_TTL_MS + 1;
+      assert.equal(
+        await store.reserveIdempotencyKey('k1', 'h9', dayLater),
+        'reserved',
+        'forgotten after 24 hours',
+      );
     });
 
     it('refuses work once closed', async () => {

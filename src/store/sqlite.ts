@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
+import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
 import { fromSqliteError, StoreError } from './errors.ts';
 import type {
   Attestation,
@@ -26,6 +27,7 @@ import type {
   TrySettle,
   UsageOutcome,
 } from './store.ts';
+import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord } from './store.ts';
 
 export const SQLITE_FILE = 'node-daemon.sqlite';
 const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
@@ -487,30 +489,108 @@ export class SqliteStore implements Store {
     return this.#guard(() => this.#r.disputesOwn!.all(enc(node)).map(toDispute));
   }
 
-  addStackUsage(stackSmallId: U64, computeUnits: U64): Promise<UsageOutcome> {
+  addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome> {
     // Read-modify-write on the writer connection, serialized with the indexer's transactions.
     return this.indexerTransaction(async () =>
       this.#guard((): UsageOutcome => {
         const row = this.#w.getUsage!.get(enc(stackSmallId));
         if (!row) return { status: 'not_found' };
-        const capacity = BigInt(dec(row.num_compute_units));
+        const capacity = dec(row.num_compute_units);
         const total = BigInt(dec(row.already_computed_units)) + BigInt(computeUnits);
-        if (total > capacity) {
+        if (total > BigInt(capacity)) {
           return {
             status: 'over_capacity',
             already_computed_units: dec(row.already_computed_units),
-            num_compute_units: dec(row.num_compute_units),
+            num_compute_units: capacity,
           };
         }
-        const messages = BigInt(dec(row.num_total_messages)) + 1n;
-        this.#w.setUsage!.run(enc(normalizeU64(total)), enc(normalizeU64(messages)), enc(stackSmallId));
+        const messages = normalizeU64(BigInt(dec(row.num_total_messages)) + 1n);
+        const already = normalizeU64(total);
+        this.#w.setUsage!.run(enc(already), enc(messages), enc(stackSmallId));
+        const previous = this.#w.getStackHash!.get(enc(stackSmallId));
+        const hash = extendHash(previous ? (previous.total_hash as Uint8Array) : EMPTY_HASH, requestHash);
+        const requests = previous ? normalizeU64(BigInt(dec(previous.num_requests)) + 1n) : 1;
+        this.#w.putStackHash!.run(enc(stackSmallId), hash, enc(requests));
         return {
           status: 'recorded',
-          already_computed_units: normalizeU64(total),
-          num_compute_units: dec(row.num_compute_units),
+          already_computed_units: already,
+          num_compute_units: capacity,
+          num_total_messages: messages,
         };
       }),
     );
+  }
+
+  putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {
+    return this.indexerTransaction(async () => {
+      this.#guard(() => this.#w.putStackHash!.run(enc(stackSmallId), totalHash, enc(numRequests)));
+    });
+  }
+
+  async getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined> {
+    const row = this.#guard(() => this.#r.getStackHash!.get(enc(stackSmallId)));
+    return row
+      ? { total_hash: row.total_hash as Uint8Array, num_requests: dec(row.num_requests) }
+      : undefined;
+  }
+
+  async getTask(taskSmallId: U64): Promise<Task | undefined> {
+    const row = this.#guard(() => this.#r.getTask!.get(enc(taskSmallId)));
+    return row ? toTask(row) : undefined;
+  }
+
+  async getStack(stackSmallId: U64): Promise<Stack | undefined> {
+    const row = this.#guard(() => this.#r.getStack!.get(enc(stackSmallId)));
+    return row ? toStack(row) : undefined;
+  }
+
+  async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
+    const row = this.#guard(() => this.#r.getSubscription!.get(enc(nodeSmallId), enc(taskSmallId)));
+    return row ? toSubscription(row) : undefined;
+  }
+
+  async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
+    const row = this.#guard(() => this.#r.getTicket!.get(enc(stackSmallId)));
+    return row ? toTicket(row) : undefined;
+  }
+
+  async hasEvents(keys: readonly string[]): Promise<boolean> {
+    return this.#guard(() => keys.every((key) => this.#r.hasEvent!.get(key) !== undefined));
+  }
+
+  reserveIdempotencyKey(
+    key: string,
+    requestHash: string,
+    nowMs: number,
+  ): Promise<'reserved' | IdempotencyRecord> {
+    return this.indexerTransaction(async () =>
+      this.#guard(() => {
+        this.#w.expireIdempotency!.run(nowMs - IDEMPOTENCY_TTL_MS);
+        const row = this.#w.getIdempotency!.get(key);
+        if (row) {
+          return {
+            request_hash: row.request_hash as string,
+            status: row.status as number,
+            response: (row.response as string | null) ?? null,
+            created_at: row.created_at as number,
+          };
+        }
+        this.#w.reserveIdempotency!.run(key, requestHash, nowMs);
+        return 'reserved' as const;
+      }),
+    );
+  }
+
+  completeIdempotencyKey(key: string, status: number, response: string): Promise<void> {
+    return this.indexerTransaction(async () => {
+      this.#guard(() => this.#w.completeIdempotency!.run(status, response, key));
+    });
+  }
+
+  releaseIdempotencyKey(key: string): Promise<void> {
+    return this.indexerTransaction(async () => {
+      this.#guard(() => this.#w.releaseIdempotency!.run(key));
+    });
   }
 
   async dataVersion(): Promise<string> {
@@ -566,6 +646,14 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
     disputesOwn: db.prepare(`SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
       WHERE attestation_node_id = ? ORDER BY stack_small_id`),
     getCursor: db.prepare('SELECT * FROM indexer_cursors WHERE source = ?'),
+    getStackHash: db.prepare('SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = ?'),
+    getTask: db.prepare('SELECT * FROM tasks WHERE task_small_id = ?'),
+    getStack: db.prepare(`SELECT ${STACK_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
+    getSubscription: db.prepare(
+      'SELECT * FROM node_subscriptions WHERE node_small_id = ? AND task_small_id = ?',
+    ),
+    getTicket: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = ?`),
+    hasEvent: db.prepare('SELECT 1 FROM applied_events WHERE event_key = ?'),
     dataVersion: db.prepare('PRAGMA data_version'),
   };
 }
@@ -576,6 +664,17 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
       WHERE stack_small_id = ?`),
     setUsage: db.prepare(`UPDATE stacks SET already_computed_units = ?, num_total_messages = ?
       WHERE stack_small_id = ?`),
+    getStackHash: db.prepare('SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = ?'),
+    putStackHash:
+      db.prepare(`INSERT INTO stack_hashes VALUES (?, ?, ?) ON CONFLICT (stack_small_id) DO UPDATE SET
+      total_hash = excluded.total_hash, num_requests = excluded.num_requests`),
+    expireIdempotency: db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
+    getIdempotency: db.prepare('SELECT * FROM idempotency_keys WHERE key = ?'),
+    reserveIdempotency: db.prepare(
+      'INSERT INTO idempotency_keys (key, request_hash, status, created_at) VALUES (?, ?, 0, ?)',
+    ),
+    completeIdempotency: db.prepare('UPDATE idempotency_keys SET status = ?, response = ? WHERE key = ?'),
+    releaseIdempotency: db.prepare('DELETE FROM idempotency_keys WHERE key = ? AND status = 0'),
     claimEvent: db.prepare('INSERT OR IGNORE INTO applied_events (event_key) VALUES (?)'),
     putTask: db.prepare(`INSERT INTO tasks (task_small_id, task_id, role, model_name, security_level,
       minimum_reputation_score) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),

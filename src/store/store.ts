@@ -73,9 +73,20 @@ export interface StackAttestationDispute {
 }
 
 export type UsageOutcome =
-  | { status: 'recorded'; already_computed_units: U64; num_compute_units: U64 }
+  | { status: 'recorded'; already_computed_units: U64; num_compute_units: U64; num_total_messages: U64 }
   | { status: 'not_found' }
   | { status: 'over_capacity'; already_computed_units: U64; num_compute_units: U64 };
+
+export interface IdempotencyRecord {
+  request_hash: string;
+  /** The HTTP status of the recorded response; 0 while the outcome is not recorded. */
+  status: number;
+  response: string | null;
+  created_at: number;
+}
+
+/** How long an Idempotency-Key is remembered. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** What the indexer has done with one event source. */
 export interface IndexerCounts {
@@ -208,10 +219,35 @@ export interface Store {
   listDisputesAgainst(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
   listDisputesOwn(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
   /**
-   * Adds served work to a stack's off-chain usage: units to already_computed_units and one message.
-   * Refuses (changing nothing) when the stack is unknown or the total would exceed its capacity.
+   * Adds served work to a stack's off-chain usage: units to already_computed_units, one message, and the
+   * request's hash to the stack's running hash. Refuses (changing nothing) when the stack is unknown or
+   * the total would exceed its capacity.
    */
-  addStackUsage(stackSmallId: U64, computeUnits: U64): Promise<UsageOutcome>;
+  addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome>;
+  /** Records the running hash of a stack this node re-ran as an attester (replacing an older record). */
+  putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void>;
+  /** The running hash of a stack's requests, when this daemon has a record of them. */
+  getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined>;
+  getTask(taskSmallId: U64): Promise<Task | undefined>;
+  getStack(stackSmallId: U64): Promise<Stack | undefined>;
+  getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined>;
+  /** The settlement ticket of a stack, claimed or not. */
+  getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined>;
+  /** Whether every one of these event keys has been applied. */
+  hasEvents(keys: readonly string[]): Promise<boolean>;
+  /**
+   * Reserves an Idempotency-Key for a request (by its hash) unless it is already known: returns
+   * 'reserved', or the record that holds it (status 0 while its outcome is not recorded).
+   */
+  reserveIdempotencyKey(
+    key: string,
+    requestHash: string,
+    nowMs: number,
+  ): Promise<'reserved' | IdempotencyRecord>;
+  /** Records the outcome of a reserved key. */
+  completeIdempotencyKey(key: string, status: number, response: string): Promise<void>;
+  /** Forgets a reserved key whose request was refused before anything was submitted. */
+  releaseIdempotencyKey(key: string): Promise<void>;
   /** A token that changes whenever any process commits a change: the key of cached responses. */
   dataVersion(): Promise<string>;
   close(): Promise<void>;
