@@ -12,6 +12,7 @@ import Fastify, {
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { Config } from './config.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
+import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { metaRoutes } from './http/routes/meta.ts';
 import { readRoutes } from './http/routes/reads.ts';
@@ -19,6 +20,7 @@ import { writeRoutes } from './http/routes/writes.ts';
 import { toOpenApi31 } from './http/schemas.ts';
 import { installStrictParams } from './http/strict-params.ts';
 import { VERSION } from './internal/version.ts';
+import type { Writes } from './operations/writes.ts';
 import type { Store } from './store/store.ts';
 
 export type App = FastifyInstance<
@@ -33,6 +35,8 @@ export interface AppDeps {
   config: Pick<Config, 'network' | 'cacheMb'>;
   store: Store;
   logger: FastifyBaseLogger;
+  /** The write operations; absent on network none. */
+  writes?: Writes | undefined;
 }
 
 /** Largest request body any endpoint accepts. */
@@ -41,7 +45,7 @@ export const BODY_LIMIT = 1024 * 1024;
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 /** Builds the HTTP application; it never listens by itself. */
-export async function buildApp({ config, store, logger }: AppDeps): Promise<App> {
+export async function buildApp({ config, store, logger, writes }: AppDeps): Promise<App> {
   const app = Fastify({
     loggerInstance: logger,
     // One debug line per request (the onResponse hook below) instead of Fastify's two info lines.
@@ -51,7 +55,10 @@ export async function buildApp({ config, store, logger }: AppDeps): Promise<App>
     // Requests that arrive while the daemon drains get our problem body (the hook below), not Fastify's.
     return503OnClosing: false,
     // Parameters are parsed strictly by strict-params.ts; bodies keep their JSON types; unknown fields fail.
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false },
+      plugins: [(ajv) => ajv.addKeyword(u64Keyword)],
+    },
     frameworkErrors: (error, request, reply) => {
       sendProblem(request, reply, 'bad_request', `the request could not be routed: ${error.message}`);
     },
@@ -104,8 +111,8 @@ export async function buildApp({ config, store, logger }: AppDeps): Promise<App>
     );
   });
 
-  // Bodies are JSON only: anything else is a 415 rather than a string handed to a route.
-  app.removeContentTypeParser('text/plain');
+  // Bodies are JSON only (anything else is a 415), with exact integers.
+  installJsonBody(app);
   installErrorHandler(app);
   installStrictParams(app);
 
@@ -138,6 +145,6 @@ export async function buildApp({ config, store, logger }: AppDeps): Promise<App>
 
   metaRoutes(app);
   readRoutes(app, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
-  writeRoutes(app, { network: config.network });
+  writeRoutes(app, { network: config.network, writes, store });
   return app;
 }

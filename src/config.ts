@@ -21,9 +21,15 @@ export interface Config {
   readonly shutdownTimeout: number;
   /** Megabytes of serialized read responses kept in memory; 0 turns the cache off. */
   readonly cacheMb: number;
+  /** Dev network: the chance (0 to 1) that a SamplingConsensus try-settle samples attesters. */
+  readonly devSamplingProbability: number;
+  /** Dev network: how many attesters a sampled try-settle requests (cross_validation_extra_nodes_count). */
+  readonly devAttestationNodes: number;
+  /** Dev network: create a small demo world on first start. */
+  readonly demo: boolean;
 }
 
-export const NETWORKS = ['none'] as const;
+export const NETWORKS = ['dev', 'none'] as const;
 export type Network = (typeof NETWORKS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -39,6 +45,8 @@ interface Setting {
   readonly describe: string;
   readonly parse: (raw: unknown) => Parsed;
   readonly defaultValue: (env: NodeJS.ProcessEnv) => unknown;
+  /** A switch: --name / --no-name on the command line. */
+  readonly boolean?: boolean;
 }
 
 const ok = (value: unknown): Parsed => ({ ok: true, value });
@@ -63,6 +71,20 @@ function oneOf<T extends string>(values: readonly T[]) {
 
 const HOSTNAME =
   /^(?=.{1,253}$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,62}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,62}[a-zA-Z0-9])?)*$/;
+
+function fraction(raw: unknown): Parsed {
+  const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
+  const value = Number(text);
+  return /^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/.test(text) && value >= 0 && value <= 1
+    ? ok(value)
+    : no('a number from 0 to 1, like 0.01');
+}
+
+function boolean(raw: unknown): Parsed {
+  if (raw === true || raw === 'true' || raw === '1') return ok(true);
+  if (raw === false || raw === 'false' || raw === '0') return ok(false);
+  return no('true or false');
+}
 
 function host(raw: unknown): Parsed {
   if (typeof raw !== 'string') return no('an IP address or a host name');
@@ -115,9 +137,9 @@ export const SETTINGS: readonly Setting[] = [
     key: 'network',
     flag: 'network',
     env: 'NODE_DAEMON_NETWORK',
-    describe: 'chain network (none: read-only)',
+    describe: 'chain network: dev (embedded, default) or none (read-only)',
     parse: oneOf(NETWORKS),
-    defaultValue: () => 'none',
+    defaultValue: () => 'dev',
   },
   {
     key: 'databaseUrl',
@@ -151,19 +173,45 @@ export const SETTINGS: readonly Setting[] = [
     parse: integer(0, 65536),
     defaultValue: () => 64,
   },
+  {
+    key: 'devSamplingProbability',
+    flag: 'dev-sampling-probability',
+    env: 'NODE_DAEMON_DEV_SAMPLING_PROBABILITY',
+    describe: 'dev network: chance a SamplingConsensus settlement asks for attestations',
+    parse: fraction,
+    defaultValue: () => 0.01,
+  },
+  {
+    key: 'devAttestationNodes',
+    flag: 'dev-attestation-nodes',
+    env: 'NODE_DAEMON_DEV_ATTESTATION_NODES',
+    describe: 'dev network: attesters per sampled settlement',
+    parse: integer(0, 16),
+    defaultValue: () => 1,
+  },
+  {
+    key: 'demo',
+    flag: 'demo',
+    env: 'NODE_DAEMON_DEMO',
+    describe: 'dev network: create a demo world on first start (--no-demo: start empty)',
+    parse: boolean,
+    defaultValue: () => true,
+    boolean: true,
+  },
 ];
 
 export const CONFIG_FLAG = { flag: 'config', env: 'NODE_DAEMON_CONFIG' } as const;
 
-/** Raw flag values as given on the command line (strings), keyed by flag name. */
-export type FlagValues = Readonly<Record<string, string | undefined>>;
+/** Raw flag values as given on the command line, keyed by flag name (switches are booleans). */
+export type FlagValues = Readonly<Record<string, string | boolean | undefined>>;
 
 /**
  * Resolves the settings from flags, environment and config file. Throws CliError with one line that names
  * the setting, the value and what is accepted.
  */
 export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
-  const configFile = flags[CONFIG_FLAG.flag] ?? nonEmpty(env[CONFIG_FLAG.env]);
+  const flag = flags[CONFIG_FLAG.flag];
+  const configFile = (typeof flag === 'string' ? flag : undefined) ?? nonEmpty(env[CONFIG_FLAG.env]);
   const file = configFile === undefined ? {} : readConfigFile(resolve(configFile));
   const values: Record<string, unknown> = {
     configFile: configFile === undefined ? undefined : resolve(configFile),
@@ -174,7 +222,7 @@ export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
     let source: string;
     let raw: unknown;
     if (fromFlag !== undefined) {
-      source = `--${setting.flag}`;
+      source = fromFlag === false ? `--no-${setting.flag}` : `--${setting.flag}`;
       raw = fromFlag;
     } else if (fromEnv !== undefined && fromEnv !== '') {
       source = setting.env;

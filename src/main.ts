@@ -9,15 +9,15 @@ import { VERSION } from './internal/version.ts';
 import { openStore } from './store/open.ts';
 
 const SETTING_OPTIONS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries([
-  ...SETTINGS.map((s) => [s.flag, { type: 'string' as const }]),
+  ...SETTINGS.map((s) => [s.flag, { type: s.boolean ? ('boolean' as const) : ('string' as const) }]),
   [CONFIG_FLAG.flag, { type: 'string' as const }],
   ['help', { type: 'boolean' as const, short: 'h' }],
   ['version', { type: 'boolean' as const }],
 ]);
 
 const SETTINGS_HELP = [
-  ...SETTINGS.map((s) => `  --${s.flag.padEnd(18)} ${s.env.padEnd(30)} ${s.describe}`),
-  `  --${CONFIG_FLAG.flag.padEnd(18)} ${CONFIG_FLAG.env.padEnd(30)} JSON file of settings (keys are the flag names)`,
+  ...SETTINGS.map((s) => `  --${s.flag.padEnd(25)} ${s.env.padEnd(36)} ${s.describe}`),
+  `  --${CONFIG_FLAG.flag.padEnd(25)} ${CONFIG_FLAG.env.padEnd(36)} JSON file of settings (keys are the flag names)`,
 ].join('\n');
 
 const HELP = `node-daemon ${VERSION}: the Atoma node operator's local daemon
@@ -44,22 +44,26 @@ API reference: http://127.0.0.1:3001/docs once the daemon runs.`;
 interface Invocation {
   command: string;
   args: string[];
-  flags: Record<string, string | undefined>;
+  flags: Record<string, string | boolean | undefined>;
 }
 
 function parse(argv: string[]): Invocation {
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: argv, options: SETTING_OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: argv,
+      options: SETTING_OPTIONS,
+      allowPositionals: true,
+      allowNegative: true,
+      strict: true,
+    });
   } catch (error) {
     throw new CliError(`${(error as Error).message.split('\n')[0]}; see node-daemon --help`);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const [command = values.version ? 'version' : 'help', ...args] = parsed.positionals;
   if (values.help) return { command: 'help', args: [], flags: {} };
-  const flags = Object.fromEntries(
-    Object.entries(values).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
-  );
+  const { help: _help, version: _version, ...flags } = values;
   return { command, args, flags };
 }
 

@@ -23,8 +23,18 @@ export interface GasOptions {
 export type Operation =
   | { kind: 'register_node' }
   | { kind: 'add_node_to_model'; badge: Badge; model_name: string; echelon_id: U64 }
-  | { kind: 'subscribe_node_to_task'; badge: Badge; task_small_id: U64; price_per_one_million_compute_units: U64 }
-  | { kind: 'update_node_subscription'; badge: Badge; task_small_id: U64; price_per_one_million_compute_units: U64 }
+  | {
+      kind: 'subscribe_node_to_task';
+      badge: Badge;
+      task_small_id: U64;
+      price_per_one_million_compute_units: U64;
+    }
+  | {
+      kind: 'update_node_subscription';
+      badge: Badge;
+      task_small_id: U64;
+      price_per_one_million_compute_units: U64;
+    }
   | { kind: 'unsubscribe_node_from_task'; badge: Badge; task_small_id: U64 }
   | {
       kind: 'try_settle_stack';
@@ -41,7 +51,12 @@ export type Operation =
       committed_stack_proof: Uint8Array;
       stack_merkle_leaf: Uint8Array;
     }
-  | { kind: 'start_attestation_dispute'; badge: Badge; stack_small_id: U64; attestation_commitment: Uint8Array }
+  | {
+      kind: 'start_attestation_dispute';
+      badge: Badge;
+      stack_small_id: U64;
+      attestation_commitment: Uint8Array;
+    }
   | { kind: 'claim_funds'; badge: Badge; settled_ticket_ids: U64[] }
   | {
       kind: 'claim_funds_for_stacks';
@@ -100,6 +115,17 @@ export class ChainRejectedError extends Error {
   }
 }
 
+/** A settlement ticket as the chain holds it now (the indexer's copy may not know its epoch). */
+export interface ChainTicket {
+  stack_small_id: U64;
+  selected_node_id: U64;
+  /** Claims are possible from this epoch; attestations until it (contracts.md §3.5). */
+  dispute_settled_at_epoch: U64;
+  is_in_dispute: boolean;
+  requested_attestation_nodes: U64[];
+  already_attested_nodes: U64[];
+}
+
 /** The protocol parameters an operator's daemon needs to build proofs. */
 export interface ChainParameters {
   /** k: the number of 32-byte attester slots after the settler's in a ticket's leaves. */
@@ -118,6 +144,8 @@ export interface Chain {
   listBadges(): Promise<Badge[]>;
   currentEpoch(): Promise<U64>;
   parameters(): Promise<ChainParameters>;
+  /** The stack's settlement ticket, or undefined when it has none (not try-settled, or claimed and deleted). */
+  getTicket(stackSmallId: U64): Promise<ChainTicket | undefined>;
   /** Calls back when new events may be available (the indexer then reads without waiting). */
   onNewEvents(listener: () => void): () => void;
   close(): Promise<void>;

@@ -20,8 +20,14 @@ const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 
 /** An Ed25519 signer from a 32-byte secret. */
 export function signerFromSecret(secret: Uint8Array): Signer {
-  const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, secret]), format: 'der', type: 'pkcs8' });
-  const publicKey = new Uint8Array(Buffer.from(String(createPublicKey(privateKey).export({ format: 'jwk' }).x), 'base64url'));
+  const privateKey = createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519, secret]),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  const publicKey = new Uint8Array(
+    Buffer.from(String(createPublicKey(privateKey).export({ format: 'jwk' }).x), 'base64url'),
+  );
   const address = `0x${Buffer.from(blake2b(new Uint8Array([ED25519_FLAG, ...publicKey]), { dkLen: 32 })).toString('hex')}`;
   return { address, publicKey, sign: (message) => new Uint8Array(sign(null, message, privateKey)) };
 }
@@ -38,6 +44,9 @@ export function loadOrCreateSigner(dataDir: string): { signer: Signer; created: 
   }
   const { privateKey } = generateKeyPairSync('ed25519');
   const secret = Buffer.from(String(privateKey.export({ format: 'jwk' }).d), 'base64url');
-  writeFileSync(file, `${Buffer.concat([Buffer.from([ED25519_FLAG]), secret]).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  writeFileSync(file, `${Buffer.concat([Buffer.from([ED25519_FLAG]), secret]).toString('base64')}\n`, {
+    mode: 0o600,
+    flag: 'wx',
+  });
   return { signer: signerFromSecret(secret), created: true, file };
 }

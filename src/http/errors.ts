@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StoreError } from '../store/errors.ts';
 
@@ -10,12 +11,31 @@ export const ERRORS = {
   invalid_body: { status: 400, title: 'Invalid request body' },
   malformed_json: { status: 400, title: 'Malformed JSON' },
   bad_request: { status: 400, title: 'Bad request' },
+  invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key' },
+  gas_rejected: { status: 400, title: 'Gas settings rejected' },
   not_found: { status: 404, title: 'Not found' },
+  badge_not_found: { status: 404, title: 'Badge not found' },
+  task_not_found: { status: 404, title: 'Task not found' },
+  stack_not_found: { status: 404, title: 'Stack not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  no_badge: { status: 409, title: 'No node badge' },
+  task_inactive: { status: 409, title: 'Task not active' },
+  requirements_not_met: { status: 409, title: 'Task requirements not met' },
+  already_subscribed: { status: 409, title: 'Already subscribed' },
+  not_subscribed: { status: 409, title: 'Not subscribed' },
+  stack_not_ours: { status: 409, title: 'Stack of another node' },
+  already_settled: { status: 409, title: 'Stack already settled' },
+  over_capacity: { status: 409, title: 'Beyond stack capacity' },
+  nothing_to_attest: { status: 409, title: 'Nothing to attest' },
+  nothing_to_claim: { status: 409, title: 'Nothing to claim' },
+  idempotency_key_reused: { status: 409, title: 'Idempotency-Key reused' },
+  idempotency_key_in_flight: { status: 409, title: 'Idempotency-Key in flight' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  transaction_failed: { status: 422, title: 'Transaction failed' },
   internal_error: { status: 500, title: 'Internal error' },
   no_network: { status: 503, title: 'No network configured' },
+  chain_unavailable: { status: 503, title: 'Chain unavailable' },
   store_unavailable: { status: 503, title: 'Store unavailable' },
   shutting_down: { status: 503, title: 'Shutting down' },
 } as const;
@@ -34,35 +54,55 @@ export interface Problem {
   instance: string;
   parameter?: string;
   request_id: string;
+  /** Extension members, e.g. the Move abort and digest of a failed transaction. */
+  [extension: string]: unknown;
 }
 
 /** Thrown anywhere below a route to answer with a problem. */
+export interface ProblemOptions {
+  parameter?: string | undefined;
+  headers?: Record<string, string>;
+  /** Extra members of the problem body (RFC 9457 extensions). */
+  extensions?: Record<string, unknown>;
+  /** Nothing was submitted to the chain: the request may be retried as is once the cause is fixed. */
+  refusal?: boolean;
+}
+
 export class ProblemError extends Error {
   readonly code: ErrorCode;
   readonly parameter: string | undefined;
   readonly headers: Record<string, string>;
-  constructor(
-    code: ErrorCode,
-    detail: string,
-    options: { parameter?: string; headers?: Record<string, string> } = {},
-  ) {
+  readonly extensions: Record<string, unknown>;
+  readonly refusal: boolean;
+  constructor(code: ErrorCode, detail: string, options: ProblemOptions = {}) {
     super(detail);
     this.name = 'ProblemError';
     this.code = code;
     this.parameter = options.parameter;
     this.headers = options.headers ?? {};
+    this.extensions = options.extensions ?? {};
+    this.refusal = options.refusal ?? false;
   }
 }
 
-export function sendProblem(
-  request: FastifyRequest,
-  reply: FastifyReply,
+/** A refusal: checked before anything was signed, so nothing reached the chain. */
+export function refuse(
   code: ErrorCode,
   detail: string,
-  options: { parameter?: string; headers?: Record<string, string> } = {},
-): FastifyReply {
+  options: Omit<ProblemOptions, 'refusal'> = {},
+): ProblemError {
+  return new ProblemError(code, detail, { ...options, refusal: true });
+}
+
+/** The problem body for a request; `stringifyJson` prints bigint values as exact JSON digits. */
+export function problemBody(
+  request: FastifyRequest,
+  code: ErrorCode,
+  detail: string,
+  options: ProblemOptions = {},
+): Problem {
   const { status, title } = ERRORS[code];
-  const body: Problem = {
+  return {
     type: `${PROBLEM_TYPE_PREFIX}${code}`,
     title,
     status,
@@ -71,12 +111,37 @@ export function sendProblem(
     instance: request.url.split('?')[0] ?? request.url,
     ...(options.parameter === undefined ? {} : { parameter: options.parameter }),
     request_id: String(request.id),
+    ...options.extensions,
   };
+}
+
+export function sendProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  code: ErrorCode,
+  detail: string,
+  options: ProblemOptions = {},
+): FastifyReply {
   return reply
-    .code(status)
+    .code(ERRORS[code].status)
     .headers(options.headers ?? {})
     .type('application/problem+json')
-    .send(JSON.stringify(body));
+    .send(stringifyJson(problemBody(request, code, detail, options)));
+}
+
+// A placeholder no real string can contain: it holds a per-process random token.
+const BIGINT_MARK = `bigint-${randomUUID()}-`;
+
+/** JSON.stringify that writes bigint values as exact JSON numbers. */
+export function stringifyJson(value: unknown): string {
+  const marks: string[] = [];
+  const text = JSON.stringify(value, (_key, v) => {
+    if (typeof v !== 'bigint') return v;
+    marks.push(v.toString());
+    return `${BIGINT_MARK}${marks.length - 1}`;
+  });
+  if (marks.length === 0) return text;
+  return text.replace(new RegExp(`"${BIGINT_MARK}(\\d+)"`, 'g'), (_m, i: string) => marks[Number(i)]!);
 }
 
 const LOCATIONS: Record<string, string> = {
@@ -162,8 +227,9 @@ export function installErrorHandler(app: FastifyInstance): void {
       );
     }
     return sendProblem(request, reply, problem.code, problem.message, {
-      ...(problem.parameter === undefined ? {} : { parameter: problem.parameter }),
+      parameter: problem.parameter,
       headers: problem.headers,
+      extensions: problem.extensions,
     });
   });
 }

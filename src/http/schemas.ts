@@ -36,6 +36,10 @@ export function toOpenApi31(node: unknown): void {
     return;
   }
   const record = node as Record<string, unknown>;
+  if (record.u64 === true) {
+    delete record.u64;
+    Object.assign(record, { type: 'integer', minimum: 0, format: 'uint64' });
+  }
   if (record.nullable === true && typeof record.type === 'string') {
     record.type = [record.type, 'null'];
     delete record.nullable;
@@ -177,25 +181,37 @@ export const ProblemSchema = Type.Object(
 
 // --- write requests (upstream request bodies) -------------------------------------------------------------
 
+/** A u64 in a request body: exact up to 2^64 - 1 (see json-body.ts); OpenAPI shows integer/uint64. */
+const U64In = (description: string) =>
+  Type.Unsafe<UInt64>({ u64: true, description: `${description} (u64)` });
+type UInt64 = number | bigint;
+
 const ObjectId = (description: string) => Type.String({ pattern: '^0x[0-9a-fA-F]{1,64}$', description });
 const Gas = {
   gas: Type.Optional(ObjectId('Gas coin to pay with; default: chosen by the daemon')),
-  gas_budget: Type.Optional(U64('Gas budget in MIST')),
-  gas_price: Type.Optional(U64('Gas price in MIST; default: the reference gas price')),
+  gas_budget: Type.Optional(U64In('Gas budget in MIST; default: estimated')),
+  gas_price: Type.Optional(U64In('Gas price in MIST; default: the reference gas price')),
 };
-const Badge = { node_badge_id: Type.Optional(ObjectId("NodeBadge object id; default: the signer's badge")) };
+const Badge = {
+  node_badge_id: Type.Optional(ObjectId("NodeBadge object id; default: the signer's first badge")),
+};
 const SmallId = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_SAFE, description });
-const StackIds = Type.Array(SmallId('Stack small id'), { minItems: 1, uniqueItems: true });
+const StackIds = Type.Array(SmallId('Stack small id'), { minItems: 1, maxItems: 1000, uniqueItems: true });
 
 export const RegisterRequestSchema = Type.Object({ ...Gas }, { additionalProperties: false });
 export const ModelSubscribeRequestSchema = Type.Object(
-  { model_name: Type.String({ minLength: 1 }), echelon_id: U64('Echelon id'), ...Badge, ...Gas },
+  {
+    model_name: Type.String({ minLength: 1, maxLength: 256 }),
+    echelon_id: U64In('Echelon id'),
+    ...Badge,
+    ...Gas,
+  },
   { additionalProperties: false },
 );
 export const TaskSubscribeRequestSchema = Type.Object(
   {
     task_small_id: SmallId('Task small id'),
-    price_per_one_million_compute_units: U64('Asking price per 1,000,000 compute units'),
+    price_per_one_million_compute_units: U64In('Asking price per 1,000,000 compute units, greater than 0'),
     ...Badge,
     ...Gas,
   },
@@ -209,7 +225,12 @@ export const TrySettleRequestSchema = Type.Object(
   {
     stack_small_ids: StackIds,
     num_claimed_compute_units: Type.Optional(
-      U64('Claimed units for every listed stack; default: recorded usage'),
+      U64In("Claimed units for every listed stack; default: each stack's recorded usage"),
+    ),
+    num_claimed_compute_units_by_stack: Type.Optional(
+      Type.Record(Type.String({ pattern: '^[0-9]+$' }), U64In('Claimed units'), {
+        description: 'Addition: claimed units per stack small id, overriding the default for those stacks',
+      }),
     ),
     ...Badge,
     ...Gas,
@@ -217,12 +238,101 @@ export const TrySettleRequestSchema = Type.Object(
   { additionalProperties: false },
 );
 export const SubmitAttestationsRequestSchema = Type.Object(
-  { stack_small_ids: StackIds, node_small_id: Type.Optional(SmallId('Attesting node small id')), ...Gas },
+  {
+    stack_small_ids: StackIds,
+    node_small_id: Type.Optional(
+      SmallId("The attesting node; default: any of the signer's nodes that was asked"),
+    ),
+    ...Gas,
+  },
   { additionalProperties: false },
 );
 export const ClaimFundsRequestSchema = Type.Object(
   { stack_small_ids: StackIds, ...Badge, ...Gas },
   { additionalProperties: false },
 );
-export const TxDigestSchema = Type.Object({ tx_digest: Type.String() });
-export const TxDigestsSchema = Type.Object({ tx_digests: Type.Array(Type.String()) });
+export const UsageParamsSchema = Type.Object(
+  { stack_small_id: SmallId('Stack small id') },
+  { additionalProperties: false },
+);
+export const UsageRequestSchema = Type.Object(
+  {
+    compute_units: U64In('Compute units the request used'),
+    request_hash: Type.Optional(
+      Type.String({
+        pattern: '^(0x)?[0-9a-fA-F]{64}$',
+        description:
+          '32-byte hash of the request and its response (hex); default: derived from the stack and units',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+// --- write responses ------------------------------------------------------------------------------------
+
+const GasUsedSchema = Type.Object({ computation_cost: U64(), storage_cost: U64(), storage_rebate: U64() });
+const Indexed = Type.Boolean({ description: "Whether the daemon's reads already reflect the transaction" });
+const AbortSchema = Type.Object({ name: Type.String(), code: Type.Integer(), module: Type.String() });
+
+export const TxResultSchema = Type.Object({
+  tx_digest: Type.String({ description: 'Base58 transaction digest' }),
+  status: Type.Literal('success'),
+  gas_used: GasUsedSchema,
+  indexed: Indexed,
+});
+export const RegisterResultSchema = Type.Object({
+  ...TxResultSchema.properties,
+  node_small_id: Nullable(U64(), 'The new node small id'),
+  badge_id: Nullable(Type.String(), 'The new NodeBadge object id'),
+});
+const StackResultSchema = Type.Object({
+  stack_small_id: U64(),
+  status: Type.String({ enum: ['success', 'failed', 'skipped'] }),
+  tx_digest: Type.Optional(Type.String()),
+  num_claimed_compute_units: Type.Optional(U64()),
+  error: Type.Optional(
+    Type.Object({ code: Type.String(), detail: Type.String(), abort: Type.Optional(AbortSchema) }),
+  ),
+});
+export const MultiTxResultSchema = Type.Object({
+  tx_digests: Type.Array(Type.String()),
+  results: Type.Array(StackResultSchema),
+  indexed: Indexed,
+});
+export const ClaimResultSchema = Type.Object({
+  tx_digest: Type.String({ description: 'The first transaction (upstream field)' }),
+  tx_digests: Type.Array(Type.String(), {
+    description: 'claim_funds and, for confidential-compute stacks, claim_funds_for_stacks',
+  }),
+  status: Type.Literal('success'),
+  claimed: Type.Array(
+    Type.Object({
+      stack_small_id: U64(),
+      path: Type.String({ enum: ['settlement_ticket', 'confidential_compute'] }),
+      num_claimed_compute_units: Type.Optional(U64()),
+    }),
+  ),
+  not_claimable: Type.Array(
+    Type.Object({
+      stack_small_id: U64(),
+      reason: Type.String({ enum: ['not_settled', 'dispute_period', 'in_dispute', 'already_claimed'] }),
+      detail: Type.String(),
+      claimable_from_epoch: Type.Optional(U64()),
+    }),
+  ),
+  indexed: Indexed,
+});
+export const UsageResultSchema = Type.Object({
+  stack_small_id: U64(),
+  already_computed_units: U64(),
+  num_compute_units: U64(),
+  num_total_messages: U64(),
+  fill_fraction: Type.Number({
+    description: 'already_computed_units / num_compute_units (1 for zero capacity)',
+  }),
+});
+export const BadgesSchema = Type.Object({
+  signer_address: Type.String(),
+  badges: Type.Array(Type.Object({ badge_id: Type.String(), node_small_id: U64() })),
+});

@@ -41,40 +41,102 @@ export async function catchUp(
 }
 
 /**
- * Follows a live source for the daemon's lifetime: catches up, waits idleMs, and again. Errors back off
- * (capped, jittered) and are reported through onError; the daemon keeps serving reads meanwhile.
+ * The indexer of a live chain source, for the daemon's lifetime: catches up, then waits for new events
+ * (a wake-up from the chain, or idleMs), and again. Errors back off (capped, jittered); the daemon keeps
+ * serving reads meanwhile. Writes wait on it until their transaction's events are applied.
  */
-export async function follow(
-  store: Store,
-  source: EventSource,
-  log: Logger,
-  options: { signal: AbortSignal; idleMs?: number; onError?: (error: unknown) => void },
-): Promise<void> {
-  let failures = 0;
-  while (!options.signal.aborted) {
-    let wait = options.idleMs ?? 1000;
-    try {
-      await catchUp(store, source, log, { signal: options.signal });
-      failures = 0;
-    } catch (error) {
-      failures += 1;
-      wait = backoffDelay(failures);
-      options.onError?.(error);
-      log.error({ err: error, retryInMs: wait, failures }, 'indexer page failed; retrying');
-    }
-    await sleep(wait, options.signal);
-  }
-}
+export class LiveIndexer {
+  readonly #store: Store;
+  readonly #source: EventSource;
+  readonly #log: Logger;
+  readonly #idleMs: number;
+  readonly #stop = new AbortController();
+  readonly #waiters = new Set<() => void>();
+  #wake: (() => void) | undefined;
+  #woken = false;
+  #running: Promise<void> | undefined;
+  /** The last error and when it happened, for status reports; cleared by the next good page. */
+  lastError: { message: string; at: string } | undefined;
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
+  constructor(store: Store, source: EventSource, log: Logger, options: { idleMs?: number } = {}) {
+    this.#store = store;
+    this.#source = source;
+    this.#log = log;
+    this.#idleMs = options.idleMs ?? 1000;
+  }
+
+  start(): void {
+    this.#running ??= this.#loop();
+  }
+
+  /** New events may be available: read now instead of at the next idle tick. */
+  wake(): void {
+    this.#woken = true;
+    this.#wake?.();
+  }
+
+  /** Resolves true once every key is applied, false after timeoutMs. */
+  async waitFor(keys: readonly string[], timeoutMs: number): Promise<boolean> {
+    if (await this.#store.hasEvents(keys)) return true;
+    return new Promise<boolean>((resolve) => {
+      const check = () => {
+        this.#store.hasEvents(keys).then(
+          (done) => done && finish(true),
+          () => undefined,
+        );
+      };
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      const finish = (result: boolean) => {
+        clearTimeout(timer);
+        this.#waiters.delete(check);
+        resolve(result);
+      };
+      this.#waiters.add(check);
+      this.wake();
+    });
+  }
+
+  /** Stops after the page in progress (which commits with its cursor). */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#running;
+    await this.#source.close?.();
+  }
+
+  async #loop(): Promise<void> {
+    const signal = this.#stop.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      let wait = this.#idleMs;
+      this.#woken = false;
+      try {
+        await catchUp(this.#store, this.#source, this.#log, {
+          signal,
+          onPage: () => {
+            for (const check of this.#waiters) check();
+          },
+        });
+        failures = 0;
+        this.lastError = undefined;
+      } catch (error) {
+        failures += 1;
+        wait = backoffDelay(failures);
+        this.lastError = { message: (error as Error).message, at: new Date().toISOString() };
+        this.#log.error({ err: error, retryInMs: wait, failures }, 'indexer page failed; retrying');
+      }
+      if (this.#woken && failures === 0) continue;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, wait);
+        signal.addEventListener('abort', done);
+        // While backing off from errors, wake-ups do not shorten the wait: no hot loop.
+        if (failures === 0) this.#wake = done;
+      });
+      this.#wake = undefined;
     }
-  });
+  }
 }

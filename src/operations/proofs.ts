@@ -22,7 +22,8 @@ export function extendHash(total: Uint8Array, requestHash: Uint8Array): Uint8Arr
 
 /** The leaf of slot `slot` (0 = the settling node): blake2b-256(u8 slot || running hash). */
 export function leafFor(total: Uint8Array, slot: number): Uint8Array {
-  if (!Number.isInteger(slot) || slot < 0 || slot > 255) throw new RangeError(`slot ${slot} is outside 0..255`);
+  if (!Number.isInteger(slot) || slot < 0 || slot > 255)
+    throw new RangeError(`slot ${slot} is outside 0..255`);
   const data = new Uint8Array(1 + total.length);
   data[0] = slot;
   data.set(total, 1);

@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import { U64_MAX } from '../internal/u64.ts';
+import { ProblemError } from './errors.ts';
+
+/**
+ * JSON bodies keep integers exact: JSON.parse would round 18446744073709551615 to ...552000, a silent
+ * change to a price or a unit count. Integers beyond 2^53 - 1 are parsed as bigint (from their source
+ * text), and the `u64` schema keyword accepts a safe integer or such a bigint within 0..2^64 - 1.
+ */
+export function installJsonBody(app: FastifyInstance): void {
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') {
+      done(
+        new ProblemError('malformed_json', 'the body is empty; send a JSON object (at least {})'),
+        undefined,
+      );
+      return;
+    }
+    try {
+      done(null, JSON.parse(text, exactIntegers));
+    } catch (error) {
+      done(
+        new ProblemError('malformed_json', `the body is not valid JSON: ${(error as Error).message}`),
+        undefined,
+      );
+    }
+  });
+}
+
+function exactIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (
+    typeof value === 'number' &&
+    !Number.isSafeInteger(value) &&
+    context?.source &&
+    /^-?[0-9]+$/.test(context.source)
+  ) {
+    return BigInt(context.source);
+  }
+  return value;
+}
+
+/** The Ajv keyword `u64: true`: a non-negative safe integer, or a bigint up to 2^64 - 1. */
+export const u64Keyword = {
+  keyword: 'u64',
+  errors: true,
+  validate: function validateU64(this: unknown, _schema: boolean, data: unknown): boolean {
+    const ok =
+      (typeof data === 'number' && Number.isSafeInteger(data) && data >= 0) ||
+      (typeof data === 'bigint' && data >= 0n && data <= U64_MAX);
+    if (!ok) {
+      (validateU64 as unknown as { errors: object[] }).errors = [
+        { keyword: 'u64', message: 'must be an integer from 0 to 18446744073709551615 (a u64)', params: {} },
+      ];
+    }
+    return ok;
+  },
+};

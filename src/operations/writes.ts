@@ -1,0 +1,786 @@
+import type { Logger } from 'pino';
+import {
+  type Badge,
+  type Chain,
+  ChainRejectedError,
+  ChainUnavailableError,
+  type GasOptions,
+  type GasUsed,
+  type MoveAbort,
+  type Operation,
+  type Submission,
+} from '../chain/chain.ts';
+import { ProblemError, refuse } from '../http/errors.ts';
+import { readEnvelope } from '../indexer/events.ts';
+import type { LiveIndexer } from '../indexer/run.ts';
+import type { Mutex } from '../internal/mutex.ts';
+import { compareU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
+import type { Stack, Store } from '../store/store.ts';
+import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from './proofs.ts';
+
+/**
+ * The write operations: each validates everything it can against the indexed state before anything is
+ * signed (a refusal is a 400/404/409 and nothing is submitted), then submits under the signer's lock,
+ * and returns once the transaction is final and, within a bounded wait, its events are indexed.
+ */
+
+/** The reputation every node has at contract HEAD (contracts.md §1.4): no code ever changes it. */
+const NODE_REPUTATION = 50;
+const SECURITY_CONFIDENTIAL = 1;
+
+export interface TxResult {
+  tx_digest: string;
+  status: 'success';
+  gas_used: GasUsed;
+  /** Whether the daemon's store reflected the transaction's events when it answered. */
+  indexed: boolean;
+}
+
+export interface StackResult {
+  stack_small_id: U64;
+  status: 'success' | 'failed' | 'skipped';
+  tx_digest?: string;
+  num_claimed_compute_units?: U64;
+  error?: { code: string; detail: string; abort?: MoveAbort };
+}
+
+export interface MultiTxResult {
+  tx_digests: string[];
+  results: StackResult[];
+  indexed: boolean;
+}
+
+export interface NotClaimable {
+  stack_small_id: U64;
+  reason: 'not_settled' | 'dispute_period' | 'in_dispute' | 'already_claimed';
+  detail: string;
+  /** For dispute_period: the first epoch in which the stack can be claimed. */
+  claimable_from_epoch?: U64;
+}
+
+export interface ClaimResult {
+  tx_digest: string;
+  tx_digests: string[];
+  status: 'success';
+  claimed: {
+    stack_small_id: U64;
+    path: 'settlement_ticket' | 'confidential_compute';
+    num_claimed_compute_units?: U64;
+  }[];
+  not_claimable: NotClaimable[];
+  indexed: boolean;
+}
+
+export interface UsageResult {
+  stack_small_id: U64;
+  already_computed_units: U64;
+  num_compute_units: U64;
+  num_total_messages: U64;
+  fill_fraction: number;
+}
+
+export interface WritesDeps {
+  chain: Chain;
+  store: Store;
+  indexer: LiveIndexer;
+  lock: Mutex;
+  log: Logger;
+  /** How long a write waits for its events to be indexed before answering anyway. */
+  indexWaitMs: number;
+}
+
+/** Turns a failed or unreachable submission into the problem the API answers with. */
+export function submissionProblem(error: unknown): ProblemError | undefined {
+  if (error instanceof ChainUnavailableError) {
+    // Nothing was executed, so retrying (even with the same Idempotency-Key) is safe.
+    return refuse('chain_unavailable', `the chain cannot be reached: ${error.message}; retry shortly`, {
+      headers: { 'retry-after': String(error.retryAfterSeconds) },
+    });
+  }
+  if (error instanceof ChainRejectedError) {
+    const parameter = error.code.startsWith('gas_budget')
+      ? 'gas_budget'
+      : error.code.startsWith('gas_price')
+        ? 'gas_price'
+        : 'gas';
+    return refuse('gas_rejected', error.message, { parameter });
+  }
+  return undefined;
+}
+
+export function abortProblem(submission: Submission, what: string): ProblemError {
+  const abort = submission.abort ?? { name: 'unknown', code: 0, module: 'unknown' };
+  return new ProblemError(
+    'transaction_failed',
+    `${what} failed on chain: ${abort.name} (abort code ${abort.code} in ${abort.module}); transaction ${submission.digest}`,
+    { extensions: { tx_digest: submission.digest, abort, gas_used: submission.gas_used } },
+  );
+}
+
+function eventKeys(submission: Submission): string[] {
+  return submission.events.map((event) => readEnvelope(event).key);
+}
+
+export class Writes {
+  readonly #chain: Chain;
+  readonly #store: Store;
+  readonly #indexer: LiveIndexer;
+  readonly #lock: Mutex;
+  readonly #log: Logger;
+  readonly #indexWaitMs: number;
+  #badges: Badge[] | undefined;
+
+  constructor(deps: WritesDeps) {
+    this.#chain = deps.chain;
+    this.#store = deps.store;
+    this.#indexer = deps.indexer;
+    this.#lock = deps.lock;
+    this.#log = deps.log;
+    this.#indexWaitMs = deps.indexWaitMs;
+  }
+
+  get signerAddress(): string {
+    return this.#chain.signerAddress;
+  }
+
+  /** The signer's badges, cached; refreshed after a registration and when a lookup misses. */
+  async badges(refresh = false): Promise<Badge[]> {
+    if (refresh || this.#badges === undefined) {
+      try {
+        this.#badges = (await this.#chain.listBadges()).sort((a, b) =>
+          compareU64(a.node_small_id, b.node_small_id),
+        );
+      } catch (error) {
+        throw submissionProblem(error) ?? error;
+      }
+    }
+    return this.#badges;
+  }
+
+  /** The badge a request acts with: the one it names, else the signer's first. */
+  async #badge(badgeId: string | undefined): Promise<Badge> {
+    let badges = await this.badges();
+    if (badgeId !== undefined) {
+      const wanted = normalizeId(badgeId);
+      let badge = badges.find((b) => b.badge_id === wanted);
+      if (!badge) {
+        badges = await this.badges(true);
+        badge = badges.find((b) => b.badge_id === wanted);
+      }
+      if (!badge) {
+        throw refuse(
+          'badge_not_found',
+          `the signer ${this.#chain.signerAddress} does not own the NodeBadge ${badgeId}`,
+          {
+            parameter: 'node_badge_id',
+          },
+        );
+      }
+      return badge;
+    }
+    if (badges.length === 0) badges = await this.badges(true);
+    const [first] = badges;
+    if (!first) {
+      throw refuse(
+        'no_badge',
+        `the signer ${this.#chain.signerAddress} owns no NodeBadge; register first with POST /nodes/register`,
+      );
+    }
+    return first;
+  }
+
+  /** Submits one operation and waits for its events to be indexed; a Move abort becomes a 422 problem. */
+  async #submit(
+    operation: Operation,
+    gas: GasOptions,
+    what: string,
+  ): Promise<{ submission: Submission; indexed: boolean }> {
+    let submission: Submission;
+    try {
+      submission = await this.#chain.submit(operation, gas);
+    } catch (error) {
+      throw submissionProblem(error) ?? error;
+    }
+    this.#log.info(
+      {
+        operation: operation.kind,
+        digest: submission.digest,
+        status: submission.status,
+        abort: submission.abort,
+      },
+      'transaction executed',
+    );
+    if (submission.status === 'failure') throw abortProblem(submission, what);
+    const indexed = await this.#indexer.waitFor(eventKeys(submission), this.#indexWaitMs);
+    return { submission, indexed };
+  }
+
+  #one({ submission, indexed }: { submission: Submission; indexed: boolean }): TxResult {
+    return { tx_digest: submission.digest, status: 'success', gas_used: submission.gas_used, indexed };
+  }
+
+  register(gas: GasOptions): Promise<TxResult & { node_small_id: U64 | null; badge_id: string | null }> {
+    return this.#lock.run(async () => {
+      const result = await this.#submit({ kind: 'register_node' }, gas, 'register_node_entry');
+      await this.badges(true);
+      const registered = result.submission.events
+        .map(
+          (e) =>
+            e as { type?: string; parsedJson?: { badge_id?: string; node_small_id?: { inner?: string } } },
+        )
+        .find((e) => e.type?.endsWith('::db::NodeRegisteredEvent'));
+      return {
+        ...this.#one(result),
+        node_small_id: toU64(registered?.parsedJson?.node_small_id?.inner) ?? null,
+        badge_id: registered?.parsedJson?.badge_id ?? null,
+      };
+    });
+  }
+
+  modelSubscribe(
+    input: { model_name: string; echelon_id: U64; node_badge_id?: string | undefined } & GasOptions,
+  ): Promise<TxResult> {
+    return this.#lock.run(async () => {
+      const badge = await this.#badge(input.node_badge_id);
+      if (!/^[\x20-\x7e]+$/.test(input.model_name)) {
+        throw refuse('invalid_body', 'model_name must be printable ASCII (a Move ascii::String)', {
+          parameter: 'model_name',
+        });
+      }
+      const op: Operation = {
+        kind: 'add_node_to_model',
+        badge,
+        model_name: input.model_name,
+        echelon_id: input.echelon_id,
+      };
+      return this.#one(await this.#submit(op, input, 'add_node_to_model'));
+    });
+  }
+
+  taskSubscribe(
+    input: {
+      task_small_id: U64;
+      price_per_one_million_compute_units: U64;
+      node_badge_id?: string | undefined;
+    } & GasOptions,
+  ): Promise<TxResult> {
+    return this.#lock.run(async () => {
+      const badge = await this.#badge(input.node_badge_id);
+      const task = await this.#activeTask(input.task_small_id, 'subscribe to');
+      const min = task.minimum_reputation_score ?? 0;
+      if (min > NODE_REPUTATION) {
+        throw refuse(
+          'requirements_not_met',
+          `task ${input.task_small_id} requires a reputation of ${min}; every node has ${NODE_REPUTATION} on this contract`,
+          { parameter: 'task_small_id' },
+        );
+      }
+      if (await this.#store.getSubscription(badge.node_small_id, input.task_small_id)) {
+        throw refuse(
+          'already_subscribed',
+          `node ${badge.node_small_id} is already subscribed to task ${input.task_small_id}; change its price with POST /nodes/task-update-subscription`,
+          { parameter: 'task_small_id' },
+        );
+      }
+      positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
+      const op: Operation = {
+        kind: 'subscribe_node_to_task',
+        badge,
+        task_small_id: input.task_small_id,
+        price_per_one_million_compute_units: input.price_per_one_million_compute_units,
+      };
+      return this.#one(await this.#submit(op, input, 'subscribe_node_to_task'));
+    });
+  }
+
+  updateSubscription(
+    input: {
+      task_small_id: U64;
+      price_per_one_million_compute_units: U64;
+      node_badge_id?: string | undefined;
+    } & GasOptions,
+  ): Promise<TxResult> {
+    return this.#lock.run(async () => {
+      const badge = await this.#badge(input.node_badge_id);
+      positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
+      await this.#activeTask(input.task_small_id, 'change the price of');
+      await this.#subscribed(badge, input.task_small_id);
+      const op: Operation = {
+        kind: 'update_node_subscription',
+        badge,
+        task_small_id: input.task_small_id,
+        price_per_one_million_compute_units: input.price_per_one_million_compute_units,
+      };
+      return this.#one(await this.#submit(op, input, 'update_node_subscription'));
+    });
+  }
+
+  unsubscribe(
+    input: { task_small_id: U64; node_badge_id?: string | undefined } & GasOptions,
+  ): Promise<TxResult> {
+    return this.#lock.run(async () => {
+      const badge = await this.#badge(input.node_badge_id);
+      await this.#activeTask(input.task_small_id, 'unsubscribe from');
+      await this.#subscribed(badge, input.task_small_id);
+      const op: Operation = { kind: 'unsubscribe_node_from_task', badge, task_small_id: input.task_small_id };
+      return this.#one(await this.#submit(op, input, 'unsubscribe_node_from_task'));
+    });
+  }
+
+  /**
+   * Try-settles each stack in its own transaction (the contract takes one stack per call). Claimed units
+   * default to the recorded usage; the proof and leaf come from the stack's running request hash.
+   */
+  trySettle(
+    input: {
+      stack_small_ids: U64[];
+      num_claimed_compute_units?: U64 | undefined;
+      num_claimed_compute_units_by_stack?: Record<string, U64> | undefined;
+      node_badge_id?: string | undefined;
+    } & GasOptions,
+  ): Promise<MultiTxResult> {
+    return this.#lock.run(async () => {
+      const badges = await this.#actingBadges(input.node_badge_id);
+      const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
+      const plans: { stack: Stack; badge: Badge; claimed: U64; proof: Uint8Array; leaf: Uint8Array }[] = [];
+      const byStack = input.num_claimed_compute_units_by_stack ?? {};
+      for (const key of Object.keys(byStack)) {
+        if (!input.stack_small_ids.some((id) => u64ToString(id) === key)) {
+          throw refuse(
+            'invalid_body',
+            `num_claimed_compute_units_by_stack names stack ${key}, which is not in stack_small_ids`,
+            {
+              parameter: 'num_claimed_compute_units_by_stack',
+            },
+          );
+        }
+      }
+      for (const id of input.stack_small_ids) {
+        const { stack, badge } = await this.#ownStack(id, badges);
+        if (stack.in_settle_period || (await this.#store.getTicket(id))) {
+          throw refuse(
+            'already_settled',
+            `stack ${id} was already try-settled; try-settle is once per stack`,
+            {
+              parameter: 'stack_small_ids',
+            },
+          );
+        }
+        if (stack.is_claimed) {
+          throw refuse('already_settled', `stack ${id} was already claimed`, {
+            parameter: 'stack_small_ids',
+          });
+        }
+        const claimed =
+          byStack[u64ToString(id)] ?? input.num_claimed_compute_units ?? stack.already_computed_units;
+        if (compareU64(claimed, stack.num_compute_units) > 0) {
+          throw refuse(
+            'invalid_body',
+            `stack ${id} has ${stack.num_compute_units} compute units; ${claimed} cannot be claimed`,
+            { parameter: 'num_claimed_compute_units' },
+          );
+        }
+        const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
+        plans.push({ stack, badge, claimed, proof: commitmentFor(total, k), leaf: leafFor(total, 0) });
+      }
+      return this.#perStack(
+        input.stack_small_ids,
+        plans.map((plan) => ({
+          stack_small_id: plan.stack.stack_small_id,
+          num_claimed_compute_units: plan.claimed,
+          operation: {
+            kind: 'try_settle_stack',
+            badge: plan.badge,
+            stack_small_id: plan.stack.stack_small_id,
+            num_claimed_compute_units: plan.claimed,
+            committed_stack_proof: plan.proof,
+            stack_merkle_leaf: plan.leaf,
+          },
+        })),
+        [],
+        input,
+        'try_settle_stack',
+      );
+    });
+  }
+
+  /**
+   * Attests each listed stack this node was asked to attest, with the proof and its own slot's leaf
+   * built from its record of the stack's requests. Stacks it was not asked to attest, or has no record
+   * of, get a per-stack error and no transaction.
+   */
+  submitAttestations(
+    input: { stack_small_ids: U64[]; node_small_id?: U64 | undefined } & GasOptions,
+  ): Promise<MultiTxResult> {
+    return this.#lock.run(async () => {
+      let badges = await this.badges();
+      if (input.node_small_id !== undefined) {
+        badges = badges.filter((b) => compareU64(b.node_small_id, input.node_small_id!) === 0);
+        if (badges.length === 0) {
+          throw refuse('badge_not_found', `the signer owns no NodeBadge of node ${input.node_small_id}`, {
+            parameter: 'node_small_id',
+          });
+        }
+      }
+      if (badges.length === 0)
+        throw refuse('no_badge', 'the signer owns no NodeBadge; register first with POST /nodes/register');
+      const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
+      const planned: { stack_small_id: U64; operation: Operation }[] = [];
+      const skipped: StackResult[] = [];
+      const skip = (id: U64, code: string, detail: string) =>
+        skipped.push({ stack_small_id: id, status: 'skipped', error: { code, detail } });
+      for (const id of input.stack_small_ids) {
+        const ticket = await this.#chain.getTicket(id);
+        if (!ticket) {
+          skip(
+            id,
+            'not_settled',
+            `stack ${id} has no settlement ticket (never try-settled, or already claimed)`,
+          );
+          continue;
+        }
+        const slots = ticket.requested_attestation_nodes.map(u64ToString);
+        const badge = badges.find((b) => slots.includes(u64ToString(b.node_small_id)));
+        if (!badge) {
+          skip(
+            id,
+            'not_requested',
+            `node ${badges.map((b) => b.node_small_id).join(', ')} was not asked to attest stack ${id}`,
+          );
+          continue;
+        }
+        if (ticket.already_attested_nodes.some((n) => compareU64(n, badge.node_small_id) === 0)) {
+          skip(id, 'already_attested', `node ${badge.node_small_id} already attested stack ${id}`);
+          continue;
+        }
+        const record = await this.#store.getStackHash(id);
+        if (!record) {
+          skip(
+            id,
+            'no_record',
+            `this daemon has no record of stack ${id}'s requests to attest from; re-run them first`,
+          );
+          continue;
+        }
+        const index = slots.indexOf(u64ToString(badge.node_small_id));
+        planned.push({
+          stack_small_id: id,
+          operation: {
+            kind: 'submit_stack_settlement_attestation',
+            badge,
+            stack_small_id: id,
+            committed_stack_proof: commitmentFor(record.total_hash, k),
+            stack_merkle_leaf: leafFor(record.total_hash, index + 1),
+          },
+        });
+      }
+      if (planned.length === 0) {
+        throw refuse('nothing_to_attest', 'none of the listed stacks can be attested by this node', {
+          extensions: { results: skipped },
+        });
+      }
+      return this.#perStack(
+        input.stack_small_ids,
+        planned,
+        skipped,
+        input,
+        'submit_stack_settlement_attestation',
+      );
+    });
+  }
+
+  /**
+   * Claims the funds of the listed stacks. A settled stack goes through claim_funds (one atomic call for
+   * all of them), a confidential-compute stack without a ticket through claim_funds_for_stacks with its
+   * recorded usage. Stacks not claimable yet are reported with the reason (and the epoch from which they
+   * will be); when none is claimable, nothing is submitted.
+   */
+  claimFunds(
+    input: { stack_small_ids: U64[]; node_badge_id?: string | undefined } & GasOptions,
+  ): Promise<ClaimResult> {
+    return this.#lock.run(async () => {
+      const badges = await this.#actingBadges(input.node_badge_id);
+      const epoch = await this.#chain.currentEpoch();
+      const settled: { badge: Badge; id: U64 }[] = [];
+      const direct: { badge: Badge; id: U64; units: U64 }[] = [];
+      const notClaimable: NotClaimable[] = [];
+      for (const id of input.stack_small_ids) {
+        const { stack, badge } = await this.#ownStack(id, badges);
+        if (stack.is_claimed) {
+          notClaimable.push({
+            stack_small_id: id,
+            reason: 'already_claimed',
+            detail: `stack ${id} was already claimed`,
+          });
+          continue;
+        }
+        const ticket = await this.#chain.getTicket(id);
+        if (!ticket) {
+          const task = await this.#store.getTask(stack.task_small_id);
+          if (task?.security_level === SECURITY_CONFIDENTIAL) {
+            direct.push({ badge, id, units: stack.already_computed_units });
+          } else {
+            notClaimable.push({
+              stack_small_id: id,
+              reason: 'not_settled',
+              detail: `stack ${id} has not been try-settled; settle it first with POST /nodes/try-settle-stacks`,
+            });
+          }
+        } else if (ticket.is_in_dispute) {
+          notClaimable.push({
+            stack_small_id: id,
+            reason: 'in_dispute',
+            detail: `stack ${id} is in dispute; the contract offers no way to resolve it`,
+          });
+        } else if (compareU64(epoch, ticket.dispute_settled_at_epoch) < 0) {
+          notClaimable.push({
+            stack_small_id: id,
+            reason: 'dispute_period',
+            detail: `stack ${id} is in its dispute period; it can be claimed from epoch ${ticket.dispute_settled_at_epoch} (now ${epoch})`,
+            claimable_from_epoch: ticket.dispute_settled_at_epoch,
+          });
+        } else {
+          settled.push({ badge, id });
+        }
+      }
+      if (settled.length === 0 && direct.length === 0) {
+        throw refuse('nothing_to_claim', 'none of the listed stacks can be claimed now', {
+          extensions: { not_claimable: notClaimable },
+        });
+      }
+      const digests: string[] = [];
+      const claimed: ClaimResult['claimed'] = [];
+      let indexed = true;
+      const groups = groupByBadge(settled);
+      for (const [badge, ids] of groups) {
+        const result = await this.#submit(
+          { kind: 'claim_funds', badge, settled_ticket_ids: ids },
+          input,
+          'claim_funds',
+        );
+        digests.push(result.submission.digest);
+        indexed &&= result.indexed;
+        claimed.push(...ids.map((id) => ({ stack_small_id: id, path: 'settlement_ticket' as const })));
+      }
+      for (const [badge, ids] of groupByBadge(direct)) {
+        const units = ids.map((id) => direct.find((d) => d.id === id)!.units);
+        const result = await this.#submit(
+          {
+            kind: 'claim_funds_for_stacks',
+            badge,
+            stack_small_ids: ids,
+            num_compute_units_per_stack_to_claim: units,
+          },
+          input,
+          'claim_funds_for_stacks',
+        );
+        digests.push(result.submission.digest);
+        indexed &&= result.indexed;
+        claimed.push(
+          ...ids.map((id, i) => ({
+            stack_small_id: id,
+            path: 'confidential_compute' as const,
+            num_claimed_compute_units: units[i]!,
+          })),
+        );
+      }
+      return {
+        tx_digest: digests[0]!,
+        tx_digests: digests,
+        status: 'success',
+        claimed,
+        not_claimable: notClaimable,
+        indexed,
+      };
+    });
+  }
+
+  /** Records work the node's inference server served on one of its stacks (off-chain; no transaction). */
+  async recordUsage(
+    stackSmallId: U64,
+    computeUnits: U64,
+    requestHash: Uint8Array | undefined,
+  ): Promise<UsageResult> {
+    const stack = await this.#store.getStack(stackSmallId);
+    if (!stack)
+      throw refuse('stack_not_found', `no stack ${stackSmallId} is known to this daemon`, {
+        parameter: 'stack_small_id',
+      });
+    if (!(await this.#isOurs(stack))) {
+      throw refuse(
+        'stack_not_ours',
+        `stack ${stackSmallId} is assigned to node ${stack.selected_node_id}, not to this signer's node`,
+        {
+          parameter: 'stack_small_id',
+        },
+      );
+    }
+    const hash =
+      requestHash ??
+      syntheticRequestHash(
+        u64ToString(stackSmallId),
+        u64ToString(computeUnits),
+        u64ToString(stack.num_total_messages),
+      );
+    const outcome = await this.#store.addStackUsage(stackSmallId, computeUnits, hash);
+    if (outcome.status === 'not_found') {
+      throw refuse('stack_not_found', `no stack ${stackSmallId} is known to this daemon`, {
+        parameter: 'stack_small_id',
+      });
+    }
+    if (outcome.status === 'over_capacity') {
+      throw refuse(
+        'over_capacity',
+        `stack ${stackSmallId} has ${outcome.num_compute_units} compute units and ${outcome.already_computed_units} are used; ${computeUnits} more would exceed it (nothing was recorded)`,
+        { parameter: 'compute_units' },
+      );
+    }
+    const capacity = Number(outcome.num_compute_units);
+    return {
+      stack_small_id: stackSmallId,
+      already_computed_units: outcome.already_computed_units,
+      num_compute_units: outcome.num_compute_units,
+      num_total_messages: outcome.num_total_messages,
+      fill_fraction: capacity === 0 ? 1 : Number(outcome.already_computed_units) / capacity,
+    };
+  }
+
+  async #isOurs(stack: Stack): Promise<boolean> {
+    const mine = (list: Badge[]) =>
+      list.some((b) => compareU64(b.node_small_id, stack.selected_node_id) === 0);
+    return mine(await this.badges()) || mine(await this.badges(true));
+  }
+
+  async #actingBadges(badgeId: string | undefined): Promise<Badge[]> {
+    if (badgeId !== undefined) return [await this.#badge(badgeId)];
+    const badges = await this.badges();
+    if (badges.length > 0) return badges;
+    const refreshed = await this.badges(true);
+    if (refreshed.length === 0) {
+      throw refuse(
+        'no_badge',
+        `the signer ${this.#chain.signerAddress} owns no NodeBadge; register first with POST /nodes/register`,
+      );
+    }
+    return refreshed;
+  }
+
+  async #ownStack(id: U64, badges: Badge[]): Promise<{ stack: Stack; badge: Badge }> {
+    const stack = await this.#store.getStack(id);
+    if (!stack)
+      throw refuse('stack_not_found', `no stack ${id} is known to this daemon`, {
+        parameter: 'stack_small_ids',
+      });
+    const badge = badges.find((b) => compareU64(b.node_small_id, stack.selected_node_id) === 0);
+    if (!badge) {
+      throw refuse(
+        'stack_not_ours',
+        `stack ${id} is assigned to node ${stack.selected_node_id}, not to this signer's node`,
+        {
+          parameter: 'stack_small_ids',
+        },
+      );
+    }
+    return { stack, badge };
+  }
+
+  async #activeTask(id: U64, what: string) {
+    const task = await this.#store.getTask(id);
+    if (!task)
+      throw refuse('task_not_found', `no task ${id} is known to this daemon; see GET /tasks`, {
+        parameter: 'task_small_id',
+      });
+    if (task.is_removed || task.is_deprecated) {
+      throw refuse(
+        'task_inactive',
+        `task ${id} is ${task.is_removed ? 'removed' : 'deprecated'}; a node cannot ${what} it`,
+        { parameter: 'task_small_id' },
+      );
+    }
+    return task;
+  }
+
+  async #subscribed(badge: Badge, taskId: U64): Promise<void> {
+    if (!(await this.#store.getSubscription(badge.node_small_id, taskId))) {
+      throw refuse('not_subscribed', `node ${badge.node_small_id} is not subscribed to task ${taskId}`, {
+        parameter: 'task_small_id',
+      });
+    }
+  }
+
+  /** One transaction per stack, in order; a failure does not stop the others. */
+  async #perStack(
+    requested: U64[],
+    planned: { stack_small_id: U64; operation: Operation; num_claimed_compute_units?: U64 }[],
+    skipped: StackResult[],
+    gas: GasOptions,
+    what: string,
+  ): Promise<MultiTxResult> {
+    const results: StackResult[] = [...skipped];
+    const digests: string[] = [];
+    let indexed = true;
+    let failed = 0;
+    for (const plan of planned) {
+      const extra =
+        plan.num_claimed_compute_units === undefined
+          ? {}
+          : { num_claimed_compute_units: plan.num_claimed_compute_units };
+      try {
+        const result = await this.#submit(plan.operation, gas, what);
+        digests.push(result.submission.digest);
+        indexed &&= result.indexed;
+        results.push({
+          stack_small_id: plan.stack_small_id,
+          status: 'success',
+          tx_digest: result.submission.digest,
+          ...extra,
+        });
+      } catch (error) {
+        if (!(error instanceof ProblemError)) throw error;
+        failed += 1;
+        const digest = error.extensions.tx_digest as string | undefined;
+        if (digest) digests.push(digest);
+        results.push({
+          stack_small_id: plan.stack_small_id,
+          status: 'failed',
+          ...(digest ? { tx_digest: digest } : {}),
+          ...extra,
+          error: {
+            code: error.code,
+            detail: error.message,
+            ...(error.extensions.abort ? { abort: error.extensions.abort as MoveAbort } : {}),
+          },
+        });
+      }
+    }
+    // Results in the order the request listed the stacks.
+    const order = new Map(requested.map((id, i) => [u64ToString(id), i]));
+    results.sort(
+      (a, b) =>
+        (order.get(u64ToString(a.stack_small_id)) ?? 0) - (order.get(u64ToString(b.stack_small_id)) ?? 0),
+    );
+    if (failed > 0) {
+      throw new ProblemError(
+        'transaction_failed',
+        `${failed} of ${planned.length} ${what} transactions failed; see results`,
+        { extensions: { tx_digests: digests, results } },
+      );
+    }
+    return { tx_digests: digests, results, indexed };
+  }
+}
+
+function positive(value: U64, parameter: string): void {
+  if (compareU64(value, 0) <= 0)
+    throw refuse('invalid_body', `${parameter} must be greater than 0`, { parameter });
+}
+
+function normalizeId(id: string): string {
+  return `0x${id.slice(2).toLowerCase().padStart(64, '0')}`;
+}
+
+function groupByBadge<T extends { badge: Badge; id: U64 }>(items: T[]): Map<Badge, U64[]> {
+  const groups = new Map<Badge, U64[]>();
+  for (const item of items) groups.set(item.badge, [...(groups.get(item.badge) ?? []), item.id]);
+  return groups;
+}
