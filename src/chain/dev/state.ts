@@ -1,0 +1,197 @@
+import { U64_MAX } from '../../internal/u64.ts';
+import { arithmeticError } from './aborts.ts';
+
+/**
+ * The dev network's state objects. Each is one JSON row of the `objects` table, keyed as below; u64 values
+ * are bigints in memory and `{ "$u64": "…" }` in JSON. The shapes follow contracts.md §1, keeping only the
+ * fields the db module's stack flow reads or writes.
+ */
+
+/** A model echelon (contracts.md §1.6). Only add_node_to_model touches echelons in the dev network. */
+export interface ModelEchelon {
+  id: bigint;
+  settlement_timeout_ms: bigint;
+  input_fee_per_token: bigint;
+  output_fee_per_token: bigint;
+  relative_performance: bigint;
+  nodes: bigint[];
+}
+
+export interface ModelEntry {
+  id: string;
+  name: string;
+  modality: bigint;
+  is_disabled: boolean;
+  echelons: ModelEchelon[];
+}
+
+/** The AtomaDb singleton without its tables (contracts.md §1.3); the tables are rows of their own. */
+export interface AtomaDbObject {
+  id: string;
+  next_node_small_id: bigint;
+  next_task_small_id: bigint;
+  next_stack_small_id: bigint;
+  fee_treasury: bigint;
+  communal_treasury: bigint;
+  cross_validation_probability_permille: bigint;
+  cross_validation_extra_nodes_count: bigint;
+  sampling_consensus_charge_permille: bigint;
+  cross_validation_extra_nodes_charge_permille: bigint;
+  permille_to_slash_node_on_timeout: bigint;
+  is_registration_disabled: boolean;
+  /** AtomaDb.models; an array, not a map, so that a model name can never collide with an object key. */
+  models: ModelEntry[];
+}
+
+/** The chain's clock: Sui keeps the epoch in its system state, outside AtomaDb. */
+export interface SystemObject {
+  epoch: bigint;
+}
+
+/** A node: its NodeEntry in AtomaDb.nodes (§1.4) and its owned NodeBadge with dynamic fields (§1.9). */
+export interface NodeObject {
+  small_id: bigint;
+  entry: {
+    was_disabled_in_epoch: bigint | null;
+    collateral: bigint;
+    last_fee_epoch: bigint;
+    last_fee_epoch_amount: bigint;
+    available_fee_amount: bigint;
+    reputation_score: number;
+  };
+  badge: {
+    id: string;
+    owner: string;
+    /** The TaskSmallId -> true dynamic fields. */
+    task_subscriptions: bigint[];
+    /** The model name -> EchelonId dynamic fields. */
+    model_subscriptions: { model_name: string; echelon_id: bigint }[];
+  };
+}
+
+export interface NodePriceData {
+  node_id: bigint;
+  price_per_one_million_compute_units: bigint;
+  max_num_compute_units: bigint;
+}
+
+/** A Task (§1.5) and the TaskBadge that authorises its deprecation and removal. */
+export interface TaskObject {
+  id: string;
+  badge_id: string;
+  badge_owner: string;
+  small_id: bigint;
+  role: number;
+  model_name: string | null;
+  is_deprecated: boolean;
+  deprecated_at_epoch: bigint | null;
+  security_level: number;
+  /** Table<NodeSmallId, NodePriceData>, keyed by the node id in decimal. */
+  subscribed_nodes: Record<string, NodePriceData>;
+  /** The iteration list, cleaned lazily (§2.5, §3.3): it may hold ids no longer in subscribed_nodes. */
+  subscribed_nodes_small_ids: bigint[];
+  minimum_reputation_score: number;
+  is_public: boolean;
+  whitelisted_nodes: bigint[];
+}
+
+/** A Stack (§1.7) and the id of the StackBadge sent to its buyer. */
+export interface StackObject {
+  small_id: bigint;
+  badge_id: string;
+  owner: string;
+  price_per_one_million_compute_units: bigint;
+  num_compute_units: bigint;
+  selected_node_id: bigint;
+  task_small_id: bigint;
+  is_claimed: boolean;
+}
+
+/** A StackSettlementTicket (§1.8); byte vectors as lower-case hex. */
+export interface TicketObject {
+  id: string;
+  stack_small_id: bigint;
+  selected_node_id: bigint;
+  num_claimed_compute_units: bigint;
+  requested_attestation_nodes: bigint[];
+  dispute_settled_at_epoch: bigint;
+  committed_stack_proof: string;
+  stack_merkle_leaves_vector: string;
+  already_attested_nodes: bigint[];
+  is_in_dispute: boolean;
+}
+
+/** An address's USDC, all its coins merged into one balance. */
+export interface CoinObject {
+  balance: bigint;
+}
+
+/** The dev network's own bookkeeping: who is who, and the seed every digest and id derives from. */
+export interface WorldObject {
+  seed: string;
+  package_id: string;
+  db_id: string;
+  manager_badge_id: string;
+  admin_address: string;
+  user_address: string;
+}
+
+export const key = {
+  world: 'world',
+  system: 'system',
+  db: 'db',
+  node: (id: bigint) => `node/${id}`,
+  task: (id: bigint) => `task/${id}`,
+  stack: (id: bigint) => `stack/${id}`,
+  ticket: (stackId: bigint) => `ticket/${stackId}`,
+  coin: (address: string) => `coin/${address}`,
+};
+
+// --- JSON with bigints -----------------------------------------------------------------------------------
+
+/** JSON of a state object (or a transaction's input): bigint as { $u64 }, bytes as { $bytes: hex }. */
+export function encodeState(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === 'bigint') return { $u64: v.toString() };
+    if (v instanceof Uint8Array) return { $bytes: Buffer.from(v).toString('hex') };
+    return v;
+  });
+}
+
+export function decodeState<T>(text: string): T {
+  return JSON.parse(text, (_key, v: unknown) => {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      const tagged = v as Record<string, unknown>;
+      if (typeof tagged.$u64 === 'string' && Object.keys(tagged).length === 1) return BigInt(tagged.$u64);
+    }
+    return v;
+  }) as T;
+}
+
+// --- u64 arithmetic as Move does it: overflow, underflow and division by zero abort ------------------------
+
+export function add(a: bigint, b: bigint): bigint {
+  const r = a + b;
+  if (r > U64_MAX) arithmeticError(`u64 overflow in ${a} + ${b}`);
+  return r;
+}
+
+export function sub(a: bigint, b: bigint): bigint {
+  if (b > a) arithmeticError(`u64 underflow in ${a} - ${b}`);
+  return a - b;
+}
+
+export function mul(a: bigint, b: bigint): bigint {
+  const r = a * b;
+  if (r > U64_MAX) arithmeticError(`u64 overflow in ${a} * ${b}`);
+  return r;
+}
+
+/** Move's `/`: floor division, aborting on zero. */
+export function div(a: bigint, b: bigint): bigint {
+  if (b === 0n) arithmeticError(`division by zero: ${a} / 0`);
+  return a / b;
+}
+
+export const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');
+export const unhex = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'hex'));
