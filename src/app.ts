@@ -14,12 +14,14 @@ import type { Config } from './config.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { ResponseCache } from './http/response-cache.ts';
+import { devRoutes } from './http/routes/dev.ts';
 import { metaRoutes } from './http/routes/meta.ts';
 import { readRoutes } from './http/routes/reads.ts';
 import { writeRoutes } from './http/routes/writes.ts';
 import { toOpenApi31 } from './http/schemas.ts';
 import { installStrictParams } from './http/strict-params.ts';
 import { VERSION } from './internal/version.ts';
+import type { DevActors } from './operations/dev-actors.ts';
 import type { Writes } from './operations/writes.ts';
 import type { Store } from './store/store.ts';
 
@@ -37,6 +39,8 @@ export interface AppDeps {
   logger: FastifyBaseLogger;
   /** The write operations; absent on network none. */
   writes?: Writes | undefined;
+  /** The dev network's other actors; only on network dev. */
+  dev?: DevActors | undefined;
 }
 
 /** Largest request body any endpoint accepts. */
@@ -45,7 +49,7 @@ export const BODY_LIMIT = 1024 * 1024;
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 /** Builds the HTTP application; it never listens by itself. */
-export async function buildApp({ config, store, logger, writes }: AppDeps): Promise<App> {
+export async function buildApp({ config, store, logger, writes, dev }: AppDeps): Promise<App> {
   const app = Fastify({
     loggerInstance: logger,
     // One debug line per request (the onResponse hook below) instead of Fastify's two info lines.
@@ -137,6 +141,7 @@ export async function buildApp({ config, store, logger, writes }: AppDeps): Prom
         { name: 'stacks' },
         { name: 'disputes' },
         { name: 'writes' },
+        { name: 'dev network', description: 'Only on the embedded dev network' },
         { name: 'meta' },
       ],
     },
@@ -146,5 +151,6 @@ export async function buildApp({ config, store, logger, writes }: AppDeps): Prom
   metaRoutes(app);
   readRoutes(app, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
   writeRoutes(app, { network: config.network, writes, store });
+  if (dev) devRoutes(app, dev);
   return app;
 }

@@ -1,16 +1,100 @@
 import type { Logger } from 'pino';
 import { type App, buildApp } from './app.ts';
+import type { Chain } from './chain/chain.ts';
+import { startDemo } from './chain/demo.ts';
+import { DevNetwork } from './chain/dev/dev-network.ts';
+import { loadOrCreateSigner } from './chain/signer.ts';
 import type { Config } from './config.ts';
+import { LiveIndexer } from './indexer/run.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
+import { Mutex } from './internal/mutex.ts';
+import { DevActors } from './operations/dev-actors.ts';
+import { Writes } from './operations/writes.ts';
 import { openStore } from './store/open.ts';
 import type { Store } from './store/store.ts';
 
+/** How long a write waits for its transaction's events to be indexed before answering anyway. */
+export const INDEX_WAIT_MS = 5000;
+
+/** Everything the daemon runs besides HTTP: the store, and on a chain network the chain, indexer and writes. */
+export interface Services {
+  readonly store: Store;
+  readonly chain: Chain | undefined;
+  readonly dev: DevNetwork | undefined;
+  readonly indexer: LiveIndexer | undefined;
+  readonly writes: Writes | undefined;
+  readonly devActors: DevActors | undefined;
+  /** Stops the indexer after its current page, then closes the chain and the store. */
+  close(): Promise<void>;
+}
+
+/** Opens the store and, on a chain network, the chain with its indexer and the write operations. */
+export async function openServices(config: Config, logger: Logger): Promise<Services> {
+  const store = await openStore(config);
+  if (config.network === 'none') {
+    const none = {
+      chain: undefined,
+      dev: undefined,
+      indexer: undefined,
+      writes: undefined,
+      devActors: undefined,
+    };
+    return { store, ...none, close: () => store.close() };
+  }
+  let dev: DevNetwork;
+  try {
+    const { signer, created, file } = loadOrCreateSigner(config.dataDir);
+    if (created) logger.info({ address: signer.address, file }, 'created the signer key');
+    dev = DevNetwork.open({
+      dataDir: config.dataDir,
+      signerAddress: signer.address,
+      samplingProbability: config.devSamplingProbability,
+      attestationNodes: config.devAttestationNodes,
+    });
+  } catch (error) {
+    await store.close();
+    throw new CliError(
+      `cannot open the dev network in ${config.dataDir}: ${(error as Error).message}`,
+      ExitCode.failure,
+    );
+  }
+  const indexer = new LiveIndexer(store, dev.events, logger.child({ component: 'indexer' }));
+  const unsubscribe = dev.onNewEvents(() => indexer.wake());
+  indexer.start();
+  const writes = new Writes({
+    chain: dev,
+    store,
+    indexer,
+    lock: new Mutex(),
+    log: logger.child({ component: 'writes' }),
+    indexWaitMs: INDEX_WAIT_MS,
+  });
+  const stopDemo = config.demo
+    ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
+    : () => {};
+  return {
+    store,
+    chain: dev,
+    dev,
+    indexer,
+    writes,
+    devActors: new DevActors({ dev, store, indexer, indexWaitMs: INDEX_WAIT_MS }),
+    async close() {
+      stopDemo();
+      unsubscribe();
+      await indexer.stop();
+      await dev.close();
+      await store.close();
+    },
+  };
+}
+
 export interface Daemon {
   readonly app: App;
-  readonly store: Store;
+  readonly services: Services;
   /** The address actually bound (the port is real even when 0 was asked for). */
   readonly url: string;
-  /** Stops accepting, finishes in-flight requests, lets the indexer commit its page, closes the store. */
+  /** Stops accepting, finishes in-flight requests, lets the indexer commit its page, closes everything. */
   close(): Promise<void>;
 }
 
@@ -21,20 +105,29 @@ const LISTEN_ERRORS: Record<string, string> = {
   EACCES: 'permission denied (ports below 1024 need privileges); choose another port with --port',
 };
 
-/** Opens the store, builds the app and listens. Throws CliError with one line when it cannot. */
+/** Opens the services, builds the app and listens. Throws CliError with one line when it cannot. */
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
-  const store = await openStore(config);
+  const services = await openServices(config, logger);
   let app: App;
   try {
-    app = await buildApp({ config, store, logger });
-    logger.info({ network: config.network, store: store.location }, 'store opened');
+    app = await buildApp({
+      config,
+      store: services.store,
+      logger,
+      writes: services.writes,
+      dev: services.devActors,
+    });
+    logger.info(
+      { network: config.network, store: services.store.location, signer: services.chain?.signerAddress },
+      'store opened',
+    );
     await app.listen({
       host: config.host,
       port: config.port,
       listenTextResolver: (address) => `node-daemon listening on ${address}`,
     });
   } catch (error) {
-    await store.close();
+    await services.close();
     const code = (error as NodeJS.ErrnoException).code ?? '';
     const reason = LISTEN_ERRORS[code];
     if (reason)
@@ -49,7 +142,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
   let closing: Promise<void> | undefined;
   return {
     app,
-    store,
+    services,
     url,
     close() {
       closing ??= (async () => {
@@ -61,7 +154,7 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
         } finally {
           clearInterval(reaper);
         }
-        await store.close();
+        await services.close();
       })();
       return closing;
     },

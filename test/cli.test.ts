@@ -62,7 +62,7 @@ describe('node-daemon command', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`serves, then stops cleanly on ${signal} with exit code 0`, async () => {
       const { dir, remove } = tempDir();
-      const daemon = await startDaemon(['--data-dir', dir], { NODE_DAEMON_NETWORK: 'none' });
+      const daemon = await startDaemon(['--data-dir', dir, '--no-demo']);
       const health = await fetch(`${daemon.url}/health`);
       assert.deepEqual(await health.json(), { status: 'ok' });
       daemon.child.kill(signal);
@@ -75,7 +75,7 @@ describe('node-daemon command', () => {
 
   it('finishes an in-flight request before it exits on SIGTERM', async () => {
     const { dir, remove } = tempDir();
-    const daemon = await startDaemon(['--data-dir', dir]);
+    const daemon = await startDaemon(['--data-dir', dir, '--network', 'none']);
     const { hostname, port } = new URL(daemon.url);
     const socket = connect(Number(port), hostname);
     await new Promise((resolve) => socket.once('connect', resolve));

@@ -7,11 +7,15 @@ import { loadConfig } from '../src/config.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 describe('configuration', () => {
-  it('defaults to loopback port 3001, network none and the XDG data directory', () => {
+  it('defaults to loopback port 3001, the dev network and the XDG data directory', () => {
     const config = loadConfig({}, {});
     assert.equal(config.host, '127.0.0.1');
     assert.equal(config.port, 3001);
-    assert.equal(config.network, 'none');
+    assert.equal(config.network, 'dev');
+    assert.deepEqual(
+      [config.devSamplingProbability, config.devAttestationNodes, config.demo],
+      [0.01, 1, true],
+    );
     assert.equal(config.dataDir, join(homedir(), '.local', 'share', 'node-daemon'));
     assert.equal(config.databaseUrl, undefined);
     assert.equal(config.logLevel, 'info');
@@ -37,6 +41,13 @@ describe('configuration', () => {
     await remove();
   });
 
+  it('reads switches as --demo / --no-demo and from the environment', () => {
+    assert.equal(loadConfig({ demo: false }, {}).demo, false);
+    assert.equal(loadConfig({}, { NODE_DAEMON_DEMO: 'false' }).demo, false);
+    assert.equal(loadConfig({ demo: true }, { NODE_DAEMON_DEMO: 'false' }).demo, true);
+    assert.equal(loadConfig({ 'dev-sampling-probability': '1' }, {}).devSamplingProbability, 1);
+  });
+
   it('resolves the data directory to an absolute path', () => {
     assert.equal(loadConfig({ 'data-dir': 'rel/dir' }, {}).dataDir, join(process.cwd(), 'rel/dir'));
   });
@@ -49,7 +60,7 @@ describe('configuration', () => {
       /^invalid NODE_DAEMON_PORT: "abc" is not accepted; expected an integer/,
     ],
     [{ port: '-1' }, {}, /invalid --port: "-1"/],
-    [{ network: 'mainnet' }, {}, /^invalid --network: "mainnet" is not accepted; expected one of none$/],
+    [{ network: 'mainnet' }, {}, /^invalid --network: "mainnet" is not accepted; expected one of dev, none$/],
     [
       {},
       { NODE_DAEMON_HOST: 'not a host!' },
@@ -66,6 +77,12 @@ describe('configuration', () => {
       /invalid --log-level: "loud".*one of fatal, error, warn, info, debug, trace, silent/,
     ],
     [{ 'shutdown-timeout': '0' }, {}, /invalid --shutdown-timeout: "0".*from 1 to 3600/],
+    [
+      { 'dev-sampling-probability': '1.5' },
+      {},
+      /invalid --dev-sampling-probability: "1.5".*a number from 0 to 1/,
+    ],
+    [{}, { NODE_DAEMON_DEMO: 'maybe' }, /invalid NODE_DAEMON_DEMO: "maybe".*true or false/],
   ];
   for (const [flags, env, message] of refusals) {
     it(`refuses ${JSON.stringify({ ...flags, ...env })} in one line naming the setting`, () => {

@@ -362,6 +362,13 @@ describe('read API', () => {
     }
   });
 
+  it('has no /dev routes and no usage reporting off the dev network', async () => {
+    assertProblem(await app.inject({ method: 'POST', url: '/dev/tasks', payload: {} }), 404, 'not_found');
+    assertProblem(await app.inject({ method: 'POST', url: '/dev/epoch' }), 404, 'not_found');
+    assertProblem(await app.inject({ method: 'POST', url: '/stacks/1/usage', payload: { compute_units: 1 } }), 503, 'no_network');
+    assertProblem(await app.inject({ url: '/nodes/badges' }), 503, 'no_network');
+  });
+
   it('never answers 500 to odd requests', async () => {
     const odd = [
       { url: '/stacks/nodes/1?%zz=1' },

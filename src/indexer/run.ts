@@ -52,6 +52,7 @@ export class LiveIndexer {
   readonly #idleMs: number;
   readonly #stop = new AbortController();
   readonly #waiters = new Set<() => void>();
+  readonly #applied = new Set<() => void>();
   #wake: (() => void) | undefined;
   #woken = false;
   #running: Promise<void> | undefined;
@@ -96,6 +97,12 @@ export class LiveIndexer {
     });
   }
 
+  /** Calls back after every committed page; returns the function that stops it. */
+  onApplied(listener: () => void): () => void {
+    this.#applied.add(listener);
+    return () => this.#applied.delete(listener);
+  }
+
   /** Stops after the page in progress (which commits with its cursor). */
   async stop(): Promise<void> {
     this.#stop.abort();
@@ -114,6 +121,7 @@ export class LiveIndexer {
           signal,
           onPage: () => {
             for (const check of this.#waiters) check();
+            for (const listener of this.#applied) listener();
           },
         });
         failures = 0;
