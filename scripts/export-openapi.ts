@@ -16,9 +16,16 @@ export async function renderOpenApi(): Promise<string> {
   const store = new SqliteStore({ dataDir: dir });
   try {
     const app = await buildApp({
-      config: { network: 'none', cacheMb: 0 },
+      config: { network: 'none', cacheMb: 0, corsOrigins: [], readyMaxLag: 30 },
       store,
       logger: createLogger('silent'),
+      security: {
+        auth: 'none',
+        tokenFile: join(dir, 'api-token'),
+        boundHost: '127.0.0.1',
+        allowedHosts: [],
+        maxInFlight: 1,
+      },
     });
     await app.ready();
     const text = `${JSON.stringify(app.swagger(), null, 2)}\n`;

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -10,16 +12,21 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import type { Chain } from './chain/chain.ts';
 import type { Config } from './config.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { devRoutes } from './http/routes/dev.ts';
 import { metaRoutes } from './http/routes/meta.ts';
+import { opsRoutes } from './http/routes/ops.ts';
 import { readRoutes } from './http/routes/reads.ts';
 import { writeRoutes } from './http/routes/writes.ts';
 import { toOpenApi31 } from './http/schemas.ts';
+import { installSecurity, loggableUrl, type SecurityOptions } from './http/security.ts';
 import { installStrictParams } from './http/strict-params.ts';
+import type { LiveIndexer } from './indexer/run.ts';
+import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { VERSION } from './internal/version.ts';
 import type { DevActors } from './operations/dev-actors.ts';
 import type { Writes } from './operations/writes.ts';
@@ -34,9 +41,14 @@ export type App = FastifyInstance<
 >;
 
 export interface AppDeps {
-  config: Pick<Config, 'network' | 'cacheMb'>;
+  config: Pick<Config, 'network' | 'cacheMb' | 'corsOrigins' | 'readyMaxLag'>;
   store: Store;
   logger: FastifyBaseLogger;
+  /** Token, host check and load shedding (see src/http/security.ts). */
+  security: SecurityOptions;
+  metrics?: Metrics | undefined;
+  indexer?: LiveIndexer | undefined;
+  chain?: Chain | undefined;
   /** The write operations; absent on network none. */
   writes?: Writes | undefined;
   /** The dev network's other actors; only on network dev. */
@@ -45,12 +57,26 @@ export interface AppDeps {
 
 /** Largest request body any endpoint accepts. */
 export const BODY_LIMIT = 1024 * 1024;
+/** A request must arrive whole within this time. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** An idle keep-alive connection is closed after this time. */
+export const KEEP_ALIVE_TIMEOUT_MS = 10_000;
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
 
 /** Builds the HTTP application; it never listens by itself. */
-export async function buildApp({ config, store, logger, writes, dev }: AppDeps): Promise<App> {
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, store, logger, writes, dev } = deps;
+  const metrics = deps.metrics ?? createMetrics();
   const app = Fastify({
+    // An incoming X-Request-Id is kept when it is sane, so a caller can follow its request in the logs.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id'];
+      return typeof incoming === 'string' && /^[\w.:-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    },
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     loggerInstance: logger,
     // One debug line per request (the onResponse hook below) instead of Fastify's two info lines.
     logController: new LogController({ disableRequestLogging: true }),
@@ -90,9 +116,20 @@ export async function buildApp({ config, store, logger, writes, dev }: AppDeps):
     }
     return sendProblem(request, reply, 'not_found', `no endpoint at ${path}; see /docs for the API`);
   });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.httpRequests.inc({ route, method: request.method, status: reply.statusCode });
+    metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
     request.log.debug(
-      { method: request.method, url: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+      {
+        method: request.method,
+        url: loggableUrl(request.url),
+        status: reply.statusCode,
+        ms: reply.elapsedTime,
+      },
       'request completed',
     );
   });
@@ -119,6 +156,15 @@ export async function buildApp({ config, store, logger, writes, dev }: AppDeps):
   installJsonBody(app);
   installErrorHandler(app);
   installStrictParams(app);
+  installSecurity(app, deps.security, metrics);
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, {
+      origin: [...config.corsOrigins],
+      methods: ['GET', 'HEAD', 'POST', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type', 'idempotency-key', 'x-request-id'],
+      exposedHeaders: ['x-request-id', 'retry-after', 'idempotent-replayed'],
+    });
+  }
 
   await app.register(swagger, {
     transformObject: (document) => {
@@ -149,6 +195,16 @@ export async function buildApp({ config, store, logger, writes, dev }: AppDeps):
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 
   metaRoutes(app);
+  opsRoutes(app, {
+    network: config.network,
+    store,
+    metrics,
+    indexer: deps.indexer,
+    chain: deps.chain,
+    writes,
+    readyMaxLag: config.readyMaxLag,
+    startedAt: Date.now(),
+  });
   readRoutes(app, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
   writeRoutes(app, { network: config.network, writes, store });
   if (dev) devRoutes(app, dev);

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CliError } from './internal/exit-codes.ts';
+import { isLoopback } from './internal/net.ts';
 
 /**
  * The daemon's settings. Each comes from, in order of precedence: a command-line flag, an environment
@@ -27,6 +28,16 @@ export interface Config {
   readonly devAttestationNodes: number;
   /** Dev network: create a small demo world on first start. */
   readonly demo: boolean;
+  /** Which requests need the API token: writes (default), all, or none (loopback binds only). */
+  readonly auth: 'writes' | 'all' | 'none';
+  /** Extra host names the daemon answers to (besides its bind address and localhost). */
+  readonly allowedHosts: readonly string[];
+  /** Origins allowed to call the API from a browser; empty: no CORS headers at all. */
+  readonly corsOrigins: readonly string[];
+  /** Requests answered at once before the daemon sheds load with 503. */
+  readonly maxInFlight: number;
+  /** /ready answers 503 while the indexer is more than this many seconds behind the chain head. */
+  readonly readyMaxLag: number;
 }
 
 export const NETWORKS = ['dev', 'none'] as const;
@@ -84,6 +95,25 @@ function boolean(raw: unknown): Parsed {
   if (raw === true || raw === 'true' || raw === '1') return ok(true);
   if (raw === false || raw === 'false' || raw === '0') return ok(false);
   return no('true or false');
+}
+
+function list(what: string, item: (text: string) => boolean) {
+  return (raw: unknown): Parsed => {
+    if (typeof raw !== 'string' && !Array.isArray(raw)) return no(`a comma-separated list of ${what}`);
+    const items = (Array.isArray(raw) ? raw.map(String) : raw.split(','))
+      .map((s) => s.trim())
+      .filter(Boolean);
+    return items.every(item) ? ok(Object.freeze(items)) : no(`a comma-separated list of ${what}`);
+  };
+}
+
+function origin(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
+  } catch {
+    return false;
+  }
 }
 
 function host(raw: unknown): Parsed {
@@ -190,6 +220,46 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 1,
   },
   {
+    key: 'auth',
+    flag: 'auth',
+    env: 'NODE_DAEMON_AUTH',
+    describe: 'which requests need the API token: writes, all, or none (loopback only)',
+    parse: oneOf(['writes', 'all', 'none'] as const),
+    defaultValue: () => 'writes',
+  },
+  {
+    key: 'allowedHosts',
+    flag: 'allowed-hosts',
+    env: 'NODE_DAEMON_ALLOWED_HOSTS',
+    describe: 'more host names to answer to (DNS rebinding protection)',
+    parse: list('host names', (h) => isIP(h) !== 0 || HOSTNAME.test(h)),
+    defaultValue: () => Object.freeze([]),
+  },
+  {
+    key: 'corsOrigins',
+    flag: 'cors-origins',
+    env: 'NODE_DAEMON_CORS_ORIGINS',
+    describe: 'browser origins allowed by CORS (default: none)',
+    parse: list('origins like https://ops.example.com', origin),
+    defaultValue: () => Object.freeze([]),
+  },
+  {
+    key: 'maxInFlight',
+    flag: 'max-in-flight',
+    env: 'NODE_DAEMON_MAX_IN_FLIGHT',
+    describe: 'requests answered at once before shedding load with 503',
+    parse: integer(1, 100000),
+    defaultValue: () => 256,
+  },
+  {
+    key: 'readyMaxLag',
+    flag: 'ready-max-lag',
+    env: 'NODE_DAEMON_READY_MAX_LAG',
+    describe: 'seconds the indexer may lag the chain head and /ready still say ready',
+    parse: integer(1, 86400),
+    defaultValue: () => 30,
+  },
+  {
     key: 'demo',
     flag: 'demo',
     env: 'NODE_DAEMON_DEMO',
@@ -242,7 +312,24 @@ export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
     }
     values[setting.key] = parsed.value;
   }
-  return Object.freeze(values) as unknown as Config;
+  const config = Object.freeze(values) as unknown as Config;
+  checkExposure(config);
+  return config;
+}
+
+/** The daemon signs with the operator's wallet: off loopback, every request must carry the token. */
+function checkExposure(config: Config): void {
+  if (isLoopback(config.host)) return;
+  if (config.auth === 'none') {
+    throw new CliError(
+      `--auth none is refused when the daemon binds to ${config.host}; it is allowed on loopback only`,
+    );
+  }
+  if (config.auth !== 'all') {
+    throw new CliError(
+      `binding to ${config.host} (not loopback) requires --auth all, so that reads need the API token too`,
+    );
+  }
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -1,15 +1,21 @@
+import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { type App, buildApp } from './app.ts';
 import type { Chain } from './chain/chain.ts';
 import { startDemo } from './chain/demo.ts';
 import { DevNetwork } from './chain/dev/dev-network.ts';
+import { instrumentChain } from './chain/instrument.ts';
 import { loadOrCreateSigner } from './chain/signer.ts';
 import type { Config } from './config.ts';
+import { loadOrCreateToken } from './http/security.ts';
 import { LiveIndexer } from './indexer/run.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
+import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { Mutex } from './internal/mutex.ts';
+import { isLoopback } from './internal/net.ts';
 import { DevActors } from './operations/dev-actors.ts';
 import { Writes } from './operations/writes.ts';
+import { instrumentStore } from './store/instrument.ts';
 import { openStore } from './store/open.ts';
 import type { Store } from './store/store.ts';
 
@@ -18,6 +24,7 @@ export const INDEX_WAIT_MS = 5000;
 
 /** Everything the daemon runs besides HTTP: the store, and on a chain network the chain, indexer and writes. */
 export interface Services {
+  readonly metrics: Metrics;
   readonly store: Store;
   readonly chain: Chain | undefined;
   readonly dev: DevNetwork | undefined;
@@ -30,7 +37,8 @@ export interface Services {
 
 /** Opens the store and, on a chain network, the chain with its indexer and the write operations. */
 export async function openServices(config: Config, logger: Logger): Promise<Services> {
-  const store = await openStore(config);
+  const metrics = createMetrics();
+  const store = instrumentStore(await openStore(config), metrics);
   if (config.network === 'none') {
     const none = {
       chain: undefined,
@@ -39,7 +47,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       writes: undefined,
       devActors: undefined,
     };
-    return { store, ...none, close: () => store.close() };
+    return { metrics, store, ...none, close: () => store.close() };
   }
   let dev: DevNetwork;
   try {
@@ -58,11 +66,17 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       ExitCode.failure,
     );
   }
-  const indexer = new LiveIndexer(store, dev.events, logger.child({ component: 'indexer' }));
+  const indexer = new LiveIndexer(store, dev.events, logger.child({ component: 'indexer' }), {
+    onCounts: (counts) => {
+      for (const [outcome, n] of Object.entries(counts)) if (n > 0) metrics.indexerEvents.inc({ outcome }, n);
+    },
+    onError: () => metrics.indexerErrors.inc(),
+  });
   const unsubscribe = dev.onNewEvents(() => indexer.wake());
   indexer.start();
+  const chain = instrumentChain(dev, metrics);
   const writes = new Writes({
-    chain: dev,
+    chain,
     store,
     indexer,
     lock: new Mutex(),
@@ -73,8 +87,9 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
     : () => {};
   return {
+    metrics,
     store,
-    chain: dev,
+    chain,
     dev,
     indexer,
     writes,
@@ -105,18 +120,42 @@ const LISTEN_ERRORS: Record<string, string> = {
   EACCES: 'permission denied (ports below 1024 need privileges); choose another port with --port',
 };
 
+/** The HTTP app over the services, with the API token of the data directory (created on first start). */
+export async function buildDaemonApp(config: Config, services: Services, logger: Logger): Promise<App> {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const token = loadOrCreateToken(config.dataDir);
+  if (token.created) logger.info({ file: token.file }, 'created the API token');
+  return buildApp({
+    config,
+    store: services.store,
+    logger,
+    metrics: services.metrics,
+    indexer: services.indexer,
+    chain: services.chain,
+    writes: services.writes,
+    dev: services.devActors,
+    security: {
+      auth: config.auth,
+      tokenFile: token.file,
+      boundHost: config.host,
+      allowedHosts: config.allowedHosts,
+      maxInFlight: config.maxInFlight,
+    },
+  });
+}
+
 /** Opens the services, builds the app and listens. Throws CliError with one line when it cannot. */
 export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
   const services = await openServices(config, logger);
   let app: App;
   try {
-    app = await buildApp({
-      config,
-      store: services.store,
-      logger,
-      writes: services.writes,
-      dev: services.devActors,
-    });
+    app = await buildDaemonApp(config, services, logger);
+    if (!isLoopback(config.host)) {
+      logger.warn(
+        { host: config.host },
+        'listening beyond loopback: every request needs the API token (--auth all)',
+      );
+    }
     logger.info(
       { network: config.network, store: services.store.location, signer: services.chain?.signerAddress },
       'store opened',

@@ -1,6 +1,8 @@
+import { mkdirSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
 import { startDaemon } from './daemon.ts';
+import { rotateToken } from './http/security.ts';
 import { FileEventSource } from './indexer/file-source.ts';
 import { catchUp } from './indexer/run.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
@@ -25,6 +27,7 @@ const HELP = `node-daemon ${VERSION}: the Atoma node operator's local daemon
 Usage:
   node-daemon start [settings]          run the daemon (HTTP API on 127.0.0.1:3001)
   node-daemon replay FILE [settings]    apply a JSON-lines file of Sui events to the store, then exit
+  node-daemon token rotate [settings]   replace the API token (<data dir>/api-token)
   node-daemon help                      this text
   node-daemon --version
 
@@ -68,7 +71,7 @@ function parse(argv: string[]): Invocation {
 }
 
 async function start(config: Config): Promise<number> {
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, { pretty: process.stderr.isTTY === true });
   const daemon = await startDaemon(config, logger);
   return new Promise<number>((resolve) => {
     let stopping = false;
@@ -139,6 +142,17 @@ async function replay(config: Config, args: string[]): Promise<number> {
   }
 }
 
+function token(config: Config, args: string[]): number {
+  if (args.length !== 1 || args[0] !== 'rotate')
+    throw new CliError('usage: node-daemon token rotate [--data-dir DIR]');
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const file = rotateToken(config.dataDir);
+  process.stdout.write(
+    `replaced the API token in ${file}; a running daemon uses the new one within a second\n`,
+  );
+  return ExitCode.ok;
+}
+
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const { command, args, flags } = parse(argv);
   switch (command) {
@@ -154,6 +168,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       return start(loadConfig(flags, env));
     case 'replay':
       return replay(loadConfig(flags, env), args);
+    case 'token':
+      return token(loadConfig(flags, env), args);
     default:
       throw new CliError(`unknown command "${command}"; see node-daemon --help`);
   }

@@ -75,7 +75,7 @@ describe('node-daemon command', () => {
 
   it('finishes an in-flight request before it exits on SIGTERM', async () => {
     const { dir, remove } = tempDir();
-    const daemon = await startDaemon(['--data-dir', dir, '--network', 'none']);
+    const daemon = await startDaemon(['--data-dir', dir, '--network', 'none', '--auth', 'none']);
     const { hostname, port } = new URL(daemon.url);
     const socket = connect(Number(port), hostname);
     await new Promise((resolve) => socket.once('connect', resolve));

@@ -7,6 +7,7 @@ import { FileEventSource } from '../src/indexer/file-source.ts';
 import { catchUp } from '../src/indexer/run.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/events.jsonl', import.meta.url));
@@ -32,7 +33,7 @@ describe('the shipped fixture', () => {
       orphaned: 0,
     });
 
-    const app = await buildApp({ config: { network: 'none', cacheMb: 8 }, store, logger });
+    const app = await buildApp({ config: TEST_APP_CONFIG, store, logger, security: openSecurity(dir) });
     const get = async (url: string) => {
       const res = await app.inject({ url });
       assert.equal(res.statusCode, 200, url);

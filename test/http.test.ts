@@ -5,6 +5,7 @@ import { ERRORS } from '../src/http/errors.ts';
 import { applyPage } from '../src/indexer/apply.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { bytes, event, hexId, inner, node, stack, subscribe, task, trySettle } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';
 
@@ -16,7 +17,12 @@ async function setup(cacheMb = 64) {
   const tmp = tempDir();
   const store = new SqliteStore({ dataDir: tmp.dir });
   const logger = createLogger('silent');
-  const app = await buildApp({ config: { network: 'none', cacheMb }, store, logger });
+  const app = await buildApp({
+    config: { ...TEST_APP_CONFIG, cacheMb },
+    store,
+    logger,
+    security: openSecurity(tmp.dir),
+  });
   const seed = async (events: unknown[]) =>
     applyPage(
       store,
@@ -365,7 +371,11 @@ describe('read API', () => {
   it('has no /dev routes and no usage reporting off the dev network', async () => {
     assertProblem(await app.inject({ method: 'POST', url: '/dev/tasks', payload: {} }), 404, 'not_found');
     assertProblem(await app.inject({ method: 'POST', url: '/dev/epoch' }), 404, 'not_found');
-    assertProblem(await app.inject({ method: 'POST', url: '/stacks/1/usage', payload: { compute_units: 1 } }), 503, 'no_network');
+    assertProblem(
+      await app.inject({ method: 'POST', url: '/stacks/1/usage', payload: { compute_units: 1 } }),
+      503,
+      'no_network',
+    );
     assertProblem(await app.inject({ url: '/nodes/badges' }), 503, 'no_network');
   });
 

@@ -146,6 +146,8 @@ export interface Chain {
   parameters(): Promise<ChainParameters>;
   /** The stack's settlement ticket, or undefined when it has none (not try-settled, or claimed and deleted). */
   getTicket(stackSmallId: U64): Promise<ChainTicket | undefined>;
+  /** The signer's balances where the network offers them, by coin (e.g. USDC, SUI), smallest units. */
+  balances?(): Promise<Record<string, U64>>;
   /** Calls back when new events may be available (the indexer then reads without waiting). */
   onNewEvents(listener: () => void): () => void;
   close(): Promise<void>;

@@ -12,6 +12,19 @@ export interface CatchUpProgress {
   pages: number;
   totals: IndexerCounts;
   cursor: string | null;
+  /** The source said it had nothing more: the cursor was at its head. */
+  atHead: boolean;
+}
+
+function diffCounts(now: IndexerCounts, before: IndexerCounts): IndexerCounts {
+  return {
+    applied: now.applied - before.applied,
+    duplicate: now.duplicate - before.duplicate,
+    ignored: now.ignored - before.ignored,
+    unknown: now.unknown - before.unknown,
+    malformed: now.malformed - before.malformed,
+    orphaned: now.orphaned - before.orphaned,
+  };
 }
 
 /**
@@ -25,7 +38,12 @@ export async function catchUp(
   options: { signal?: AbortSignal; onPage?: (progress: CatchUpProgress) => void } = {},
 ): Promise<CatchUpProgress> {
   const saved = await store.getCursor(source.id);
-  const progress: CatchUpProgress = { pages: 0, totals: emptyCounts(), cursor: saved?.cursor ?? null };
+  const progress: CatchUpProgress = {
+    pages: 0,
+    totals: emptyCounts(),
+    cursor: saved?.cursor ?? null,
+    atHead: false,
+  };
   for (;;) {
     if (options.signal?.aborted) break;
     const page = await source.readPage(progress.cursor);
@@ -35,7 +53,10 @@ export async function catchUp(
       progress.cursor = page.nextCursor;
       options.onPage?.(progress);
     }
-    if (!page.hasMore) break;
+    if (!page.hasMore) {
+      progress.atHead = true;
+      break;
+    }
   }
   return progress;
 }
@@ -56,14 +77,46 @@ export class LiveIndexer {
   #wake: (() => void) | undefined;
   #woken = false;
   #running: Promise<void> | undefined;
+  readonly #onCounts: ((counts: IndexerCounts) => void) | undefined;
+  readonly #onError: (() => void) | undefined;
   /** The last error and when it happened, for status reports; cleared by the next good page. */
   lastError: { message: string; at: string } | undefined;
+  /** When the source last said it had no more events: the indexer was at the chain head then. */
+  lastCaughtUpAt: number | undefined;
 
-  constructor(store: Store, source: EventSource, log: Logger, options: { idleMs?: number } = {}) {
+  constructor(
+    store: Store,
+    source: EventSource,
+    log: Logger,
+    options: { idleMs?: number; onCounts?: (counts: IndexerCounts) => void; onError?: () => void } = {},
+  ) {
     this.#store = store;
     this.#source = source;
     this.#log = log;
     this.#idleMs = options.idleMs ?? 1000;
+    this.#onCounts = options.onCounts;
+    this.#onError = options.onError;
+  }
+
+  get sourceId(): string {
+    return this.#source.id;
+  }
+
+  /** Seconds since the indexer was last at the chain head (undefined: not yet since start). */
+  lagSeconds(now = Date.now()): number | undefined {
+    return this.lastCaughtUpAt === undefined ? undefined : Math.max(0, (now - this.lastCaughtUpAt) / 1000);
+  }
+
+  /** Events the chain has after the saved cursor, counted up to `cap` (reads pages from the source). */
+  async pendingEvents(cap = 10_000): Promise<{ count: number; capped: boolean }> {
+    let cursor = (await this.#store.getCursor(this.#source.id))?.cursor ?? null;
+    let count = 0;
+    for (;;) {
+      const page = await this.#source.readPage(cursor);
+      count += page.events.length;
+      if (!page.hasMore || count >= cap) return { count, capped: page.hasMore };
+      cursor = page.nextCursor;
+    }
   }
 
   start(): void {
@@ -117,17 +170,22 @@ export class LiveIndexer {
       let wait = this.#idleMs;
       this.#woken = false;
       try {
-        await catchUp(this.#store, this.#source, this.#log, {
+        let last = emptyCounts();
+        const progress = await catchUp(this.#store, this.#source, this.#log, {
           signal,
-          onPage: () => {
+          onPage: ({ totals }) => {
+            this.#onCounts?.(diffCounts(totals, last));
+            last = { ...totals };
             for (const check of this.#waiters) check();
             for (const listener of this.#applied) listener();
           },
         });
+        if (!signal.aborted && progress.atHead) this.lastCaughtUpAt = Date.now();
         failures = 0;
         this.lastError = undefined;
       } catch (error) {
         failures += 1;
+        this.#onError?.();
         wait = backoffDelay(failures);
         this.lastError = { message: (error as Error).message, at: new Date().toISOString() };
         this.#log.error({ err: error, retryInMs: wait, failures }, 'indexer page failed; retrying');

@@ -1,4 +1,5 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
+import pretty from 'pino-pretty';
 import type { LogLevel } from '../config.ts';
 
 /** Paths that may hold secrets; pino replaces their values before anything is written. */
@@ -13,7 +14,17 @@ export const REDACTED_PATHS = [
  * The structured JSON logger, one line per record. It writes to stderr so that stdout stays free for
  * command output (replay's summary, the client commands' tables).
  */
-export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+export function createLogger(
+  level: LogLevel,
+  destination?: DestinationStream,
+  options: { pretty?: boolean } = {},
+): Logger {
+  // On a terminal, readable lines (pino-pretty, synchronous so nothing is lost at exit); else JSON lines.
+  const target =
+    destination ??
+    (options.pretty
+      ? pretty({ destination: 2, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid' })
+      : undefined);
   return pino(
     {
       level,
@@ -21,6 +32,6 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ dest: 2, sync: true }),
+    target ?? pino.destination({ dest: 2, sync: true }),
   );
 }

@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
-import { type App, buildApp } from '../../src/app.ts';
+import type { App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
-import { openServices, type Services } from '../../src/daemon.ts';
+import { buildDaemonApp, openServices, type Services } from '../../src/daemon.ts';
+import { TOKEN_FILE } from '../../src/http/security.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { tempDir } from './tmp.ts';
 
@@ -23,13 +26,9 @@ export async function devDaemon(
   const config = loadConfig({ 'data-dir': dir.dir, demo: false, ...flags }, {});
   const logger = createLogger('silent');
   const services = await openServices(config, logger);
-  const app = await buildApp({
-    config,
-    store: services.store,
-    logger,
-    writes: services.writes,
-    dev: services.devActors,
-  });
+  const app = await buildDaemonApp(config, services, logger);
+  // Writes need the API token the daemon created in its data directory; the helper sends it like a client.
+  const token = readFileSync(join(dir.dir, TOKEN_FILE), 'utf8').trim();
   const send = (
     method: 'GET' | 'POST' | 'DELETE',
     url: string,
@@ -40,7 +39,11 @@ export async function devDaemon(
       method,
       url,
       ...(body === undefined ? {} : { payload: typeof body === 'string' ? body : JSON.stringify(body) }),
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
     });
   return {
     app,

@@ -247,6 +247,11 @@ export class DevNetwork implements Chain {
       .map((node) => ({ badge_id: node.badge.id, node_small_id: big(node.small_id) }));
   }
 
+  /** The signer's USDC balance (the dev network does not account SUI for gas). */
+  async balances(): Promise<Record<string, U64>> {
+    return { USDC: normalizeU64(this.balanceOf(this.signerAddress)) };
+  }
+
   async currentEpoch(): Promise<U64> {
     this.#assertOpen();
     return big(this.#epoch());

@@ -1,0 +1,120 @@
+import { Type } from 'typebox';
+import type { App } from '../../app.ts';
+import type { Chain } from '../../chain/chain.ts';
+import type { LiveIndexer } from '../../indexer/run.ts';
+import type { Metrics } from '../../internal/metrics.ts';
+import { VERSION } from '../../internal/version.ts';
+import type { Writes } from '../../operations/writes.ts';
+import type { Store } from '../../store/store.ts';
+import { ProblemError, stringifyJson } from '../errors.ts';
+import { ProblemSchema } from '../schemas.ts';
+
+export interface OpsDeps {
+  network: string;
+  store: Store;
+  metrics: Metrics;
+  indexer: LiveIndexer | undefined;
+  chain: Chain | undefined;
+  writes: Writes | undefined;
+  /** /ready says 503 while the indexer lags the chain head by more than this many seconds. */
+  readyMaxLag: number;
+  startedAt: number;
+}
+
+/** Readiness, status and metrics: what an operator (or a supervisor) asks of a daemon that runs for months. */
+export function opsRoutes(app: App, deps: OpsDeps): void {
+  const { store, indexer, metrics } = deps;
+
+  app.get('/ready', {
+    schema: {
+      tags: ['meta'],
+      summary:
+        'Ready when the store answers and the indexer is within --ready-max-lag seconds of the chain head',
+      response: {
+        200: Type.Object({
+          status: Type.Literal('ready'),
+          indexer_lag_seconds: Type.Union([Type.Number(), Type.Null()]),
+        }),
+        503: ProblemSchema,
+      },
+    },
+    handler: async () => {
+      try {
+        await store.dataVersion();
+      } catch (error) {
+        throw new ProblemError('not_ready', `the store does not answer: ${(error as Error).message}`, {
+          headers: { 'retry-after': '5' },
+        });
+      }
+      if (!indexer) return { status: 'ready' as const, indexer_lag_seconds: null };
+      const lag = indexer.lagSeconds();
+      if (lag === undefined) {
+        throw new ProblemError(
+          'not_ready',
+          'the indexer has not caught up with the chain since the daemon started',
+          {
+            headers: { 'retry-after': '2' },
+          },
+        );
+      }
+      if (lag > deps.readyMaxLag) {
+        throw new ProblemError(
+          'not_ready',
+          `the indexer is ${lag.toFixed(1)} s behind the chain head (more than --ready-max-lag ${deps.readyMaxLag})${indexer.lastError ? `; last error: ${indexer.lastError.message}` : ''}`,
+          { headers: { 'retry-after': '5' } },
+        );
+      }
+      return { status: 'ready' as const, indexer_lag_seconds: lag };
+    },
+  });
+
+  app.get('/status', {
+    schema: {
+      tags: ['meta'],
+      summary: 'Version, network, signer, badges, store, indexer position and lag, balances, uptime',
+    },
+    handler: async (_request, reply) => {
+      const cursor = indexer ? await store.getCursor(indexer.sourceId) : undefined;
+      const pending = indexer ? await indexer.pendingEvents().catch(() => undefined) : undefined;
+      const status = {
+        version: VERSION,
+        network: deps.network,
+        uptime_seconds: Math.round((Date.now() - deps.startedAt) / 1000),
+        signer_address: deps.chain?.signerAddress ?? null,
+        badges: deps.writes ? await deps.writes.badges(true).catch(() => null) : null,
+        store: { engine: store.engine, location: store.location },
+        indexer: indexer
+          ? {
+              source: indexer.sourceId,
+              cursor: cursor?.cursor ?? null,
+              events: cursor
+                ? {
+                    applied: cursor.applied,
+                    duplicate: cursor.duplicate,
+                    ignored: cursor.ignored,
+                    unknown: cursor.unknown,
+                    malformed: cursor.malformed,
+                    orphaned: cursor.orphaned,
+                  }
+                : null,
+              lag_seconds: indexer.lagSeconds() ?? null,
+              lag_events: pending?.count ?? null,
+              lag_events_capped: pending?.capped ?? null,
+              last_error: indexer.lastError ?? null,
+            }
+          : null,
+        balances: deps.chain?.balances ? await deps.chain.balances().catch(() => null) : null,
+      };
+      reply.type('application/json; charset=utf-8').send(stringifyJson(status) as never);
+    },
+  });
+
+  app.get('/metrics', {
+    schema: { tags: ['meta'], summary: 'Prometheus metrics (text exposition format)' },
+    handler: async (_request, reply) => {
+      const lag = indexer?.lagSeconds();
+      if (lag !== undefined) metrics.indexerLag.set(lag);
+      reply.type(metrics.registry.contentType).send((await metrics.registry.metrics()) as never);
+    },
+  });
+}

@@ -1,0 +1,167 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Metrics } from '../internal/metrics.ts';
+import { sendProblem } from './errors.ts';
+
+/** The API token's file in the data directory. */
+export const TOKEN_FILE = 'api-token';
+
+export type AuthMode = 'writes' | 'all' | 'none';
+
+export interface SecurityOptions {
+  /** writes: every POST/DELETE needs the token; all: reads too (except /health and /ready); none: no token. */
+  auth: AuthMode;
+  tokenFile: string;
+  /** The address the daemon binds to; requests whose Host is not it, localhost or an allowed name get 403. */
+  boundHost: string;
+  allowedHosts: readonly string[];
+  /** Requests answered concurrently before the daemon sheds load with 503. */
+  maxInFlight: number;
+}
+
+/** Loads the API token, creating it (32 random bytes, mode 0600) when the file does not exist. */
+export function loadOrCreateToken(dataDir: string): { file: string; created: boolean } {
+  const file = join(dataDir, TOKEN_FILE);
+  if (existsSync(file)) return { file, created: false };
+  writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+  return { file, created: true };
+}
+
+/** Replaces the token atomically (a running daemon picks the new one up within a second). */
+export function rotateToken(dataDir: string): string {
+  const file = join(dataDir, TOKEN_FILE);
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+  renameSync(temporary, file);
+  return file;
+}
+
+/** The current token, re-read when the file changes (checked at most once a second). */
+class TokenFile {
+  readonly #file: string;
+  #digest: Buffer | undefined;
+  #mtimeMs = -1;
+  #checkedAt = 0;
+
+  constructor(file: string) {
+    this.#file = file;
+  }
+
+  /** Compares in constant time (over fixed-length digests, so the token length leaks nothing either). */
+  matches(candidate: string): boolean {
+    const now = Date.now();
+    if (now - this.#checkedAt > 1000) {
+      this.#checkedAt = now;
+      const stat = statSync(this.#file, { throwIfNoEntry: false });
+      if (stat && stat.mtimeMs !== this.#mtimeMs) {
+        this.#mtimeMs = stat.mtimeMs;
+        this.#digest = sha256(readFileSync(this.#file, 'utf8').trim());
+      }
+    }
+    return this.#digest !== undefined && timingSafeEqual(this.#digest, sha256(candidate));
+  }
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+const TOKEN_PARAMS = /(?:^|[?&])(?:token|access_token|api_token|api-token|apikey|api_key|auth)=/i;
+const TOKEN_VALUES = /([?&](?:token|access_token|api_token|api-token|apikey|api_key|auth)=)[^&#]*/gi;
+
+/** The URL as it may be logged: the value of any token-like query parameter is replaced. */
+export function loggableUrl(url: string): string {
+  return url.includes('?') ? url.replace(TOKEN_VALUES, '$1[redacted]') : url;
+}
+const OPEN_PATHS = new Set(['/health', '/ready']);
+
+function hostName(header: string): string {
+  if (header.startsWith('[')) return header.slice(0, header.indexOf(']') + 1).toLowerCase();
+  const colon = header.lastIndexOf(':');
+  return (colon > -1 && header.indexOf(':') === colon ? header.slice(0, colon) : header).toLowerCase();
+}
+
+/**
+ * The request guards, in order: shed load beyond maxInFlight (503 with Retry-After); refuse a Host that
+ * is not this daemon's (DNS rebinding); refuse a token in the query string; require the bearer token for
+ * writes (and reads with auth=all): 401 when missing, 403 when wrong.
+ */
+export function installSecurity(app: FastifyInstance, options: SecurityOptions, metrics: Metrics): void {
+  const token = new TokenFile(options.tokenFile);
+  const allowed = new Set(
+    ['localhost', '127.0.0.1', '[::1]', options.boundHost, ...options.allowedHosts].map((h) =>
+      isIP(h) === 6 ? `[${h.toLowerCase()}]` : h.toLowerCase(),
+    ),
+  );
+  let inFlight = 0;
+  const done = new WeakSet<FastifyRequest>();
+  const release = (request: FastifyRequest) => {
+    if (done.has(request)) return;
+    done.add(request);
+    inFlight -= 1;
+    metrics.httpInFlight.set(inFlight);
+  };
+  app.addHook('onResponse', async (request) => release(request));
+  app.addHook('onRequestAbort', async (request) => release(request));
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    inFlight += 1;
+    metrics.httpInFlight.set(inFlight);
+    if (inFlight > options.maxInFlight) {
+      metrics.httpShed.inc();
+      return sendProblem(
+        request,
+        reply,
+        'overloaded',
+        'the daemon is answering too many requests at once; retry in a moment',
+        {
+          headers: { 'retry-after': '1' },
+        },
+      );
+    }
+    const host = request.headers.host;
+    if (host !== undefined && !allowed.has(hostName(host))) {
+      return sendProblem(
+        request,
+        reply,
+        'host_not_allowed',
+        `requests for host ${hostName(host)} are refused (DNS rebinding protection); use ${options.boundHost} or localhost, or allow the name with --allowed-hosts`,
+      );
+    }
+    const query = request.url.indexOf('?');
+    if (query > -1 && TOKEN_PARAMS.test(request.url.slice(query))) {
+      return sendProblem(
+        request,
+        reply,
+        'token_in_query',
+        `tokens are never accepted in the URL; send the header Authorization: Bearer <the token in ${options.tokenFile}>`,
+      );
+    }
+    const path = request.url.slice(0, query > -1 ? query : undefined);
+    const isRead = request.method === 'GET' || request.method === 'HEAD';
+    if (options.auth === 'none' || OPEN_PATHS.has(path) || request.method === 'OPTIONS') return;
+    if (isRead && options.auth === 'writes') return;
+    const header = request.headers.authorization;
+    if (header === undefined) {
+      return sendProblem(
+        request,
+        reply,
+        'unauthorized',
+        `this request needs the API token: send Authorization: Bearer <the token in ${options.tokenFile}>`,
+        { headers: { 'www-authenticate': 'Bearer' } },
+      );
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match || !token.matches(match[1]!)) {
+      return sendProblem(
+        request,
+        reply,
+        'forbidden',
+        `the API token is wrong; use the token in ${options.tokenFile} (node-daemon token rotate replaces it)`,
+      );
+    }
+  });
+}
