@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { run, startDaemon } from './helpers/process.ts';
+import { BIN, run, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 function oneLine(stderr: string): string {
@@ -113,5 +113,28 @@ describe('node-daemon command', () => {
     const result = await run(['--version'], {}, older);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^\d+\.\d+\.\d+\n$/);
+  });
+});
+
+describe('node-daemon logs', () => {
+  it('writes readable lines on a terminal and JSON lines otherwise', async (t) => {
+    const { spawnSync } = await import('node:child_process');
+    if (spawnSync('script', ['--version']).status !== 0) {
+      t.skip('script(1) is not installed: no pseudo-terminal to test with');
+      return;
+    }
+    const { dir, remove } = tempDir();
+    const command = `${process.execPath} ${BIN} start --port 0 --network none --data-dir ${dir}`;
+    // script(1) runs the daemon on a pseudo-terminal; timeout stops it after its first lines.
+    const tty = spawnSync('timeout', ['-s', 'TERM', '4', 'script', '-qec', command, '/dev/null'], {
+      encoding: 'utf8',
+    });
+    assert.match(tty.stdout, /INFO.*listening on http:\/\/127\.0\.0\.1:\d+/);
+    assert.doesNotMatch(tty.stdout, /"level":30/);
+    const daemon = await startDaemon(['--data-dir', dir, '--network', 'none']);
+    daemon.child.kill('SIGTERM');
+    const finished = await daemon.exited;
+    assert.match(finished.stderr.split('\n')[0] ?? '', /^\{"level":30,/);
+    await remove();
   });
 });
