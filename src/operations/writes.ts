@@ -157,36 +157,34 @@ export class Writes {
     return this.#badges;
   }
 
-  /** The badge a request acts with: the one it names, else the signer's first. */
+  /** The badge a request acts with: the one it names, else the signer's first (lowest small id). */
   async #badge(badgeId: string | undefined): Promise<Badge> {
-    let badges = await this.badges();
+    return (await this.#actingBadges(badgeId))[0]!;
+  }
+
+  /**
+   * The badges a request may act with: the one it names (refused when the signer does not own it), else
+   * all the signer's badges (refused when it owns none). A miss refreshes the cached list once.
+   */
+  async #actingBadges(badgeId: string | undefined): Promise<Badge[]> {
+    const find = (badges: Badge[]) =>
+      badgeId === undefined ? badges : badges.filter((b) => b.badge_id === normalizeId(badgeId));
+    let found = find(await this.badges());
+    if (found.length === 0) found = find(await this.badges(true));
+    if (found.length > 0) return found;
     if (badgeId !== undefined) {
-      const wanted = normalizeId(badgeId);
-      let badge = badges.find((b) => b.badge_id === wanted);
-      if (!badge) {
-        badges = await this.badges(true);
-        badge = badges.find((b) => b.badge_id === wanted);
-      }
-      if (!badge) {
-        throw refuse(
-          'badge_not_found',
-          `the signer ${this.#chain.signerAddress} does not own the NodeBadge ${badgeId}`,
-          {
-            parameter: 'node_badge_id',
-          },
-        );
-      }
-      return badge;
-    }
-    if (badges.length === 0) badges = await this.badges(true);
-    const [first] = badges;
-    if (!first) {
       throw refuse(
-        'no_badge',
-        `the signer ${this.#chain.signerAddress} owns no NodeBadge; register first with POST /nodes/register`,
+        'badge_not_found',
+        `the signer ${this.#chain.signerAddress} does not own the NodeBadge ${badgeId}`,
+        {
+          parameter: 'node_badge_id',
+        },
       );
     }
-    return first;
+    throw refuse(
+      'no_badge',
+      `the signer ${this.#chain.signerAddress} owns no NodeBadge; register first with POST /nodes/register`,
+    );
   }
 
   /** Submits one operation and waits for its events to be indexed; a Move abort becomes a 422 problem. */
@@ -413,7 +411,7 @@ export class Writes {
     input: { stack_small_ids: U64[]; node_small_id?: U64 | undefined } & GasOptions,
   ): Promise<MultiTxResult> {
     return this.#lock.run(async () => {
-      let badges = await this.badges();
+      let badges = await this.#actingBadges(undefined);
       if (input.node_small_id !== undefined) {
         badges = badges.filter((b) => compareU64(b.node_small_id, input.node_small_id!) === 0);
         if (badges.length === 0) {
@@ -422,8 +420,6 @@ export class Writes {
           });
         }
       }
-      if (badges.length === 0)
-        throw refuse('no_badge', 'the signer owns no NodeBadge; register first with POST /nodes/register');
       const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
       const planned: { stack_small_id: U64; operation: Operation }[] = [];
       const skipped: StackResult[] = [];
@@ -649,20 +645,6 @@ export class Writes {
     const mine = (list: Badge[]) =>
       list.some((b) => compareU64(b.node_small_id, stack.selected_node_id) === 0);
     return mine(await this.badges()) || mine(await this.badges(true));
-  }
-
-  async #actingBadges(badgeId: string | undefined): Promise<Badge[]> {
-    if (badgeId !== undefined) return [await this.#badge(badgeId)];
-    const badges = await this.badges();
-    if (badges.length > 0) return badges;
-    const refreshed = await this.badges(true);
-    if (refreshed.length === 0) {
-      throw refuse(
-        'no_badge',
-        `the signer ${this.#chain.signerAddress} owns no NodeBadge; register first with POST /nodes/register`,
-      );
-    }
-    return refreshed;
   }
 
   async #ownStack(id: U64, badges: Badge[]): Promise<{ stack: Stack; badge: Badge }> {
