@@ -9,6 +9,7 @@ import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { createLogger } from './internal/logger.ts';
 import { VERSION } from './internal/version.ts';
 import { openStore } from './store/open.ts';
+import { migrate, migrationStatus, redactUrl } from './store/postgres.ts';
 
 const SETTING_OPTIONS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries([
   ...SETTINGS.map((s) => [s.flag, { type: s.boolean ? ('boolean' as const) : ('string' as const) }]),
@@ -28,6 +29,7 @@ Usage:
   node-daemon start [settings]          run the daemon (HTTP API on 127.0.0.1:3001)
   node-daemon replay FILE [settings]    apply a JSON-lines file of Sui events to the store, then exit
   node-daemon token rotate [settings]   replace the API token (<data dir>/api-token)
+  node-daemon db migrate|status         apply or list the PostgreSQL migrations (DATABASE_URL)
   node-daemon help                      this text
   node-daemon --version
 
@@ -142,6 +144,42 @@ async function replay(config: Config, args: string[]): Promise<number> {
   }
 }
 
+/** `db migrate` applies pending migrations; `db status` lists them. PostgreSQL only (SQLite migrates at open). */
+async function db(config: Config, args: string[]): Promise<number> {
+  const [action] = args;
+  if (args.length !== 1 || (action !== 'migrate' && action !== 'status')) {
+    throw new CliError('usage: node-daemon db migrate|status (with DATABASE_URL or --database-url)');
+  }
+  if (config.databaseUrl === undefined) {
+    throw new CliError(
+      'db migrate and db status work on PostgreSQL (set DATABASE_URL or --database-url); the embedded SQLite store migrates itself at start',
+    );
+  }
+  const where = redactUrl(config.databaseUrl);
+  try {
+    if (action === 'migrate') {
+      const { applied } = await migrate(config.databaseUrl);
+      process.stdout.write(
+        applied.length === 0 ? `${where}: up to date\n` : `${where}: applied ${applied.join(', ')}\n`,
+      );
+      return ExitCode.ok;
+    }
+    const states = await migrationStatus(config.databaseUrl);
+    for (const m of states) {
+      process.stdout.write(
+        `${String(m.version).padStart(4, '0')}  ${m.state.padEnd(8)} ${m.name}${m.appliedAt ? `  (${m.appliedAt})` : ''}\n`,
+      );
+    }
+    const bad = states.filter((m) => m.state === 'changed' || m.state === 'unknown');
+    return bad.length > 0 ? ExitCode.failure : ExitCode.ok;
+  } catch (error) {
+    throw new CliError(
+      `${action} failed on ${where}: ${(error as Error).message.replace(/\s*\n\s*/g, ' ')}`,
+      ExitCode.failure,
+    );
+  }
+}
+
 function token(config: Config, args: string[]): number {
   if (args.length !== 1 || args[0] !== 'rotate')
     throw new CliError('usage: node-daemon token rotate [--data-dir DIR]');
@@ -170,6 +208,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       return replay(loadConfig(flags, env), args);
     case 'token':
       return token(loadConfig(flags, env), args);
+    case 'db':
+      return db(loadConfig(flags, env), args);
     default:
       throw new CliError(`unknown command "${command}"; see node-daemon --help`);
   }

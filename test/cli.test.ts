@@ -35,9 +35,11 @@ describe('node-daemon command', () => {
       oneLine(env.stderr),
       'node-daemon: invalid NODE_DAEMON_PORT: "abc" is not accepted; expected an integer from 0 to 65535',
     );
-    const pg = await run(['start'], { DATABASE_URL: 'postgres://localhost/x' });
-    assert.equal(pg.code, 2);
-    assert.match(oneLine(pg.stderr), /only the embedded SQLite store/);
+    const pg = await run(['start'], { DATABASE_URL: 'postgres://postgres:secret-pw@127.0.0.1:1/x' });
+    assert.equal(pg.code, 1);
+    const line = oneLine(pg.stderr);
+    assert.match(line, /^node-daemon: cannot open the PostgreSQL store at 127\.0\.0\.1:1, database x: /);
+    assert.doesNotMatch(line, /secret-pw/);
   });
 
   it('says clearly when the port is taken, and exits 3', async () => {

@@ -37,3 +37,56 @@ export function fromSqliteError(error: unknown): unknown {
   if (retryable) return new StoreError(retryable, message, true, { cause: error });
   return new StoreError(SQLITE_FATAL[primary] ?? 'store_error', message, false, { cause: error });
 }
+
+// PostgreSQL SQLSTATE codes; https://www.postgresql.org/docs/current/errcodes-appendix.html
+const PG_RETRYABLE: Record<string, string> = {
+  '40001': 'store_serialization_failure',
+  '40P01': 'store_deadlock',
+  '55P03': 'store_lock_not_available',
+  '57P01': 'store_server_shutdown',
+  '57P02': 'store_server_shutdown',
+  '57P03': 'store_cannot_connect_now',
+  '53300': 'store_too_many_connections',
+};
+const PG_FATAL: Record<string, string> = {
+  '53100': 'store_full',
+  '3D000': 'store_no_database',
+};
+/** By SQLSTATE class (the first two characters), when the code itself has no entry above. */
+const PG_RETRYABLE_CLASS: Record<string, string> = { '08': 'store_connection' };
+const PG_FATAL_CLASS: Record<string, string> = {
+  '23': 'store_constraint',
+  '42': 'store_query',
+  '28': 'store_auth',
+};
+/** Socket errors of the connection to the server (Node's errno codes): the server may come back. */
+const SOCKET_RETRYABLE: Record<string, string> = {
+  ECONNREFUSED: 'store_unreachable',
+  ECONNRESET: 'store_connection_reset',
+  ETIMEDOUT: 'store_timeout',
+  EPIPE: 'store_connection_reset',
+  EHOSTUNREACH: 'store_unreachable',
+  ENETUNREACH: 'store_unreachable',
+  EAI_AGAIN: 'store_unreachable',
+};
+// Five characters, digits and capitals; no SQLSTATE class starts with E, which every Node errno code does.
+const SQLSTATE = /^[0-9A-DF-Z][0-9A-Z]{4}$/;
+
+/**
+ * Translates an error thrown by node-postgres (`pg`): a server error by its SQLSTATE, a socket error by its
+ * errno code. Anything else passes through unchanged.
+ */
+export function fromPostgresError(error: unknown): unknown {
+  if (error instanceof StoreError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return error;
+  const detail = (error as Error).message || code;
+  const socket = SOCKET_RETRYABLE[code];
+  if (socket) return new StoreError(socket, `PostgreSQL: ${detail}`, true, { cause: error });
+  if (!SQLSTATE.test(code)) return error;
+  const message = `PostgreSQL: ${detail} (SQLSTATE ${code})`;
+  const retryable = PG_RETRYABLE[code] ?? PG_RETRYABLE_CLASS[code.slice(0, 2)];
+  if (retryable) return new StoreError(retryable, message, true, { cause: error });
+  const fatal = PG_FATAL[code] ?? PG_FATAL_CLASS[code.slice(0, 2)] ?? 'store_error';
+  return new StoreError(fatal, message, false, { cause: error });
+}

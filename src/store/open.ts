@@ -1,16 +1,13 @@
 import type { Config } from '../config.ts';
 import { CliError } from '../internal/exit-codes.ts';
 import { StoreError } from './errors.ts';
+import { describeUrl, PostgresStore } from './postgres.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { Store } from './store.ts';
 
 /** Opens the configured store and applies its pending migrations. Throws CliError with one line. */
 export async function openStore(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<Store> {
-  if (config.databaseUrl !== undefined) {
-    throw new CliError(
-      'DATABASE_URL (or --database-url) is set, but this version of node-daemon has only the embedded SQLite store; unset it',
-    );
-  }
+  if (config.databaseUrl !== undefined) return openPostgres(config.databaseUrl);
   try {
     return new SqliteStore({ dataDir: config.dataDir });
   } catch (error) {
@@ -20,5 +17,28 @@ export async function openStore(config: Pick<Config, 'dataDir' | 'databaseUrl'>)
       throw new CliError(`cannot create the data directory ${config.dataDir}: permission denied`, 1);
     }
     throw error;
+  }
+}
+
+async function openPostgres(url: string): Promise<Store> {
+  try {
+    return await PostgresStore.open({ url });
+  } catch (error) {
+    const { host, database } = describeUrl(url);
+    const { code, message } = error as { code?: unknown; message?: unknown };
+    let reason = typeof message === 'string' && message !== '' ? message : String(code ?? error);
+    // Driver messages do not carry the password; this makes sure of it, and keeps the message one line.
+    const password = passwordOf(url);
+    if (password.length >= 4) reason = reason.replaceAll(password, '***');
+    reason = reason.replace(/\s*\n\s*/g, ' ');
+    throw new CliError(`cannot open the PostgreSQL store at ${host}, database ${database}: ${reason}`, 1);
+  }
+}
+
+function passwordOf(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).password);
+  } catch {
+    return '';
   }
 }

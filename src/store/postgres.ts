@@ -1,0 +1,1095 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { Client, type ClientBase, DatabaseError, Pool, type PoolClient, type QueryResult } from 'pg';
+import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
+import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
+import { fromPostgresError, StoreError } from './errors.ts';
+import type {
+  Attestation,
+  AttestationOutcome,
+  ClaimPath,
+  CursorState,
+  Dispute,
+  IndexerCounts,
+  IndexerTx,
+  NewStack,
+  NewTask,
+  NodeSubscription,
+  Stack,
+  StackAttestationDispute,
+  StackClaimed,
+  StackSettlementTicket,
+  Store,
+  Task,
+  TicketClaimed,
+  TicketSettled,
+  TrySettle,
+  UsageOutcome,
+} from './store.ts';
+import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord } from './store.ts';
+
+const MIGRATIONS_DIR = new URL('./migrations/postgres/', import.meta.url);
+const SLOT = 32;
+const DEFAULT_POOL_SIZE = 10;
+/** How long opening a connection may take; pg would otherwise wait for the OS (minutes on a dead host). */
+const CONNECT_TIMEOUT_MS = 10_000;
+const LOCK_TIMEOUT_MS = 10_000;
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+/**
+ * The pg_advisory_xact_lock key held while migrations run, so concurrent starts apply each migration once:
+ * the first 8 bytes of sha256('node-daemon migrations') as a signed 64-bit integer.
+ */
+const MIGRATION_LOCK_KEY = '2334242934700213875';
+
+// --- u64 encoding: NUMERIC(20,0) in the database, bound and read as decimal text ---------------------------
+
+/** A u64 as the decimal string bound to a NUMERIC parameter; a non-integer throws as it does for SQLite. */
+function enc(value: U64): string {
+  if (typeof value === 'bigint') return value.toString();
+  return Number.isSafeInteger(value) ? String(value) : BigInt(value).toString();
+}
+
+/** pg hands NUMERIC (and BIGINT) columns over as strings, untouched by any process-wide type parser. */
+function dec(value: unknown): U64 {
+  if (typeof value === 'string' && /^[0-9]{1,20}$/.test(value)) {
+    return value.length < 16 ? Number(value) : normalizeU64(BigInt(value));
+  }
+  if (typeof value === 'number') return value;
+  throw new StoreError('store_corrupt', `unexpected u64 column value ${String(value)}`, false);
+}
+
+function decNullable(value: unknown): U64 | null {
+  return value === null || value === undefined ? null : dec(value);
+}
+
+function int(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value);
+}
+
+function idList(ids: readonly U64[]): string {
+  return `[${ids.map(u64ToString).join(',')}]`;
+}
+
+function parseIdList(text: string): string[] {
+  const inner = text.trim().slice(1, -1).trim();
+  return inner === '' ? [] : inner.split(',').map((s) => s.trim());
+}
+
+function bytes(value: unknown): number[] {
+  return value instanceof Uint8Array ? Array.from(value) : [];
+}
+
+type Row = Record<string, unknown>;
+
+// --- row mapping -----------------------------------------------------------------------------------------
+
+function toTask(r: Row): Task {
+  return {
+    task_small_id: dec(r.task_small_id),
+    task_id: r.task_id as string,
+    role: r.role as number,
+    model_name: (r.model_name as string | null) ?? null,
+    is_deprecated: r.is_deprecated === true,
+    valid_until_epoch: decNullable(r.valid_until_epoch),
+    deprecated_at_epoch: decNullable(r.deprecated_at_epoch),
+    security_level: r.security_level as number,
+    minimum_reputation_score: (r.minimum_reputation_score as number | null) ?? null,
+    is_removed: r.is_removed === true,
+    removed_at_epoch: decNullable(r.removed_at_epoch),
+  };
+}
+
+function toSubscription(r: Row): NodeSubscription {
+  return {
+    node_small_id: dec(r.node_small_id),
+    task_small_id: dec(r.task_small_id),
+    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
+    max_num_compute_units: dec(r.max_num_compute_units),
+    valid: r.valid === true,
+  };
+}
+
+function toStack(r: Row): Stack {
+  return {
+    owner_address: r.owner_address as string,
+    stack_small_id: dec(r.stack_small_id),
+    stack_id: r.stack_id as string,
+    task_small_id: dec(r.task_small_id),
+    selected_node_id: dec(r.selected_node_id),
+    num_compute_units: dec(r.num_compute_units),
+    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
+    already_computed_units: dec(r.already_computed_units),
+    in_settle_period: r.in_settle_period === true,
+    num_total_messages: dec(r.num_total_messages),
+    is_claimed: r.is_claimed === true,
+    is_locked_for_claim: r.is_locked_for_claim === true,
+    is_confidential: r.is_confidential === true,
+    user_refund_amount: decNullable(r.user_refund_amount),
+  };
+}
+
+function toTicket(r: Row): StackSettlementTicket {
+  return {
+    stack_small_id: dec(r.stack_small_id),
+    selected_node_id: dec(r.selected_node_id),
+    num_claimed_compute_units: dec(r.num_claimed_compute_units),
+    requested_attestation_nodes: r.requested_attestation_nodes as string,
+    committed_stack_proofs: bytes(r.committed_stack_proofs),
+    stack_merkle_leaves: bytes(r.stack_merkle_leaves),
+    dispute_settled_at_epoch: decNullable(r.dispute_settled_at_epoch),
+    already_attested_nodes: r.already_attested_nodes as string,
+    is_in_dispute: r.is_in_dispute === true,
+    user_refund_amount: dec(r.user_refund_amount),
+    is_claimed: r.is_claimed === true,
+    claim_path: (r.claim_path as ClaimPath | null) ?? null,
+  };
+}
+
+function toDispute(r: Row): StackAttestationDispute {
+  return {
+    stack_small_id: dec(r.stack_small_id),
+    attestation_commitment: bytes(r.attestation_commitment),
+    attestation_node_id: dec(r.attestation_node_id),
+    original_node_id: dec(r.original_node_id),
+    original_commitment: bytes(r.original_commitment),
+  };
+}
+
+function toCursor(r: Row): CursorState {
+  return {
+    source: r.source as string,
+    cursor: (r.cursor as string | null) ?? null,
+    applied: int(r.applied),
+    duplicate: int(r.duplicate),
+    ignored: int(r.ignored),
+    unknown: int(r.unknown),
+    malformed: int(r.malformed),
+    orphaned: int(r.orphaned),
+    updatedAt: r.updated_at as string,
+  };
+}
+
+// --- connection URL --------------------------------------------------------------------------------------
+
+/** The URL with any password replaced by ***, safe to print. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '' && !parsed.searchParams.has('password')) return url;
+    if (parsed.password !== '') parsed.password = '***';
+    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
+    return parsed.toString().replaceAll('%2A%2A%2A', '***');
+  } catch {
+    return 'postgres://(unparseable URL)';
+  }
+}
+
+/** Host (with port) and database of a URL, as libpq would pick them, for one-line messages. */
+export function describeUrl(url: string): { host: string; database: string } {
+  try {
+    const parsed = new URL(url);
+    const host = parsed.searchParams.get('host') ?? (decodeURIComponent(parsed.hostname) || 'localhost');
+    const port = parsed.searchParams.get('port') ?? (parsed.port || '5432');
+    const user = decodeURIComponent(parsed.username);
+    return {
+      host: `${host}:${port}`,
+      database: decodeURIComponent(parsed.pathname.slice(1)) || user || '(named after the user)',
+    };
+  } catch {
+    return { host: '(unparseable URL)', database: '(unparseable URL)' };
+  }
+}
+
+/**
+ * Errors of opening a connection: translated by code, and otherwise (pg's connect timeout, a pool that
+ * has no client free in time, carry no code) a retryable store_connect_failed.
+ */
+function connectError(error: unknown): StoreError {
+  const translated = fromPostgresError(error);
+  if (translated instanceof StoreError) return translated;
+  const message = error instanceof Error ? error.message : String(error);
+  return new StoreError('store_connect_failed', `PostgreSQL: ${message}`, true, { cause: error });
+}
+
+/**
+ * Errors of a statement: translated by code; and a plain Error from pg that carries neither a SQLSTATE nor
+ * an errno code is how it reports a connection that broke (terminated by the server, or already unusable):
+ * retryable, as the pool replaces the connection.
+ */
+function statementError(error: unknown): unknown {
+  const translated = fromPostgresError(error);
+  if (translated !== error || error instanceof DatabaseError) return translated;
+  if (!(error instanceof Error) || error.constructor !== Error) return error;
+  return new StoreError('store_connection_lost', `PostgreSQL: ${error.message}`, true, { cause: error });
+}
+
+const ignore = () => undefined;
+
+// --- migrations ------------------------------------------------------------------------------------------
+
+interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+function loadMigrations(): Migration[] {
+  return readdirSync(MIGRATIONS_DIR)
+    .filter((name) => /^\d{4}-.+\.sql$/.test(name))
+    .sort()
+    .map((name) => {
+      const sql = readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8');
+      return {
+        version: Number(name.slice(0, 4)),
+        name,
+        sql,
+        checksum: createHash('sha256').update(sql).digest('hex'),
+      };
+    });
+}
+
+interface AppliedRow {
+  version: number;
+  name: string;
+  checksum: string;
+  applied_at: string;
+}
+
+/** Refuses applied migrations unknown to this version or different from the shipped ones (as SQLite does). */
+function checkApplied(applied: readonly AppliedRow[], shipped: readonly Migration[]): void {
+  const byVersion = new Map(shipped.map((m) => [m.version, m]));
+  for (const row of applied) {
+    const migration = byVersion.get(row.version);
+    if (!migration) {
+      throw new StoreError(
+        'store_too_new',
+        `the store was migrated by a newer node-daemon (migration ${row.name}); upgrade node-daemon`,
+        false,
+      );
+    }
+    if (migration.checksum !== row.checksum) {
+      throw new StoreError(
+        'store_migration_changed',
+        `migration ${migration.name} differs from the one applied to this store; migrations are append-only`,
+        false,
+      );
+    }
+  }
+}
+
+/**
+ * Applies the pending migrations in one transaction that holds a transaction-level advisory lock: a second
+ * process starting at the same time waits for it, then finds nothing left to do. Returns the names applied.
+ */
+async function runMigrations(client: ClientBase): Promise<string[]> {
+  const migrations = loadMigrations();
+  await client.query('BEGIN');
+  try {
+    // Another process may be migrating for longer than the store's lock timeout: wait for it.
+    await client.query('SET LOCAL lock_timeout = 0');
+    await client.query(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+    const applied = (
+      await client.query<AppliedRow>(
+        'SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version',
+      )
+    ).rows;
+    checkApplied(applied, migrations);
+    const done = new Set(applied.map((r) => r.version));
+    const names: string[] = [];
+    for (const migration of migrations) {
+      if (done.has(migration.version)) continue;
+      await client.query(migration.sql);
+      await client.query('INSERT INTO schema_migrations VALUES ($1, $2, $3, $4)', [
+        migration.version,
+        migration.name,
+        migration.checksum,
+        new Date().toISOString(),
+      ]);
+      names.push(migration.name);
+    }
+    await client.query('COMMIT');
+    return names;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(ignore);
+    throw statementError(error);
+  }
+}
+
+/** One migration as `db status` shows it. */
+export interface MigrationState {
+  version: number;
+  name: string;
+  /** applied; pending; changed (applied, but the shipped file differs); unknown (applied by a newer version). */
+  state: 'applied' | 'pending' | 'changed' | 'unknown';
+  appliedAt: string | null;
+}
+
+async function withAdminClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({
+    connectionString: url,
+    application_name: 'node-daemon db',
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
+  // A connection error after connect() arrives as an event; the pending query reports it.
+  client.on('error', ignore);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw connectError(error);
+  }
+  try {
+    return await fn(client);
+  } catch (error) {
+    throw statementError(error);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** The shipped and applied migrations of the database at url, changing nothing (for `db status`). */
+export async function migrationStatus(url: string): Promise<MigrationState[]> {
+  return withAdminClient(url, async (client) => {
+    const exists = await client.query<{ t: string | null }>(
+      "SELECT to_regclass('schema_migrations')::text AS t",
+    );
+    const applied =
+      exists.rows[0]?.t == null
+        ? []
+        : (
+            await client.query<AppliedRow>(
+              'SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version',
+            )
+          ).rows;
+    const shipped = loadMigrations();
+    const byVersion = new Map(applied.map((r) => [r.version, r]));
+    const states: MigrationState[] = shipped.map((m) => {
+      const row = byVersion.get(m.version);
+      if (!row) return { version: m.version, name: m.name, state: 'pending', appliedAt: null };
+      return {
+        version: m.version,
+        name: m.name,
+        state: row.checksum === m.checksum ? 'applied' : 'changed',
+        appliedAt: row.applied_at,
+      };
+    });
+    const known = new Set(shipped.map((m) => m.version));
+    for (const row of applied) {
+      if (!known.has(row.version)) {
+        states.push({ version: row.version, name: row.name, state: 'unknown', appliedAt: row.applied_at });
+      }
+    }
+    return states.sort((a, b) => a.version - b.version);
+  });
+}
+
+/** Applies the pending migrations of the database at url (for `db migrate`); returns the names applied. */
+export async function migrate(url: string): Promise<{ applied: string[] }> {
+  return withAdminClient(url, async (client) => ({ applied: await runMigrations(client) }));
+}
+
+// --- statements ------------------------------------------------------------------------------------------
+
+/**
+ * A named statement: pg prepares it once per pooled connection and then only binds and executes it. A
+ * parameter used both as a u64 column value and in a comparison is cast to numeric in both places, or
+ * PostgreSQL deduces two types for it (the u64 domain and numeric).
+ */
+interface Statement {
+  name: string;
+  text: string;
+}
+
+const STACK_COLUMNS = `owner_address, stack_small_id, stack_id, task_small_id, selected_node_id, num_compute_units,
+  price_per_one_million_compute_units, already_computed_units, in_settle_period, num_total_messages, is_claimed,
+  is_locked_for_claim, is_confidential, user_refund_amount`;
+const TICKET_COLUMNS = `stack_small_id, selected_node_id, num_claimed_compute_units, requested_attestation_nodes,
+  committed_stack_proofs, stack_merkle_leaves, dispute_settled_at_epoch, already_attested_nodes, is_in_dispute,
+  user_refund_amount, is_claimed, claim_path`;
+const DISPUTE_COLUMNS =
+  'stack_small_id, attestation_commitment, attestation_node_id, original_node_id, original_commitment';
+
+function statements<K extends string>(texts: Record<K, string>): Record<K, Statement> {
+  const out = {} as Record<K, Statement>;
+  for (const key of Object.keys(texts) as K[]) out[key] = { name: `node_daemon_${key}`, text: texts[key] };
+  return out;
+}
+
+/** The list queries, exported for the test that checks their plans use the indexes. */
+export const LIST_QUERIES = {
+  subscriptions: 'SELECT * FROM node_subscriptions WHERE node_small_id = $1 ORDER BY task_small_id',
+  stacks: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1 ORDER BY stack_small_id`,
+  // Like SQLite's REAL arithmetic: double division, zero capacity counting as full (CASE keeps the
+  // division from running on it).
+  stacksFilled: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1
+    AND CASE WHEN num_compute_units = 0 THEN true
+      ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
+    ORDER BY stack_small_id`,
+  claimed: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets
+    WHERE selected_node_id = $1 AND is_claimed ORDER BY stack_small_id`,
+  disputesAgainst: `SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
+    WHERE original_node_id = $1 ORDER BY stack_small_id, attestation_node_id`,
+  disputesOwn: `SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
+    WHERE attestation_node_id = $1 ORDER BY stack_small_id`,
+} as const;
+
+const BUMP_VERSION = 'UPDATE store_version SET version = version + 1';
+
+const S = statements({
+  ...LIST_QUERIES,
+  tasks: 'SELECT * FROM tasks ORDER BY task_small_id',
+  getCursor: 'SELECT * FROM indexer_cursors WHERE source = $1',
+  getStackHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1',
+  getTask: 'SELECT * FROM tasks WHERE task_small_id = $1',
+  getStack: `SELECT ${STACK_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
+  getSubscription: 'SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
+  getTicket: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = $1`,
+  countEvents: 'SELECT count(*)::int AS n FROM applied_events WHERE event_key = ANY($1::text[])',
+  dataVersion: 'SELECT version FROM store_version',
+
+  // Usage: the stack row is locked first; the hash row is read (and locked) by the next statement, whose
+  // snapshot is taken once that lock is held, so it sees what the previous holder committed. The two are
+  // pipelined: one round trip.
+  lockStack: `SELECT num_compute_units, already_computed_units, num_total_messages FROM stacks
+    WHERE stack_small_id = $1 FOR UPDATE`,
+  lockHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1 FOR UPDATE',
+  setUsage: `WITH u AS (UPDATE stacks SET already_computed_units = $2, num_total_messages = $3
+      WHERE stack_small_id = $1::numeric)
+    INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES ($1::numeric, $4, $5)
+    ON CONFLICT (stack_small_id) DO UPDATE SET
+      total_hash = excluded.total_hash, num_requests = excluded.num_requests`,
+  // Single statements that also bump the version: atomic without BEGIN/COMMIT round trips.
+  putStackHash: `WITH p AS (INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES ($1, $2, $3)
+      ON CONFLICT (stack_small_id) DO UPDATE SET
+        total_hash = excluded.total_hash, num_requests = excluded.num_requests)
+    ${BUMP_VERSION}`,
+  expireIdempotency: 'DELETE FROM idempotency_keys WHERE created_at < $1',
+  reserveIdempotency: `INSERT INTO idempotency_keys (key, request_hash, status, created_at) VALUES ($1, $2, 0, $3)
+    ON CONFLICT (key) DO NOTHING`,
+  getIdempotency: 'SELECT request_hash, status, response, created_at FROM idempotency_keys WHERE key = $1',
+  completeIdempotency: `WITH c AS (UPDATE idempotency_keys SET status = $1, response = $2 WHERE key = $3
+      RETURNING 1)
+    ${BUMP_VERSION} WHERE EXISTS (SELECT 1 FROM c)`,
+  releaseIdempotency: `WITH r AS (DELETE FROM idempotency_keys WHERE key = $1 AND status = 0 RETURNING 1)
+    ${BUMP_VERSION} WHERE EXISTS (SELECT 1 FROM r)`,
+
+  // The indexer's writes: one round trip per event (two for an attestation).
+  claimEvents: `INSERT INTO applied_events (event_key) SELECT unnest($1::text[])
+    ON CONFLICT DO NOTHING RETURNING event_key`,
+  putTask: `INSERT INTO tasks (task_small_id, task_id, role, model_name, security_level,
+    minimum_reputation_score) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+  deprecateTask: 'UPDATE tasks SET is_deprecated = true, deprecated_at_epoch = $1 WHERE task_small_id = $2',
+  removeTask: `WITH s AS (UPDATE node_subscriptions SET valid = false WHERE task_small_id = $2)
+    UPDATE tasks SET is_deprecated = true, is_removed = true, removed_at_epoch = $1 WHERE task_small_id = $2`,
+  putNode: `INSERT INTO nodes (node_small_id, badge_id, sui_address) VALUES ($1, $2, $3)
+    ON CONFLICT DO NOTHING`,
+  putNodeModel: `INSERT INTO node_models (node_small_id, model_name, echelon_id) VALUES ($1, $2, $3)
+    ON CONFLICT (node_small_id, model_name) DO UPDATE SET echelon_id = excluded.echelon_id`,
+  putSubscription: `INSERT INTO node_subscriptions (node_small_id, task_small_id,
+    price_per_one_million_compute_units, max_num_compute_units, valid) VALUES ($1, $2, $3, $4, true)
+    ON CONFLICT (node_small_id, task_small_id) DO UPDATE SET
+      price_per_one_million_compute_units = excluded.price_per_one_million_compute_units,
+      max_num_compute_units = excluded.max_num_compute_units, valid = true`,
+  deleteSubscription: 'DELETE FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
+  putStack: `INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
+    num_compute_units, price_per_one_million_compute_units, is_confidential)
+    VALUES ($1, $2, $3, $4, $5::numeric, $6, $7,
+      coalesce((SELECT security_level = 1 FROM tasks WHERE task_small_id = $5::numeric), false))
+    ON CONFLICT DO NOTHING`,
+  putTicket: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+      num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves)
+      VALUES ($1::numeric, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING)
+    UPDATE stacks SET in_settle_period = true WHERE stack_small_id = $1::numeric`,
+  lockTicket: `SELECT requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
+    FROM stack_settlement_tickets WHERE stack_small_id = $1 FOR UPDATE`,
+  attest: `UPDATE stack_settlement_tickets SET stack_merkle_leaves = $1, already_attested_nodes = $2
+    WHERE stack_small_id = $3`,
+  settleTicket: `INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+    num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, dispute_settled_at_epoch)
+    VALUES ($1, $2, $3, $4, $5, $6)
+    ON CONFLICT (stack_small_id) DO UPDATE SET dispute_settled_at_epoch = excluded.dispute_settled_at_epoch`,
+  claimTicket: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+      num_claimed_compute_units, requested_attestation_nodes, user_refund_amount, claim_path, is_claimed)
+      VALUES ($1::numeric, $2, $3, $4, $5::numeric, $6, true)
+      ON CONFLICT (stack_small_id) DO UPDATE SET is_claimed = true,
+        user_refund_amount = excluded.user_refund_amount,
+        num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path)
+    UPDATE stacks SET is_claimed = true, user_refund_amount = $5::numeric WHERE stack_small_id = $1::numeric`,
+  putDispute: `WITH d AS (INSERT INTO stack_attestation_disputes (stack_small_id, attestation_node_id,
+      attestation_commitment, original_node_id, original_commitment) VALUES ($1::numeric, $2, $3, $4, $5)
+      ON CONFLICT DO NOTHING)
+    UPDATE stack_settlement_tickets SET is_in_dispute = true WHERE stack_small_id = $1::numeric`,
+  saveCursor: `INSERT INTO indexer_cursors AS c (source, cursor, applied, duplicate, ignored, unknown, malformed,
+    orphaned, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+    ON CONFLICT (source) DO UPDATE SET cursor = excluded.cursor, applied = c.applied + excluded.applied,
+      duplicate = c.duplicate + excluded.duplicate, ignored = c.ignored + excluded.ignored,
+      unknown = c.unknown + excluded.unknown, malformed = c.malformed + excluded.malformed,
+      orphaned = c.orphaned + excluded.orphaned, updated_at = excluded.updated_at`,
+});
+
+function closedError(): StoreError {
+  return new StoreError('store_closed', 'the store is closed', false);
+}
+
+// --- the driver ------------------------------------------------------------------------------------------
+
+export interface PostgresStoreOptions {
+  /** postgres:// or postgresql:// URL (libpq form: host, port, database, user, password, sslmode...). */
+  url: string;
+  /** Connections in the pool; 10 unless set. */
+  poolSize?: number;
+  /** application_name of its connections, as pg_stat_activity shows them. */
+  applicationName?: string;
+  /** How long a statement waits for a row lock before failing with store_lock_not_available; 10 s. */
+  lockTimeoutMs?: number;
+}
+
+/**
+ * The PostgreSQL store, for daemons that share one database: a pool of connections, named statements,
+ * u64 as NUMERIC(20,0). Readers use any pooled connection; a write transaction holds one connection from
+ * BEGIN to COMMIT, and read-modify-writes lock their rows (SELECT ... FOR UPDATE) so other processes'
+ * writers wait rather than interleave.
+ */
+export class PostgresStore implements Store {
+  readonly engine = 'postgres' as const;
+  readonly location: string;
+  /** How many migrations this open applied (0 when the database was up to date). */
+  readonly migrationsApplied: number;
+  readonly #pool: Pool;
+  #queue: Promise<unknown> = Promise.resolve();
+  /** Set by close(): new work is refused, work already started finishes. */
+  #closing: Promise<void> | undefined;
+  #closed = false;
+  #active = 0;
+  #idle: (() => void) | undefined;
+  readonly #listening = new WeakSet<PoolClient>();
+
+  private constructor(pool: Pool, location: string, migrationsApplied: number) {
+    this.#pool = pool;
+    this.location = location;
+    this.migrationsApplied = migrationsApplied;
+  }
+
+  /** Connects, applies the pending migrations (under the migration lock) and returns the store. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const pool = new Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? DEFAULT_POOL_SIZE,
+      application_name: options.applicationName ?? 'node-daemon',
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      // A row lock held this long by another daemon fails the statement (55P03, retryable) instead of
+      // stalling the indexer or a request; a transaction left idle this long is ended by the server, so a
+      // hung daemon cannot hold the store_version row for everyone.
+      lock_timeout: options.lockTimeoutMs ?? LOCK_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      // Statements sent before the previous answer arrives (in order, each with its own Sync): see
+      // #indexerTx. A connection is only ever used by one operation at a time.
+      pipeline: true,
+    });
+    // An idle pooled connection that breaks (server restart, network) emits 'error' on the pool, which
+    // would otherwise crash the process; the pool drops it and the next query connects afresh.
+    pool.on('error', ignore);
+    try {
+      let client: PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw connectError(error);
+      }
+      client.on('error', ignore);
+      try {
+        const applied = await runMigrations(client);
+        return new PostgresStore(pool, redactUrl(options.url), applied.length);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * Runs one public operation: refuses it once close() has begun, counts it so close() can wait for it,
+   * and translates what escapes it.
+   */
+  async #op<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#closing !== undefined) throw closedError();
+    this.#active += 1;
+    try {
+      return await fn();
+    } catch (error) {
+      throw fromPostgresError(error);
+    } finally {
+      this.#active -= 1;
+      if (this.#active === 0) this.#idle?.();
+    }
+  }
+
+  /** Runs one statement: the single place where a query meets the driver. */
+  async #exec(client: ClientBase, statement: Statement, values: unknown[]): Promise<QueryResult<Row>> {
+    if (this.#closed) throw closedError();
+    try {
+      return await client.query<Row>({ name: statement.name, text: statement.text, values });
+    } catch (error) {
+      throw statementError(error);
+    }
+  }
+
+  async #connect(): Promise<PoolClient> {
+    if (this.#closed) throw closedError();
+    let client: PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw connectError(error);
+    }
+    // pg emits 'error' on a checked-out client whose connection breaks between statements, and the pool
+    // listens only while it is idle: without this, that would crash the process. The statement that
+    // follows fails with store_connection_lost instead.
+    if (!this.#listening.has(client)) {
+      this.#listening.add(client);
+      client.on('error', ignore);
+    }
+    return client;
+  }
+
+  /** One statement on any pooled connection. */
+  async #query(statement: Statement, values: unknown[]): Promise<QueryResult<Row>> {
+    return this.#op(async () => {
+      const client = await this.#connect();
+      try {
+        return await this.#exec(client, statement, values);
+      } finally {
+        // pg-pool drops a connection that broke during the query instead of reusing it.
+        client.release();
+      }
+    });
+  }
+
+  async #rows(statement: Statement, values: unknown[]): Promise<Row[]> {
+    return (await this.#query(statement, values)).rows;
+  }
+
+  /**
+   * BEGIN, work, COMMIT on one pooled connection; ROLLBACK when work throws. When changed(result) says
+   * the work changed data, the version bump and COMMIT travel in one round trip.
+   */
+  async #transaction<T>(
+    work: (client: PoolClient) => Promise<T>,
+    changed: (result: T) => boolean,
+  ): Promise<T> {
+    const client = await this.#connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      const results: unknown = await client.query(changed(result) ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
+      const last = (Array.isArray(results) ? results.at(-1) : results) as QueryResult | undefined;
+      // PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not with an error.
+      if (last?.command !== 'COMMIT') {
+        throw new StoreError('store_rolled_back', 'the transaction was rolled back by the server', false);
+      }
+      return result;
+    } catch (error) {
+      // A connection that cannot even roll back is dropped from the pool rather than reused.
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      // Statements' errors are translated already; the work's own errors reach the caller unchanged.
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T> {
+    return this.#op(() => {
+      // One indexer transaction at a time in this process, as with SQLite's single writer.
+      const run = () =>
+        this.#transaction(
+          async (client) => {
+            const tx = this.#indexerTx(client);
+            try {
+              const result = await fn(tx.api);
+              await tx.flush();
+              return result;
+            } finally {
+              tx.finish();
+            }
+          },
+          () => true,
+        );
+      const next = this.#queue.then(run, run);
+      this.#queue = next.catch(() => undefined);
+      return next;
+    });
+  }
+
+  /**
+   * The IndexerTx of one transaction, bound to its connection and unusable once it ends. The connection
+   * pipelines: a write whose outcome the caller does not need is sent and not awaited, so a page of
+   * events costs a few round trips instead of one per event. The server runs the statements in order; the
+   * first failure is thrown by the next call that waits for an answer, or by flush() before COMMIT.
+   */
+  #indexerTx(client: PoolClient): { api: IndexerTx; flush: () => Promise<void>; finish: () => void } {
+    let open = true;
+    let failure: unknown;
+    let last: Promise<unknown> = Promise.resolve();
+    const send = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
+      if (!open) {
+        throw new StoreError('store_transaction_ended', 'the indexer transaction has already ended', false);
+      }
+      if (failure !== undefined) throw failure;
+      const sent = this.#exec(client, statement, values);
+      last = sent.catch((error: unknown) => {
+        failure ??= error;
+      });
+      return sent;
+    };
+    /** Sends a statement whose outcome is not needed. */
+    const write = async (statement: Statement, values: unknown[]): Promise<void> => {
+      void send(statement, values);
+    };
+    /** Sends a statement and waits for its answer (and so for every statement sent before it). */
+    const run = async (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
+      const sent = send(statement, values);
+      await last;
+      if (failure !== undefined) throw failure;
+      return sent;
+    };
+    const api: IndexerTx = {
+      claimEvents: async (keys) => {
+        const unique = [...new Set(keys)];
+        const fresh = new Set<string>();
+        if (unique.length === 0) return fresh;
+        for (const row of (await run(S.claimEvents, [unique])).rows) fresh.add(row.event_key as string);
+        return fresh;
+      },
+      putTask: async (t: NewTask) => {
+        await write(S.putTask, [
+          enc(t.task_small_id),
+          t.task_id,
+          t.role,
+          t.model_name,
+          t.security_level,
+          t.minimum_reputation_score,
+        ]);
+      },
+      deprecateTask: async (id, epoch) =>
+        ((await run(S.deprecateTask, [enc(epoch), enc(id)])).rowCount ?? 0) > 0,
+      removeTask: async (id, epoch) => ((await run(S.removeTask, [enc(epoch), enc(id)])).rowCount ?? 0) > 0,
+      putNode: async (id, badgeId, address) => {
+        await write(S.putNode, [enc(id), badgeId, address]);
+      },
+      putNodeModel: async (id, model, echelon) => {
+        await write(S.putNodeModel, [enc(id), model, enc(echelon)]);
+      },
+      putSubscription: async (s) => {
+        await write(S.putSubscription, [
+          enc(s.node_small_id),
+          enc(s.task_small_id),
+          enc(s.price_per_one_million_compute_units),
+          enc(s.max_num_compute_units),
+        ]);
+      },
+      deleteSubscription: async (node, task) =>
+        ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0,
+      putStack: async (s: NewStack) => {
+        await write(S.putStack, [
+          enc(s.selected_node_id),
+          enc(s.stack_small_id),
+          s.stack_id,
+          s.owner_address,
+          enc(s.task_small_id),
+          enc(s.num_compute_units),
+          enc(s.price_per_one_million_compute_units),
+        ]);
+      },
+      putTicket: async (t: TrySettle) => {
+        const leaves = new Uint8Array(SLOT * (1 + t.requested_attestation_nodes.length));
+        leaves.set(t.stack_merkle_leaf.subarray(0, SLOT));
+        await write(S.putTicket, [
+          enc(t.stack_small_id),
+          enc(t.selected_node_id),
+          enc(t.num_claimed_compute_units),
+          idList(t.requested_attestation_nodes),
+          t.committed_stack_proof,
+          leaves,
+        ]);
+      },
+      recordAttestation: async (a: Attestation): Promise<AttestationOutcome> => {
+        // The ticket row stays locked until commit: another daemon's attestation for it waits, then reads
+        // this one's slots.
+        const [row] = (await run(S.lockTicket, [enc(a.stack_small_id)])).rows;
+        if (!row) return 'no_ticket';
+        const requested = parseIdList(row.requested_attestation_nodes as string);
+        const index = requested.indexOf(u64ToString(a.attestation_node_id));
+        if (index === -1) return 'not_requested';
+        const current = row.stack_merkle_leaves as Uint8Array;
+        const leaves = new Uint8Array(Math.max(current.length, SLOT * (index + 2)));
+        leaves.set(current);
+        leaves.fill(0, SLOT * (index + 1), SLOT * (index + 2));
+        leaves.set(a.stack_merkle_leaf.subarray(0, SLOT), SLOT * (index + 1));
+        const attested = [
+          ...parseIdList(row.already_attested_nodes as string),
+          u64ToString(a.attestation_node_id),
+        ];
+        await write(S.attest, [leaves, `[${attested.join(',')}]`, enc(a.stack_small_id)]);
+        return 'applied';
+      },
+      settleTicket: async (t: TicketSettled) => {
+        await write(S.settleTicket, [
+          enc(t.stack_small_id),
+          enc(t.selected_node_id),
+          enc(t.num_claimed_compute_units),
+          idList(t.requested_attestation_nodes),
+          t.committed_stack_proof,
+          enc(t.dispute_settled_at_epoch),
+        ]);
+      },
+      claimTicket: async (c: TicketClaimed) => {
+        await write(S.claimTicket, [
+          enc(c.stack_small_id),
+          enc(c.selected_node_id),
+          enc(c.num_claimed_compute_units),
+          idList(c.attestation_nodes),
+          enc(c.user_refund_amount),
+          'settlement_ticket',
+        ]);
+      },
+      putDispute: async (d: Dispute) => {
+        await write(S.putDispute, [
+          enc(d.stack_small_id),
+          enc(d.attestation_node_id),
+          d.attestation_commitment,
+          enc(d.original_node_id),
+          d.original_commitment,
+        ]);
+      },
+      claimStack: async (c: StackClaimed) => {
+        await write(S.claimTicket, [
+          enc(c.stack_small_id),
+          enc(c.selected_node_id),
+          enc(c.num_claimed_compute_units),
+          '[]',
+          enc(c.user_refund_amount),
+          'confidential_compute',
+        ]);
+      },
+      saveCursor: async (source: string, cursor: string | null, n: IndexerCounts) => {
+        await write(S.saveCursor, [
+          source,
+          cursor,
+          n.applied,
+          n.duplicate,
+          n.ignored,
+          n.unknown,
+          n.malformed,
+          n.orphaned,
+          new Date().toISOString(),
+        ]);
+      },
+    };
+    return {
+      api,
+      flush: async () => {
+        await last;
+        if (failure !== undefined) throw failure;
+      },
+      finish: () => {
+        open = false;
+      },
+    };
+  }
+
+  async getCursor(source: string): Promise<CursorState | undefined> {
+    const [row] = await this.#rows(S.getCursor, [source]);
+    return row ? toCursor(row) : undefined;
+  }
+
+  async listTasks(): Promise<Task[]> {
+    return (await this.#rows(S.tasks, [])).map(toTask);
+  }
+
+  async listSubscriptions(node: U64): Promise<NodeSubscription[]> {
+    return (await this.#rows(S.subscriptions, [enc(node)])).map(toSubscription);
+  }
+
+  async listStacks(node: U64, minFillFraction?: number): Promise<Stack[]> {
+    const rows =
+      minFillFraction === undefined
+        ? await this.#rows(S.stacks, [enc(node)])
+        : await this.#rows(S.stacksFilled, [enc(node), minFillFraction]);
+    return rows.map(toStack);
+  }
+
+  async listClaimedStacks(node: U64): Promise<StackSettlementTicket[]> {
+    return (await this.#rows(S.claimed, [enc(node)])).map(toTicket);
+  }
+
+  async listDisputesAgainst(node: U64): Promise<StackAttestationDispute[]> {
+    return (await this.#rows(S.disputesAgainst, [enc(node)])).map(toDispute);
+  }
+
+  async listDisputesOwn(node: U64): Promise<StackAttestationDispute[]> {
+    return (await this.#rows(S.disputesOwn, [enc(node)])).map(toDispute);
+  }
+
+  addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome> {
+    const id = enc(stackSmallId);
+    return this.#op(() =>
+      this.#transaction(
+        async (client): Promise<UsageOutcome> => {
+          const [stack, hash] = await Promise.all([
+            this.#exec(client, S.lockStack, [id]),
+            this.#exec(client, S.lockHash, [id]),
+          ]);
+          const [row] = stack.rows;
+          const [previous] = hash.rows;
+          if (!row) return { status: 'not_found' };
+          const capacity = dec(row.num_compute_units);
+          const total = BigInt(dec(row.already_computed_units)) + BigInt(computeUnits);
+          if (total > BigInt(capacity)) {
+            return {
+              status: 'over_capacity',
+              already_computed_units: dec(row.already_computed_units),
+              num_compute_units: capacity,
+            };
+          }
+          const messages = normalizeU64(BigInt(dec(row.num_total_messages)) + 1n);
+          const already = normalizeU64(total);
+          const runningHash = extendHash(
+            previous ? (previous.total_hash as Uint8Array) : EMPTY_HASH,
+            requestHash,
+          );
+          const requests = previous ? normalizeU64(BigInt(dec(previous.num_requests)) + 1n) : 1;
+          await this.#exec(client, S.setUsage, [id, enc(already), enc(messages), runningHash, enc(requests)]);
+          return {
+            status: 'recorded',
+            already_computed_units: already,
+            num_compute_units: capacity,
+            num_total_messages: messages,
+          };
+        },
+        (outcome) => outcome.status === 'recorded',
+      ),
+    );
+  }
+
+  async putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {
+    await this.#query(S.putStackHash, [enc(stackSmallId), totalHash, enc(numRequests)]);
+  }
+
+  async getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined> {
+    const [row] = await this.#rows(S.getStackHash, [enc(stackSmallId)]);
+    // A copy: pg's Buffer may be a view into a shared pool, and callers compare plain Uint8Arrays.
+    return row
+      ? { total_hash: new Uint8Array(row.total_hash as Uint8Array), num_requests: dec(row.num_requests) }
+      : undefined;
+  }
+
+  async getTask(taskSmallId: U64): Promise<Task | undefined> {
+    const [row] = await this.#rows(S.getTask, [enc(taskSmallId)]);
+    return row ? toTask(row) : undefined;
+  }
+
+  async getStack(stackSmallId: U64): Promise<Stack | undefined> {
+    const [row] = await this.#rows(S.getStack, [enc(stackSmallId)]);
+    return row ? toStack(row) : undefined;
+  }
+
+  async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
+    const [row] = await this.#rows(S.getSubscription, [enc(nodeSmallId), enc(taskSmallId)]);
+    return row ? toSubscription(row) : undefined;
+  }
+
+  async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
+    const [row] = await this.#rows(S.getTicket, [enc(stackSmallId)]);
+    return row ? toTicket(row) : undefined;
+  }
+
+  async hasEvents(keys: readonly string[]): Promise<boolean> {
+    const unique = [...new Set(keys)];
+    if (unique.length === 0) return this.#op(async () => true);
+    const [row] = await this.#rows(S.countEvents, [unique]);
+    return row?.n === unique.length;
+  }
+
+  reserveIdempotencyKey(
+    key: string,
+    requestHash: string,
+    nowMs: number,
+  ): Promise<'reserved' | IdempotencyRecord> {
+    let changed = false;
+    return this.#op(() =>
+      this.#transaction(
+        async (client): Promise<'reserved' | IdempotencyRecord> => {
+          const reserve = () => this.#exec(client, S.reserveIdempotency, [key, requestHash, nowMs]);
+          // Pipelined: the expiry runs first, then the insert, in one round trip.
+          const [expired, inserted] = await Promise.all([
+            this.#exec(client, S.expireIdempotency, [nowMs - IDEMPOTENCY_TTL_MS]),
+            reserve(),
+          ]);
+          changed = (expired.rowCount ?? 0) > 0;
+          // ON CONFLICT waits for a concurrent reservation of the key to commit or roll back. A holder
+          // released between the insert and the read is rare: try again, a few times.
+          let reserved = inserted.rowCount === 1;
+          for (let attempt = 0; !reserved && attempt < 3; attempt += 1) {
+            const [row] = (await this.#exec(client, S.getIdempotency, [key])).rows;
+            if (row) {
+              return {
+                request_hash: row.request_hash as string,
+                status: row.status as number,
+                response: (row.response as string | null) ?? null,
+                created_at: int(row.created_at),
+              };
+            }
+            reserved = (await reserve()).rowCount === 1;
+          }
+          if (reserved) {
+            changed = true;
+            return 'reserved';
+          }
+          throw new StoreError('store_busy', `the Idempotency-Key ${key} keeps changing hands`, true);
+        },
+        () => changed,
+      ),
+    );
+  }
+
+  async completeIdempotencyKey(key: string, status: number, response: string): Promise<void> {
+    await this.#query(S.completeIdempotency, [status, response, key]);
+  }
+
+  async releaseIdempotencyKey(key: string): Promise<void> {
+    await this.#query(S.releaseIdempotency, [key]);
+  }
+
+  async dataVersion(): Promise<string> {
+    // The store_version row, bumped in the same transaction as every change by any process sharing the
+    // database (see 0001-initial.sql): one indexed single-row read.
+    const [row] = await this.#rows(S.dataVersion, []);
+    return String(row?.version);
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= this.#shutDown();
+    return this.#closing;
+  }
+
+  async #shutDown(): Promise<void> {
+    await this.#queue;
+    if (this.#active > 0) {
+      await new Promise<void>((resolve) => {
+        this.#idle = resolve;
+      });
+    }
+    this.#closed = true;
+    await this.#pool.end();
+  }
+}

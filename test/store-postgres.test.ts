@@ -1,0 +1,557 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, it } from 'node:test';
+import type { Config } from '../src/config.ts';
+import { CliError } from '../src/internal/exit-codes.ts';
+import { fromPostgresError, StoreError } from '../src/store/errors.ts';
+import { openStore } from '../src/store/open.ts';
+import { LIST_QUERIES, migrate, migrationStatus, PostgresStore, redactUrl } from '../src/store/postgres.ts';
+import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import {
+  createTestDatabase,
+  databaseUrl,
+  postgresAvailable,
+  type TestDatabase,
+  withClient,
+} from './helpers/postgres.ts';
+import { tempDir } from './helpers/tmp.ts';
+import { storeContract } from './store-contract.ts';
+
+const U64_MAX = 18446744073709551615n;
+const DATA_TABLES = [
+  'tasks',
+  'nodes',
+  'node_models',
+  'node_subscriptions',
+  'stacks',
+  'stack_settlement_tickets',
+  'stack_attestation_disputes',
+  'indexer_cursors',
+  'applied_events',
+  'stack_hashes',
+  'idempotency_keys',
+];
+
+/** A throwaway database for one test; the helper has already checked that the server is reachable. */
+async function freshDatabase(): Promise<TestDatabase> {
+  const db = await createTestDatabase();
+  assert.ok(db, 'PostgreSQL went away during the run');
+  return db;
+}
+
+if (await postgresAvailable('PostgreSQL store suite')) {
+  // The contract suite shares one database and empties its tables before each test (much faster than a
+  // database per test); the engine-specific tests below make their own.
+  let shared: TestDatabase;
+  before(async () => {
+    shared = await freshDatabase();
+  });
+  after(async () => {
+    await shared?.drop();
+  });
+
+  storeContract('postgres', async () => {
+    const store = await PostgresStore.open({ url: shared.url, poolSize: 4 });
+    // DELETE rather than TRUNCATE: on tables this small it is several times faster.
+    await withClient(shared.url, (client) =>
+      client.query(DATA_TABLES.map((t) => `DELETE FROM ${t};`).join('')),
+    );
+    return { store, cleanup: async () => undefined };
+  });
+
+  describe('postgres store', () => {
+    it('migrates an empty database once and then finds nothing to do', async () => {
+      const db = await freshDatabase();
+      try {
+        assert.deepEqual(
+          (await migrationStatus(db.url)).map((m) => [m.name, m.state]),
+          [
+            ['0001-initial.sql', 'pending'],
+            ['0002-usage-and-idempotency.sql', 'pending'],
+          ],
+        );
+        const first = await PostgresStore.open({ url: db.url });
+        assert.equal(first.migrationsApplied, 2);
+        await first.close();
+        const second = await PostgresStore.open({ url: db.url });
+        assert.equal(second.migrationsApplied, 0);
+        await second.close();
+        assert.deepEqual(await migrate(db.url), { applied: [] });
+        const status = await migrationStatus(db.url);
+        assert.deepEqual(
+          status.map((m) => m.state),
+          ['applied', 'applied'],
+        );
+        assert.match(status[0]?.appliedAt ?? '', /^\d{4}-\d\d-\d\dT/);
+      } finally {
+        await db.drop();
+      }
+    });
+
+    it('has the tables, columns, keys and indexes of the SQLite schema', async () => {
+      const db = await freshDatabase();
+      const { dir, remove } = tempDir();
+      const pgStore = await PostgresStore.open({ url: db.url });
+      const sqliteStore = new SqliteStore({ dataDir: dir });
+      try {
+        const file = new DatabaseSync(join(dir, SQLITE_FILE), { readOnly: true });
+        const sqliteTables = file
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations'")
+          .all()
+          .map((r) => String(r.name));
+        const sqlite = Object.fromEntries(
+          sqliteTables.map((table) => {
+            const columns = file.prepare(`PRAGMA table_info(${table})`).all();
+            return [
+              table,
+              {
+                columns: columns.map((c) => String(c.name)).sort(),
+                key: columns
+                  .filter((c) => Number(c.pk) > 0)
+                  .sort((a, b) => Number(a.pk) - Number(b.pk))
+                  .map((c) => String(c.name)),
+              },
+            ];
+          }),
+        );
+        const sqliteIndexes = file
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+          .all()
+          .map((r) => String(r.name));
+        file.close();
+        const { pg, pgIndexes } = await withClient(db.url, async (client) => {
+          const columns = await client.query(`SELECT table_name, column_name FROM information_schema.columns
+            WHERE table_schema = 'public' AND table_name NOT IN ('schema_migrations', 'store_version')`);
+          const keys = await client.query(`SELECT c.relname AS table_name, a.attname AS column_name
+            FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
+            CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+            WHERE i.indisprimary ORDER BY c.relname, k.ord`);
+          const indexes = await client.query(`SELECT indexname FROM pg_indexes
+            WHERE schemaname = 'public' AND indexname NOT LIKE '%_pkey' ORDER BY indexname`);
+          const tables: Record<string, { columns: string[]; key: string[] }> = {};
+          for (const r of columns.rows) {
+            tables[r.table_name] ??= { columns: [], key: [] };
+            tables[r.table_name]?.columns.push(r.column_name);
+          }
+          for (const r of keys.rows) tables[r.table_name]?.key.push(r.column_name);
+          for (const t of Object.values(tables)) t.columns.sort();
+          return { pg: tables, pgIndexes: indexes.rows.map((r) => r.indexname as string) };
+        });
+        assert.deepEqual(Object.keys(sqlite).sort(), [...DATA_TABLES].sort());
+        assert.deepEqual(pg, sqlite);
+        assert.deepEqual(pgIndexes, sqliteIndexes);
+      } finally {
+        await Promise.all([pgStore.close(), sqliteStore.close()]);
+        await remove();
+        await db.drop();
+      }
+    });
+
+    it('applies migrations once when two stores start at once on an empty database', async () => {
+      const db = await freshDatabase();
+      try {
+        const stores = await Promise.all([
+          PostgresStore.open({ url: db.url }),
+          PostgresStore.open({ url: db.url }),
+          migrate(db.url),
+        ]);
+        const [a, b, c] = stores;
+        assert.deepEqual([a.migrationsApplied, b.migrationsApplied, c.applied.length].sort(), [0, 0, 2]);
+        const rows = await withClient(db.url, (client) =>
+          client.query('SELECT version, count(*)::int AS n FROM schema_migrations GROUP BY version'),
+        );
+        assert.deepEqual(
+          rows.rows.map((r) => r.n),
+          [1, 1],
+        );
+        await Promise.all([a.close(), b.close()]);
+      } finally {
+        await db.drop();
+      }
+    });
+
+    it('refuses a database whose applied migration differs from the shipped one, or is newer', async () => {
+      const db = await freshDatabase();
+      try {
+        await (await PostgresStore.open({ url: db.url })).close();
+        const sql = (text: string) => withClient(db.url, (client) => client.query(text));
+        const original = (await sql('SELECT checksum FROM schema_migrations WHERE version = 1')).rows[0]
+          ?.checksum;
+        await sql("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1");
+        await assert.rejects(PostgresStore.open({ url: db.url }), {
+          name: 'StoreError',
+          code: 'store_migration_changed',
+          retryable: false,
+        });
+        assert.equal((await migrationStatus(db.url))[0]?.state, 'changed');
+        await sql(`UPDATE schema_migrations SET checksum = '${original}' WHERE version = 1`);
+        await sql("INSERT INTO schema_migrations VALUES (9999, '9999-future.sql', 'x', 'now')");
+        await assert.rejects(migrate(db.url), { code: 'store_too_new', message: /newer node-daemon/ });
+        assert.deepEqual(
+          (await migrationStatus(db.url)).map((m) => m.state),
+          ['applied', 'applied', 'unknown'],
+        );
+      } finally {
+        await db.drop();
+      }
+    });
+
+    it('keeps u64 extremes exact in the database itself and refuses values outside u64', async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url });
+      try {
+        await store.indexerTransaction(async (tx) => {
+          await tx.putSubscription({
+            node_small_id: 0,
+            task_small_id: 9007199254740993n,
+            price_per_one_million_compute_units: U64_MAX,
+            max_num_compute_units: 9007199254740991,
+          });
+        });
+        const row = await withClient(db.url, async (client) => {
+          const result = await client.query(`SELECT node_small_id::text n, task_small_id::text t,
+            price_per_one_million_compute_units::text p, max_num_compute_units::text m,
+            pg_typeof(price_per_one_million_compute_units)::text ty FROM node_subscriptions`);
+          return result.rows[0];
+        });
+        assert.deepEqual(row, {
+          n: '0',
+          t: '9007199254740993',
+          p: '18446744073709551615',
+          m: '9007199254740991',
+          ty: 'u64',
+        });
+        const [sub] = await store.listSubscriptions(0);
+        assert.equal(sub?.task_small_id, 9007199254740993n);
+        assert.equal(sub?.price_per_one_million_compute_units, U64_MAX);
+        assert.equal(sub?.max_num_compute_units, 9007199254740991);
+        for (const outside of [U64_MAX + 1n, -1n]) {
+          await assert.rejects(
+            store.indexerTransaction((tx) => tx.putNode(outside, '0x1', '0x2')),
+            { name: 'StoreError', code: 'store_constraint', retryable: false },
+          );
+        }
+      } finally {
+        await store.close();
+        await db.drop();
+      }
+    });
+
+    it('translates driver errors by SQLSTATE and socket code into retryable or fatal store errors', async () => {
+      await assert.rejects(PostgresStore.open({ url: 'postgres://postgres:hunter2@127.0.0.1:1/x' }), {
+        name: 'StoreError',
+        code: 'store_unreachable',
+        retryable: true,
+      });
+      await assert.rejects(PostgresStore.open({ url: databaseUrl('node_daemon_test_missing_database') }), {
+        name: 'StoreError',
+        code: 'store_no_database',
+        retryable: false,
+      });
+      const expected: [string, string, boolean][] = [
+        ['40001', 'store_serialization_failure', true],
+        ['40P01', 'store_deadlock', true],
+        ['55P03', 'store_lock_not_available', true],
+        ['57P03', 'store_cannot_connect_now', true],
+        ['53300', 'store_too_many_connections', true],
+        ['08006', 'store_connection', true],
+        ['08001', 'store_connection', true],
+        ['ECONNREFUSED', 'store_unreachable', true],
+        ['ECONNRESET', 'store_connection_reset', true],
+        ['ETIMEDOUT', 'store_timeout', true],
+        ['23505', 'store_constraint', false],
+        ['23514', 'store_constraint', false],
+        ['42601', 'store_query', false],
+        ['42P01', 'store_query', false],
+        ['53100', 'store_full', false],
+        ['28P01', 'store_auth', false],
+        ['3D000', 'store_no_database', false],
+        ['XX000', 'store_error', false],
+      ];
+      for (const [code, storeCode, retryable] of expected) {
+        const translated = fromPostgresError(Object.assign(new Error('driver text is never read'), { code }));
+        assert.ok(translated instanceof StoreError, code);
+        assert.deepEqual([translated.code, translated.retryable], [storeCode, retryable], code);
+      }
+      const plain = new Error('no code');
+      assert.equal(fromPostgresError(plain), plain);
+      assert.equal(
+        fromPostgresError(Object.assign(new Error('x'), { code: 'EPERM' })) instanceof StoreError,
+        false,
+      );
+    });
+
+    it('fails with a retryable error when another process holds the row past the lock timeout', async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url, lockTimeoutMs: 200 });
+      try {
+        await store.indexerTransaction((tx) =>
+          tx.putStack({
+            stack_small_id: 1,
+            stack_id: '0x1',
+            owner_address: '0x2',
+            task_small_id: 1,
+            selected_node_id: 1,
+            num_compute_units: 10,
+            price_per_one_million_compute_units: 1,
+          }),
+        );
+        await withClient(db.url, async (other) => {
+          await other.query('BEGIN');
+          await other.query('SELECT 1 FROM stacks WHERE stack_small_id = 1 FOR UPDATE');
+          await assert.rejects(store.addStackUsage(1, 1, new Uint8Array(32)), {
+            name: 'StoreError',
+            code: 'store_lock_not_available',
+            retryable: true,
+          });
+          await other.query('ROLLBACK');
+        });
+        assert.equal((await store.addStackUsage(1, 1, new Uint8Array(32))).status, 'recorded');
+      } finally {
+        await store.close();
+        await db.drop();
+      }
+    });
+
+    it('replaces connections the server ends, and fails a transaction that loses one as retryable', async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url, applicationName: 'node_daemon_terminated' });
+      const terminate = () =>
+        withClient(db.url, async (admin) => {
+          const sql = "FROM pg_stat_activity WHERE application_name = 'node_daemon_terminated'";
+          await admin.query(`SELECT pg_terminate_backend(pid) ${sql}`);
+          while ((await admin.query(`SELECT 1 ${sql}`)).rowCount !== 0) {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+        });
+      try {
+        await store.listTasks();
+        await terminate();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.deepEqual(await store.listTasks(), [], 'an idle connection that was ended is replaced');
+        await assert.rejects(
+          store.indexerTransaction(async (tx) => {
+            await tx.putNode(1, '0x1', '0x2');
+            await terminate();
+            await new Promise((resolve) => setTimeout(resolve, 50));
+            await tx.deprecateTask(1, 1);
+          }),
+          { name: 'StoreError', retryable: true },
+        );
+        await store.indexerTransaction((tx) => tx.putNode(2, '0x1', '0x2'));
+        const nodes = await withClient(db.url, (c) => c.query('SELECT node_small_id::int AS n FROM nodes'));
+        assert.deepEqual(
+          nodes.rows.map((r) => r.n),
+          [2],
+        );
+      } finally {
+        await store.close();
+        await db.drop();
+      }
+    });
+
+    it('changes dataVersion when another store on the same database commits', async () => {
+      const db = await freshDatabase();
+      const a = await PostgresStore.open({ url: db.url });
+      const b = await PostgresStore.open({ url: db.url });
+      try {
+        const seen = new Set([await a.dataVersion()]);
+        const changed = async (label: string) => {
+          const version = await a.dataVersion();
+          assert.ok(!seen.has(version), `${label} changes the version`);
+          seen.add(version);
+        };
+        await b.indexerTransaction((tx) =>
+          tx.putStack({
+            stack_small_id: 1,
+            stack_id: '0x1',
+            owner_address: '0x2',
+            task_small_id: 1,
+            selected_node_id: 1,
+            num_compute_units: 10,
+            price_per_one_million_compute_units: 1,
+          }),
+        );
+        await changed('an indexer transaction');
+        await b.addStackUsage(1, 1, new Uint8Array(32));
+        await changed('recorded usage');
+        await b.putStackHash(2, new Uint8Array(32), 1);
+        await changed('an attester hash');
+        assert.equal(await b.reserveIdempotencyKey('k', 'h', Date.now()), 'reserved');
+        await changed('a reserved key');
+        await b.completeIdempotencyKey('k', 200, '{}');
+        await changed('a completed key');
+        const unchanged = await a.dataVersion();
+        await b.addStackUsage(1, 100, new Uint8Array(32));
+        await b.releaseIdempotencyKey('k');
+        assert.notEqual(await b.reserveIdempotencyKey('k', 'h', Date.now()), 'reserved');
+        assert.equal(await a.dataVersion(), unchanged, 'refused work changes nothing');
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await db.drop();
+      }
+    });
+
+    it('adds up usage reported to two stores at once (row locks), and reserves a key once', async () => {
+      const db = await freshDatabase();
+      const a = await PostgresStore.open({ url: db.url });
+      const b = await PostgresStore.open({ url: db.url });
+      try {
+        await a.indexerTransaction((tx) =>
+          tx.putStack({
+            stack_small_id: 7,
+            stack_id: '0x7',
+            owner_address: '0x2',
+            task_small_id: 1,
+            selected_node_id: 1,
+            num_compute_units: 1000,
+            price_per_one_million_compute_units: 1,
+          }),
+        );
+        const reports = Array.from({ length: 40 }, (_, i) =>
+          (i % 2 ? a : b).addStackUsage(7, 10, new Uint8Array(32).fill(i)),
+        );
+        assert.ok((await Promise.all(reports)).every((r) => r.status === 'recorded'));
+        const stack = await b.getStack(7);
+        assert.deepEqual([stack?.already_computed_units, stack?.num_total_messages], [400, 40]);
+        assert.equal((await a.getStackHash(7))?.num_requests, 40);
+        const now = Date.now();
+        const outcomes = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).reserveIdempotencyKey('same', `h${i}`, now)),
+        );
+        assert.equal(outcomes.filter((o) => o === 'reserved').length, 1);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await db.drop();
+      }
+    });
+
+    it('answers the list queries from their indexes, never by a sequential scan', async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url });
+      try {
+        await withClient(db.url, async (client) => {
+          await client.query(`INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address,
+            task_small_id, num_compute_units, price_per_one_million_compute_units, already_computed_units)
+            SELECT i % 500, i, 'x', 'y', 1, 1000, 1, i % 1000 FROM generate_series(1, 50000) i`);
+          await client.query(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+            num_claimed_compute_units, is_claimed) SELECT i, i % 500, 1, i % 3 = 0 FROM generate_series(1, 50000) i`);
+          await client.query(`INSERT INTO stack_attestation_disputes SELECT i, i % 700, '\\x', i % 500, '\\x'
+            FROM generate_series(1, 50000) i`);
+          await client.query(`INSERT INTO node_subscriptions SELECT n, t, 1, 1
+            FROM generate_series(1, 500) n, generate_series(1, 100) t`);
+          await client.query('ANALYZE');
+        });
+        const expected: Record<keyof typeof LIST_QUERIES, string> = {
+          subscriptions: 'node_subscriptions_pkey',
+          stacks: 'stacks_pkey',
+          stacksFilled: 'stacks_pkey',
+          claimed: 'stack_settlement_tickets_claimed_by_node',
+          disputesAgainst: 'stack_attestation_disputes_against',
+          disputesOwn: 'stack_attestation_disputes_own',
+        };
+        interface PlanNode {
+          'Node Type': string;
+          'Index Name'?: string;
+          Plans?: PlanNode[];
+        }
+        const walk = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(walk)];
+        await withClient(db.url, async (client) => {
+          for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+            await client.query(`SET plan_cache_mode = ${mode}`);
+            for (const [name, sql] of Object.entries(LIST_QUERIES)) {
+              const types = sql.includes('$2') ? '(numeric, float8)' : '(numeric)';
+              const args = sql.includes('$2') ? '(7, 0.5)' : '(7)';
+              await client.query(`PREPARE q_${name} ${types} AS ${sql}`);
+              const result = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE q_${name} ${args}`);
+              await client.query(`DEALLOCATE q_${name}`);
+              const nodes = walk(result.rows[0]['QUERY PLAN'][0].Plan);
+              const kinds = nodes.map((n) => n['Node Type']);
+              const label = `${name} (${mode}): ${kinds.join(' > ')}`;
+              assert.ok(!kinds.includes('Seq Scan'), label);
+              assert.ok(
+                nodes.some((n) => n['Index Name'] === expected[name as keyof typeof LIST_QUERIES]),
+                label,
+              );
+            }
+          }
+        });
+        assert.equal((await store.listStacks(7)).length, 100);
+        assert.equal((await store.listClaimedStacks(7)).length, 33);
+      } finally {
+        await store.close();
+        await db.drop();
+      }
+    });
+
+    it('opens from DATABASE_URL, and says in one line why it cannot, without the password', async () => {
+      const db = await freshDatabase();
+      const config = (databaseUrl: string): Pick<Config, 'dataDir' | 'databaseUrl'> => ({
+        dataDir: '/nonexistent',
+        databaseUrl,
+      });
+      try {
+        const store = await openStore(config(db.url));
+        assert.equal(store.engine, 'postgres');
+        assert.equal(store.location, db.url);
+        await store.close();
+        const secret = 'postgres://postgres:hunter2@127.0.0.1:1/atoma';
+        const error = await openStore(config(secret)).then(
+          () => assert.fail('opened an unreachable store'),
+          (e: unknown) => e,
+        );
+        assert.ok(error instanceof CliError);
+        assert.equal(error.exitCode, 1);
+        assert.match(error.message, /127\.0\.0\.1:1/);
+        assert.match(error.message, /atoma/);
+        assert.match(error.message, /ECONNREFUSED/);
+        assert.doesNotMatch(error.message, /hunter2|\n/);
+        assert.equal(redactUrl(secret), 'postgres://postgres:***@127.0.0.1:1/atoma');
+        const missing = await openStore(config(databaseUrl('node_daemon_test_missing_database'))).then(
+          () => assert.fail('opened a missing database'),
+          (e: unknown) => e,
+        );
+        assert.match((missing as Error).message, /node_daemon_test_missing_database.*does not exist/);
+      } finally {
+        await db.drop();
+      }
+    });
+
+    it("passes the caller's own errors through, lets started work finish on close, then refuses work", async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url });
+      try {
+        const slow = store.indexerTransaction(async (tx) => {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          await tx.putNode(1, '0x1', '0x2');
+          return 'done';
+        });
+        const boom = new Error('boom');
+        await assert.rejects(
+          store.indexerTransaction(async (tx) => {
+            await tx.putNode(9, '0x1', '0x2');
+            throw boom;
+          }),
+          (error) => error === boom,
+        );
+        const closing = store.close();
+        await assert.rejects(store.getTask(1), { code: 'store_closed' });
+        assert.equal(await slow, 'done');
+        await closing;
+        await assert.rejects(
+          store.indexerTransaction(async () => undefined),
+          { code: 'store_closed' },
+        );
+        const kept = await withClient(db.url, (client) =>
+          client.query('SELECT count(*)::int AS n FROM nodes'),
+        );
+        assert.equal(kept.rows[0]?.n, 1);
+      } finally {
+        await db.drop();
+      }
+    });
+  });
+}
