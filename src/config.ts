@@ -38,9 +38,18 @@ export interface Config {
   readonly maxInFlight: number;
   /** /ready answers 503 while the indexer is more than this many seconds behind the chain head. */
   readonly readyMaxLag: number;
+  /** Sui: the fullnode's gRPC URL, the Atoma package and AtomaDb ids, the keystore and signing address. */
+  readonly suiUrl: string | undefined;
+  readonly suiPackageId: string | undefined;
+  readonly suiAtomaDbId: string | undefined;
+  readonly suiAtomaDbInitialSharedVersion: number | undefined;
+  readonly suiKeystore: string;
+  readonly suiAddress: string | undefined;
+  /** Sui: the most MIST one transaction may spend on gas. */
+  readonly suiGasBudgetCap: number;
 }
 
-export const NETWORKS = ['dev', 'none'] as const;
+export const NETWORKS = ['dev', 'sui', 'none'] as const;
 export type Network = (typeof NETWORKS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -116,6 +125,22 @@ function origin(text: string): boolean {
   }
 }
 
+function objectId(raw: unknown): Parsed {
+  return typeof raw === 'string' && /^0x[0-9a-fA-F]{1,64}$/.test(raw.trim())
+    ? ok(raw.trim())
+    : no('a 0x-prefixed hex object id');
+}
+
+function httpUrl(raw: unknown): Parsed {
+  try {
+    const url = new URL(String(raw).trim());
+    if (url.protocol === 'http:' || url.protocol === 'https:') return ok(String(raw).trim());
+  } catch {
+    // Falls through to the refusal.
+  }
+  return no('an http:// or https:// URL');
+}
+
 function host(raw: unknown): Parsed {
   if (typeof raw !== 'string') return no('an IP address or a host name');
   const text = raw.trim();
@@ -167,7 +192,7 @@ export const SETTINGS: readonly Setting[] = [
     key: 'network',
     flag: 'network',
     env: 'NODE_DAEMON_NETWORK',
-    describe: 'chain network: dev (embedded, default) or none (read-only)',
+    describe: 'chain network: dev (embedded, default), sui (a Sui fullnode) or none (read-only)',
     parse: oneOf(NETWORKS),
     defaultValue: () => 'dev',
   },
@@ -260,6 +285,62 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 30,
   },
   {
+    key: 'suiUrl',
+    flag: 'sui-url',
+    env: 'NODE_DAEMON_SUI_URL',
+    describe: 'sui: the fullnode gRPC URL, e.g. https://fullnode.testnet.sui.io:443',
+    parse: httpUrl,
+    defaultValue: () => undefined,
+  },
+  {
+    key: 'suiPackageId',
+    flag: 'sui-package-id',
+    env: 'NODE_DAEMON_SUI_PACKAGE_ID',
+    describe: 'sui: the Atoma package id (the latest, after an upgrade)',
+    parse: objectId,
+    defaultValue: () => undefined,
+  },
+  {
+    key: 'suiAtomaDbId',
+    flag: 'sui-atoma-db-id',
+    env: 'NODE_DAEMON_SUI_ATOMA_DB_ID',
+    describe: 'sui: the AtomaDb shared object id',
+    parse: objectId,
+    defaultValue: () => undefined,
+  },
+  {
+    key: 'suiAtomaDbInitialSharedVersion',
+    flag: 'sui-atoma-db-initial-shared-version',
+    env: 'NODE_DAEMON_SUI_ATOMA_DB_INITIAL_SHARED_VERSION',
+    describe: "sui: AtomaDb's initial shared version (default: discovered)",
+    parse: integer(1, Number.MAX_SAFE_INTEGER),
+    defaultValue: () => undefined,
+  },
+  {
+    key: 'suiKeystore',
+    flag: 'sui-keystore',
+    env: 'NODE_DAEMON_SUI_KEYSTORE',
+    describe: 'sui: the Sui CLI keystore file',
+    parse: path,
+    defaultValue: () => join(homedir(), '.sui', 'sui_config', 'sui.keystore'),
+  },
+  {
+    key: 'suiAddress',
+    flag: 'sui-address',
+    env: 'NODE_DAEMON_SUI_ADDRESS',
+    describe: 'sui: the keystore address that signs (default: the first)',
+    parse: objectId,
+    defaultValue: () => undefined,
+  },
+  {
+    key: 'suiGasBudgetCap',
+    flag: 'sui-gas-budget-cap',
+    env: 'NODE_DAEMON_SUI_GAS_BUDGET_CAP',
+    describe: 'sui: the most MIST one transaction may spend on gas',
+    parse: integer(1_000_000, Number.MAX_SAFE_INTEGER),
+    defaultValue: () => 1_000_000_000,
+  },
+  {
     key: 'demo',
     flag: 'demo',
     env: 'NODE_DAEMON_DEMO',
@@ -314,7 +395,21 @@ export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
   }
   const config = Object.freeze(values) as unknown as Config;
   checkExposure(config);
+  checkSui(config);
   return config;
+}
+
+/** --network sui needs to know which fullnode and which Atoma deployment. */
+function checkSui(config: Config): void {
+  if (config.network !== 'sui') return;
+  const missing = [
+    config.suiUrl === undefined ? '--sui-url' : undefined,
+    config.suiPackageId === undefined ? '--sui-package-id' : undefined,
+    config.suiAtomaDbId === undefined ? '--sui-atoma-db-id' : undefined,
+  ].filter(Boolean);
+  if (missing.length > 0) {
+    throw new CliError(`--network sui needs ${missing.join(', ')} (see docs/SUI.md for where to find them)`);
+  }
 }
 
 /** The daemon signs with the operator's wallet: off loopback, every request must carry the token. */

@@ -1,11 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { type App, buildApp } from './app.ts';
-import type { Chain } from './chain/chain.ts';
+import { type Chain, ChainUnavailableError } from './chain/chain.ts';
 import { startDemo } from './chain/demo.ts';
 import { DevNetwork } from './chain/dev/dev-network.ts';
 import { instrumentChain } from './chain/instrument.ts';
 import { loadOrCreateSigner } from './chain/signer.ts';
+import { KeystoreError } from './chain/sui/keystore.ts';
+import { SuiConfigError, SuiNetwork } from './chain/sui/sui-network.ts';
 import type { Config } from './config.ts';
 import { loadOrCreateToken } from './http/security.ts';
 import { LiveIndexer } from './indexer/run.ts';
@@ -49,32 +51,28 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     };
     return { metrics, store, ...none, close: () => store.close() };
   }
-  let dev: DevNetwork;
+  let raw: Chain;
+  let dev: DevNetwork | undefined;
   try {
-    const { signer, created, file } = loadOrCreateSigner(config.dataDir);
-    if (created) logger.info({ address: signer.address, file }, 'created the signer key');
-    dev = DevNetwork.open({
-      dataDir: config.dataDir,
-      signerAddress: signer.address,
-      samplingProbability: config.devSamplingProbability,
-      attestationNodes: config.devAttestationNodes,
-    });
+    if (config.network === 'dev') {
+      dev = openDevNetwork(config, logger);
+      raw = dev;
+    } else {
+      raw = await openSui(config, logger);
+    }
   } catch (error) {
     await store.close();
-    throw new CliError(
-      `cannot open the dev network in ${config.dataDir}: ${(error as Error).message}`,
-      ExitCode.failure,
-    );
+    throw error;
   }
-  const indexer = new LiveIndexer(store, dev.events, logger.child({ component: 'indexer' }), {
+  const indexer = new LiveIndexer(store, raw.events, logger.child({ component: 'indexer' }), {
     onCounts: (counts) => {
       for (const [outcome, n] of Object.entries(counts)) if (n > 0) metrics.indexerEvents.inc({ outcome }, n);
     },
     onError: () => metrics.indexerErrors.inc(),
   });
-  const unsubscribe = dev.onNewEvents(() => indexer.wake());
+  const unsubscribe = raw.onNewEvents(() => indexer.wake());
   indexer.start();
-  const chain = instrumentChain(dev, metrics);
+  const chain = instrumentChain(raw, metrics);
   const writes = new Writes({
     chain,
     store,
@@ -83,9 +81,10 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     log: logger.child({ component: 'writes' }),
     indexWaitMs: INDEX_WAIT_MS,
   });
-  const stopDemo = config.demo
-    ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
-    : () => {};
+  const stopDemo =
+    dev && config.demo
+      ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
+      : () => {};
   return {
     metrics,
     store,
@@ -93,15 +92,60 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     dev,
     indexer,
     writes,
-    devActors: new DevActors({ dev, store, indexer, indexWaitMs: INDEX_WAIT_MS }),
+    devActors: dev && new DevActors({ dev, store, indexer, indexWaitMs: INDEX_WAIT_MS }),
     async close() {
       stopDemo();
       unsubscribe();
       await indexer.stop();
-      await dev.close();
+      await raw.close();
       await store.close();
     },
   };
+}
+
+function openDevNetwork(config: Config, logger: Logger): DevNetwork {
+  try {
+    const { signer, created, file } = loadOrCreateSigner(config.dataDir);
+    if (created) logger.info({ address: signer.address, file }, 'created the signer key');
+    return DevNetwork.open({
+      dataDir: config.dataDir,
+      signerAddress: signer.address,
+      samplingProbability: config.devSamplingProbability,
+      attestationNodes: config.devAttestationNodes,
+    });
+  } catch (error) {
+    throw new CliError(
+      `cannot open the dev network in ${config.dataDir}: ${(error as Error).message}`,
+      ExitCode.failure,
+    );
+  }
+}
+
+/** Connects to the Sui fullnode; a setting it cannot use is a usage error, an unreachable node a failure. */
+async function openSui(config: Config, logger: Logger): Promise<SuiNetwork> {
+  try {
+    return await SuiNetwork.open(
+      {
+        url: config.suiUrl!,
+        packageId: config.suiPackageId!,
+        atomaDbId: config.suiAtomaDbId!,
+        atomaDbInitialSharedVersion: config.suiAtomaDbInitialSharedVersion,
+        keystorePath: config.suiKeystore,
+        address: config.suiAddress,
+        gasBudgetCap: BigInt(config.suiGasBudgetCap),
+      },
+      logger.child({ component: 'sui' }),
+    );
+  } catch (error) {
+    if (error instanceof SuiConfigError || error instanceof KeystoreError) throw new CliError(error.message);
+    if (error instanceof ChainUnavailableError) {
+      throw new CliError(
+        `cannot reach the Sui fullnode at ${config.suiUrl}: ${error.message}`,
+        ExitCode.failure,
+      );
+    }
+    throw error;
+  }
 }
 
 export interface Daemon {

@@ -91,8 +91,8 @@ export interface Submission {
   /** The events in SuiEvent JSON form, exactly as the chain's event source will deliver them. */
   events: unknown[];
   gas_used: GasUsed;
-  /** The event-source cursor just after this transaction's events: the indexer has caught up once it is there. */
-  cursor: string;
+  /** The event-source cursor just after this transaction's events, where the network can tell it. */
+  cursor?: string;
 }
 
 /** The chain could not be reached or refused before execution; nothing was executed. */

@@ -40,6 +40,7 @@ export const ERRORS = {
   internal_error: { status: 500, title: 'Internal error' },
   no_network: { status: 503, title: 'No network configured' },
   chain_unavailable: { status: 503, title: 'Chain unavailable' },
+  chain_outcome_unknown: { status: 504, title: 'Transaction outcome unknown' },
   not_ready: { status: 503, title: 'Not ready' },
   overloaded: { status: 503, title: 'Overloaded' },
   store_unavailable: { status: 503, title: 'Store unavailable' },

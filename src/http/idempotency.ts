@@ -94,6 +94,8 @@ export async function respond(
       await store.releaseIdempotencyKey(key);
       throw error;
     }
+    // Sent, but with no known outcome: the key stays reserved, so a retry cannot submit twice.
+    if (error.code === 'chain_outcome_unknown') throw error;
     status = ERRORS[error.code].status;
     headers = error.headers;
     text = stringifyJson(

@@ -10,6 +10,7 @@ import {
   type Operation,
   type Submission,
 } from '../chain/chain.ts';
+import { ChainOutcomeUnknownError } from '../chain/sui/sui-network.ts';
 import { ProblemError, refuse } from '../http/errors.ts';
 import { readEnvelope } from '../indexer/events.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
@@ -96,6 +97,14 @@ export function submissionProblem(error: unknown): ProblemError | undefined {
     return refuse('chain_unavailable', `the chain cannot be reached: ${error.message}; retry shortly`, {
       headers: { 'retry-after': String(error.retryAfterSeconds) },
     });
+  }
+  if (error instanceof ChainOutcomeUnknownError) {
+    // The transaction was sent and may have executed: never safe to retry blindly.
+    return new ProblemError(
+      'chain_outcome_unknown',
+      `the transaction ${error.digest} was sent but its outcome is unknown (${error.message}); check it on chain before retrying`,
+      { extensions: { tx_digest: error.digest } },
+    );
   }
   if (error instanceof ChainRejectedError) {
     const parameter = error.code.startsWith('gas_budget')

@@ -63,6 +63,12 @@ const DB_ERRORS = {
 
 export type DbErrorName = keyof typeof DB_ERRORS;
 
+/** The name of a db abort code, or undefined when the code is not one of the db module's. */
+export function dbErrorName(code: number): DbErrorName | undefined {
+  const offset = code - EBASE;
+  return (Object.keys(DB_ERRORS) as DbErrorName[]).find((name) => DB_ERRORS[name] === offset);
+}
+
 /** The numeric abort code of a named db error. */
 export function dbErrorCode(name: DbErrorName): number {
   return EBASE + DB_ERRORS[name];

@@ -1,0 +1,1346 @@
+import { bcs } from '@mysten/sui/bcs';
+import { ObjectError, type SuiClientTypes } from '@mysten/sui/client';
+import { GrpcTypes, RpcError, type RpcTransport, SuiGrpcClient } from '@mysten/sui/grpc';
+import type { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
+import {
+  type Transaction as SuiTransaction,
+  Transaction,
+  TransactionDataBuilder,
+} from '@mysten/sui/transactions';
+import {
+  deriveDynamicFieldID,
+  fromBase64,
+  normalizeStructTag,
+  normalizeSuiAddress,
+  normalizeSuiObjectId,
+  SUI_RANDOM_OBJECT_ID,
+} from '@mysten/sui/utils';
+import type { Logger } from 'pino';
+import type { EventPage, EventSource, RawEvent } from '../../indexer/apply.ts';
+import { Mutex } from '../../internal/mutex.ts';
+import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
+import {
+  type Badge,
+  type Chain,
+  type ChainParameters,
+  ChainRejectedError,
+  type ChainTicket,
+  ChainUnavailableError,
+  type GasOptions,
+  type GasUsed,
+  type Operation,
+  type Submission,
+} from '../chain.ts';
+import { decodeExecutionError } from './aborts.ts';
+import { parsedJsonFromBcs } from './event-bcs.ts';
+import { KeystoreError, loadKeystore } from './keystore.ts';
+
+/**
+ * The Sui network adapter: the Chain interface against a Sui fullnode's gRPC API (gRPC-web over fetch,
+ * through the SDK's SuiGrpcClient).
+ *
+ * - Writes: every operation is one MoveCall of the Atoma db module, built fully offline with explicit
+ *   object refs (contracts.md §0, §2): AtomaDb as a mutable shared object, the NodeBadge at its current
+ *   version, Random (0x8) immutable for try_settle_stack. Gas: the reference gas price, the signer's SUI
+ *   coins, a budget from a simulation plus a margin under the configured cap; the caller's gas, gas_budget
+ *   and gas_price override. Submissions run one at a time and the owned refs (badges, gas coins) follow
+ *   each transaction's effects, so back-to-back transactions never reuse a version (no equivocation).
+ * - Events: the db module's events, ascending, from the indexer's opaque cursor (the gRPC watermark).
+ */
+
+export const DEFAULT_GAS_BUDGET_CAP = 1_000_000_000n;
+/** The margin added to the simulated gas, in percent. */
+export const GAS_MARGIN_PERCENT = 20n;
+/** The smallest budget sent, in gas units (× the gas price): Sui refuses budgets below its minimum. */
+const MIN_BUDGET_UNITS = 2_000n;
+/** Sui's largest transaction budget (protocol max_tx_gas, 50 SUI): a simulation asks for no more. */
+const MAX_TX_GAS = 50_000_000_000n;
+const EVENT_PAGE_SIZE = 50;
+const MAX_GAS_COINS = 255;
+const DEFAULT_TIMEOUT_MS = 15_000;
+const EXECUTE_ATTEMPTS = 3;
+const PARAMETERS_TTL_MS = 10_000;
+const GAS_PRICE_TTL_MS = 60_000;
+const LAG_TTL_MS = 2_000;
+const RANDOM_ID = normalizeSuiObjectId(SUI_RANDOM_OBJECT_ID);
+const EXECUTED_PATHS = ['digest', 'effects', 'events', 'checkpoint', 'timestamp'];
+const OBJECT_ID = /^0x[0-9a-fA-F]{1,64}$/;
+const EMPTY_EXECUTED: GrpcTypes.ExecutedTransaction = { signatures: [], balanceChanges: [] };
+/** The prefix of the error the adapter's fetch throws when a request provably never left this machine. */
+const NOT_SENT = 'request not sent: ';
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+export interface SuiNetworkOptions {
+  /** The fullnode's gRPC(-web) endpoint, e.g. https://fullnode.testnet.sui.io:443. */
+  url: string;
+  /** The Atoma package whose db module is called (the latest version, after an upgrade). */
+  packageId: string;
+  /** The shared AtomaDb object. */
+  atomaDbId: string;
+  /** AtomaDb's initial shared version; discovered from the fullnode when not given. */
+  atomaDbInitialSharedVersion?: U64 | undefined;
+  /** A Sui CLI keystore file (sui.keystore). */
+  keystorePath: string;
+  /** The keystore address that signs; the keystore's first key when not given. */
+  address?: string | undefined;
+  /** The largest gas budget the daemon will send, in MIST (default 1 SUI). */
+  gasBudgetCap: U64;
+  /** A protobuf-ts transport to use instead of gRPC-web over fetch (tests). */
+  transport?: RpcTransport | undefined;
+  /** The deadline of one fullnode call in milliseconds (default 15 000; an execution gets four times it). */
+  timeoutMs?: number | undefined;
+}
+
+/** A start-up problem (options, keystore, the AtomaDb object), in one line. */
+export class SuiConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SuiConfigError';
+  }
+}
+
+/**
+ * The transaction was sent but whether it executed is unknown (the connection failed or timed out after the
+ * request left). It must not be retried blindly: the daemon resolves it before its next transaction
+ * (re-sending the same signed bytes, which cannot execute twice), and the digest can be looked up meanwhile.
+ */
+export class ChainOutcomeUnknownError extends Error {
+  readonly digest: string;
+  constructor(digest: string, detail: string) {
+    super(
+      `transaction ${digest} was sent but its outcome is unknown (${detail}); look it up by digest before retrying`,
+    );
+    this.name = 'ChainOutcomeUnknownError';
+    this.digest = digest;
+  }
+}
+
+/** How far the event source is behind the chain, for /ready and /status. */
+export interface SuiIndexerLag {
+  /** Whether the last page read reached the end of the db module's events. */
+  caught_up: boolean;
+  /**
+   * Seconds of chain time the source is behind: when caught up, the age of that last read; otherwise the
+   * head checkpoint's time minus that of the checkpoint of the last event read (null when not known yet).
+   */
+  seconds: number | null;
+  /** Checkpoints between the last event read and the chain head (null when caught up or not known). */
+  checkpoints: number | null;
+  head_checkpoint: U64;
+}
+
+interface ObjectRef {
+  objectId: string;
+  version: string;
+  digest: string;
+}
+
+interface CoinRef extends ObjectRef {
+  balance: bigint;
+}
+
+interface BadgeRef extends ObjectRef {
+  node_small_id: U64;
+}
+
+/** One db entry function call: its name, the badge it acts with, and its arguments after (self, badge). */
+interface MoveCall {
+  function: string;
+  badge: Badge | undefined;
+  args: (tx: SuiTransaction) => ReturnType<SuiTransaction['pure']['u64']>[];
+  random: boolean;
+}
+
+interface Signed {
+  bytes: Uint8Array;
+  signature: string;
+  digest: string;
+  payment: CoinRef[];
+}
+
+type Failure = 'not_sent' | 'refused' | 'unknown';
+
+/** Not executed, for a reason other than the caller's: the fullnode refused the transaction. */
+class Refused extends Error {}
+
+export class SuiNetwork implements Chain {
+  readonly network = 'sui' as const;
+  readonly signerAddress: string;
+  readonly events: EventSource;
+  readonly packageId: string;
+  readonly atomaDbId: string;
+  readonly #client: SuiGrpcClient;
+  readonly #keypair: Ed25519Keypair;
+  readonly #log: Logger;
+  readonly #url: string;
+  readonly #timeoutMs: number;
+  readonly #cap: bigint;
+  readonly #dbInitialSharedVersion: string;
+  /** The package that defines the db module's types (the first version, when the package was upgraded). */
+  readonly #typePackage: string;
+  readonly #lock = new Mutex();
+  readonly #listeners = new Set<() => void>();
+  readonly #badges = new Map<string, BadgeRef>();
+  #coins: Map<string, CoinRef> | undefined;
+  #gasPrice: { price: bigint; epoch: bigint; at: number } | undefined;
+  #dbJson: { json: Record<string, unknown>; at: number } | undefined;
+  #ticketsTable: string | undefined;
+  #randomInitialSharedVersion: string | undefined;
+  #pending: Signed | undefined;
+  #lastRead: { at: number; caughtUp: boolean; checkpoint: bigint | undefined } | undefined;
+  #lag: { value: SuiIndexerLag; at: number } | undefined;
+  readonly #checkpointTimes = new Map<bigint, number>();
+  #closing: Promise<void> | undefined;
+
+  private constructor(init: {
+    client: SuiGrpcClient;
+    keypair: Ed25519Keypair;
+    address: string;
+    log: Logger;
+    url: string;
+    timeoutMs: number;
+    cap: bigint;
+    packageId: string;
+    atomaDbId: string;
+    dbInitialSharedVersion: string;
+    typePackage: string;
+  }) {
+    this.#client = init.client;
+    this.#keypair = init.keypair;
+    this.signerAddress = init.address;
+    this.#log = init.log;
+    this.#url = init.url;
+    this.#timeoutMs = init.timeoutMs;
+    this.#cap = init.cap;
+    this.packageId = init.packageId;
+    this.atomaDbId = init.atomaDbId;
+    this.#dbInitialSharedVersion = init.dbInitialSharedVersion;
+    this.#typePackage = init.typePackage;
+    this.events = { id: `sui:${init.packageId}`, readPage: (cursor) => this.#readPage(cursor) };
+  }
+
+  /**
+   * Validates the options, loads the signing key, and checks the AtomaDb object on the fullnode (which must
+   * answer). Throws SuiConfigError (one line) for a bad option, keystore or object, ChainUnavailableError
+   * when the fullnode cannot be reached.
+   */
+  static async open(options: SuiNetworkOptions, log: Logger): Promise<SuiNetwork> {
+    const url = parseUrl(options.url);
+    const packageId = parseObjectId('package id', options.packageId);
+    const atomaDbId = parseObjectId('AtomaDb id', options.atomaDbId);
+    const cap = toU64(options.gasBudgetCap);
+    if (cap === undefined || BigInt(cap) === 0n) {
+      throw new SuiConfigError(
+        `gas budget cap "${String(options.gasBudgetCap)}" is not a positive u64 (MIST)`,
+      );
+    }
+    let configuredVersion: bigint | undefined;
+    if (options.atomaDbInitialSharedVersion !== undefined) {
+      const v = toU64(options.atomaDbInitialSharedVersion);
+      if (v === undefined || BigInt(v) === 0n) {
+        throw new SuiConfigError(
+          `AtomaDb initial shared version "${String(options.atomaDbInitialSharedVersion)}" is not a positive u64`,
+        );
+      }
+      configuredVersion = BigInt(v);
+    }
+    let signer: ReturnType<typeof loadKeystore>;
+    try {
+      signer = loadKeystore(options.keystorePath, options.address);
+    } catch (error) {
+      if (error instanceof KeystoreError) throw new SuiConfigError(error.message);
+      throw error;
+    }
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const client = options.transport
+      ? new SuiGrpcClient({ network: 'unknown', transport: options.transport })
+      : new SuiGrpcClient({ network: 'unknown', baseUrl: url, fetch: markingFetch });
+
+    const unreachable = (error: unknown) =>
+      new ChainUnavailableError(`cannot reach the Sui fullnode at ${url}: ${(error as Error).message}`, 5, {
+        cause: error,
+      });
+    let chain: string;
+    try {
+      const { response } = await client.ledgerService.getServiceInfo(
+        {},
+        { abort: AbortSignal.timeout(timeoutMs) },
+      );
+      chain = `${response.chain ?? 'unnamed chain'} (${response.chainId ?? 'unknown id'})`;
+    } catch (error) {
+      throw unreachable(error);
+    }
+    let db: Awaited<ReturnType<typeof client.getObjects<{ json: true }>>>['objects'][number] | undefined;
+    try {
+      [db] = (
+        await client.getObjects({
+          objectIds: [atomaDbId],
+          include: { json: true },
+          signal: AbortSignal.timeout(timeoutMs),
+        })
+      ).objects;
+    } catch (error) {
+      throw unreachable(error);
+    }
+    if (!db || db instanceof Error) {
+      if (db instanceof ObjectError && db.reason === 'notFound') {
+        throw new SuiConfigError(
+          `AtomaDb object ${atomaDbId} does not exist on the fullnode at ${url} (check the id and the network)`,
+        );
+      }
+      throw unreachable(db ?? new Error('no answer for the AtomaDb object'));
+    }
+    const type = /^(0x[0-9a-f]{64})::db::AtomaDb$/.exec(db.type);
+    if (!type)
+      throw new SuiConfigError(`object ${atomaDbId} is a ${db.type || 'package'}, not an Atoma db::AtomaDb`);
+    if (db.owner.$kind !== 'Shared') {
+      throw new SuiConfigError(
+        `object ${atomaDbId} is not a shared object (owner: ${db.owner.$kind}): it is not the AtomaDb`,
+      );
+    }
+    const initialSharedVersion = db.owner.Shared.initialSharedVersion;
+    if (configuredVersion !== undefined && configuredVersion !== BigInt(initialSharedVersion)) {
+      throw new SuiConfigError(
+        `AtomaDb initial shared version is configured as ${configuredVersion}, but the object's is ${initialSharedVersion}`,
+      );
+    }
+    const typePackage = type[1]!;
+    const network = new SuiNetwork({
+      client,
+      keypair: signer.keypair,
+      address: signer.address,
+      log,
+      url,
+      timeoutMs,
+      cap: BigInt(cap),
+      packageId,
+      atomaDbId,
+      dbInitialSharedVersion: initialSharedVersion,
+      typePackage,
+    });
+    network.#dbJson = { json: db.json ?? {}, at: Date.now() };
+    log.info(
+      {
+        chain,
+        url,
+        address: signer.address,
+        packageId,
+        atomaDbId,
+        initialSharedVersion,
+        ...(typePackage === packageId ? {} : { typePackage }),
+      },
+      'connected to the Sui fullnode',
+    );
+    return network;
+  }
+
+  // --- Chain -----------------------------------------------------------------------------------------------
+
+  submit(operation: Operation, gas?: GasOptions): Promise<Submission> {
+    if (this.#closing) return Promise.reject(new ChainUnavailableError('the Sui adapter is closed'));
+    return this.#lock.run(() => this.#submit(operation, gas ?? {}));
+  }
+
+  async listBadges(): Promise<Badge[]> {
+    const badges: BadgeRef[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: SuiClientTypes.ListOwnedObjectsResponse<{ json: true }> = await this.#read(
+        'list the NodeBadges',
+        (signal) =>
+          this.#client.listOwnedObjects({
+            owner: this.signerAddress,
+            type: `${this.#typePackage}::db::NodeBadge`,
+            include: { json: true },
+            limit: 50,
+            cursor,
+            signal,
+          }),
+      );
+      for (const object of page.objects) {
+        const smallId = toU64((object.json as { small_id?: { inner?: unknown } } | null)?.small_id?.inner);
+        if (smallId === undefined) continue;
+        badges.push({
+          objectId: normalizeSuiObjectId(object.objectId),
+          version: object.version,
+          digest: object.digest,
+          node_small_id: smallId,
+        });
+      }
+      cursor = page.hasNextPage ? page.cursor : null;
+    } while (cursor);
+    // Refs read outside the lock could be older than those the last transaction left: keep the newer.
+    for (const badge of badges) {
+      const known = this.#badges.get(badge.objectId);
+      if (!known || BigInt(known.version) < BigInt(badge.version)) this.#badges.set(badge.objectId, badge);
+    }
+    return badges
+      .map((b) => ({ badge_id: b.objectId, node_small_id: b.node_small_id }))
+      .sort((a, b) => (BigInt(a.node_small_id) < BigInt(b.node_small_id) ? -1 : 1));
+  }
+
+  async currentEpoch(): Promise<U64> {
+    const { epoch } = await this.#fetchGasPrice(true);
+    return normalizeU64(epoch);
+  }
+
+  async parameters(): Promise<ChainParameters> {
+    const json = await this.#atomaDbJson();
+    const k = toU64(json.cross_validation_extra_nodes_count);
+    if (k === undefined) {
+      throw new ChainUnavailableError(
+        'the AtomaDb object has no cross_validation_extra_nodes_count (not an Atoma db?)',
+      );
+    }
+    return { cross_validation_extra_nodes_count: Number(k) };
+  }
+
+  async getTicket(stackSmallId: U64): Promise<ChainTicket | undefined> {
+    const table = await this.#ticketsTableId();
+    const key = bcs.u64().serialize(BigInt(stackSmallId)).toBytes();
+    const fieldId = deriveDynamicFieldID(
+      table,
+      `0x2::dynamic_object_field::Wrapper<${this.#typePackage}::db::StackSmallId>`,
+      key,
+    );
+    const field = await this.#object(fieldId, 'read a settlement ticket');
+    if (!field) return undefined;
+    const childId = (field.json as { value?: unknown } | null)?.value;
+    if (typeof childId !== 'string')
+      throw new ChainUnavailableError(`ticket field ${fieldId} has no object id`);
+    const ticket = await this.#object(childId, 'read a settlement ticket');
+    if (!ticket) return undefined;
+    return parseTicket(ticket.json ?? {}, childId);
+  }
+
+  onNewEvents(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  /** Refuses new submissions and waits for the one in progress. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await this.#lock.run(async () => undefined);
+      this.#listeners.clear();
+    })();
+    return this.#closing;
+  }
+
+  // --- indexer lag -------------------------------------------------------------------------------------------
+
+  /**
+   * How far the event source's last read is behind the chain head; undefined before its first read.
+   * Measures the source's read position, which the indexer commits right after reading.
+   */
+  async lag(): Promise<SuiIndexerLag | undefined> {
+    const last = this.#lastRead;
+    if (!last) return undefined;
+    if (this.#lag && Date.now() - this.#lag.at < LAG_TTL_MS) return this.#lag.value;
+    const { response } = await this.#read('read the chain head', (signal) =>
+      this.#client.ledgerService.getServiceInfo({}, { abort: signal }),
+    );
+    const head = response.checkpointHeight ?? 0n;
+    const headMs = timestampMs(response.timestamp) ?? Date.now();
+    let value: SuiIndexerLag;
+    if (last.caughtUp) {
+      value = {
+        caught_up: true,
+        seconds: Math.max(0, (Math.min(Date.now(), headMs) - last.at) / 1000),
+        checkpoints: null,
+        head_checkpoint: normalizeU64(head),
+      };
+    } else if (last.checkpoint === undefined) {
+      value = { caught_up: false, seconds: null, checkpoints: null, head_checkpoint: normalizeU64(head) };
+    } else {
+      const eventMs = await this.#checkpointTime(last.checkpoint);
+      value = {
+        caught_up: false,
+        seconds: eventMs === undefined ? null : Math.max(0, (headMs - eventMs) / 1000),
+        checkpoints: head > last.checkpoint ? Number(head - last.checkpoint) : 0,
+        head_checkpoint: normalizeU64(head),
+      };
+    }
+    this.#lag = { value, at: Date.now() };
+    return value;
+  }
+
+  // --- events ------------------------------------------------------------------------------------------------
+
+  async #readPage(cursor: string | null): Promise<EventPage> {
+    const page = await this.#read('list the db events', (signal) =>
+      this.#client.listEvents({
+        // Events whose type the db module declares: the same filter before and after a package upgrade.
+        filter: { eventType: `${this.#typePackage}::db` },
+        limit: EVENT_PAGE_SIZE,
+        ...(cursor === null ? {} : { after: cursor }),
+        signal,
+      }),
+    );
+    const events = page.events.map((event): RawEvent => {
+      const index = event.eventIndex;
+      const raw = {
+        id: { txDigest: event.transactionDigest, eventSeq: String(index) },
+        packageId: event.packageId,
+        transactionModule: event.module,
+        sender: event.sender,
+        type: event.eventType,
+        parsedJson: parsedJsonFromBcs(event.eventType, event.bcs) ?? event.json,
+      };
+      return { position: `sui:${event.transactionDigest}:${index}`, raw };
+    });
+    const last = page.events.at(-1)?.checkpoint;
+    this.#lag = undefined;
+    this.#lastRead = {
+      at: Date.now(),
+      caughtUp: !page.hasNextPage,
+      checkpoint: last === null || last === undefined ? this.#lastRead?.checkpoint : BigInt(last),
+    };
+    return { events, nextCursor: page.endCursor ?? cursor, hasMore: page.hasNextPage };
+  }
+
+  async #checkpointTime(sequence: bigint): Promise<number | undefined> {
+    const known = this.#checkpointTimes.get(sequence);
+    if (known !== undefined) return known;
+    const { response } = await this.#read('read a checkpoint', (signal) =>
+      this.#client.ledgerService.getCheckpoint(
+        {
+          checkpointId: { oneofKind: 'sequenceNumber', sequenceNumber: sequence },
+          readMask: { paths: ['summary.timestamp'] },
+        },
+        { abort: signal },
+      ),
+    );
+    const ms = timestampMs(response.checkpoint?.summary?.timestamp);
+    if (ms !== undefined) {
+      if (this.#checkpointTimes.size > 64) this.#checkpointTimes.clear();
+      this.#checkpointTimes.set(sequence, ms);
+    }
+    return ms;
+  }
+
+  // --- submission --------------------------------------------------------------------------------------------
+
+  async #submit(operation: Operation, gas: GasOptions): Promise<Submission> {
+    const call = moveCall(operation);
+    await this.#resolvePending();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const signed = await this.#prepare(call, gas);
+        return await this.#execute(signed);
+      } catch (error) {
+        if (!(error instanceof Refused)) throw error;
+        // The fullnode refused before executing, most likely over an object version another client of
+        // this address moved on: read every ref afresh and build again, once.
+        this.#forgetRefs();
+        if (attempt >= 2) {
+          throw new ChainUnavailableError(`the Sui fullnode refused the transaction: ${error.message}`, 5, {
+            cause: error,
+          });
+        }
+        this.#log.warn(
+          { err: error.message },
+          'the fullnode refused the transaction; rebuilding it with fresh object refs',
+        );
+      }
+    }
+  }
+
+  /** Builds, budgets and signs one transaction. */
+  async #prepare(call: MoveCall, gas: GasOptions): Promise<Signed> {
+    const badge = call.badge ? await this.#badgeRef(call.badge) : undefined;
+    const randomVersion = call.random ? await this.#randomVersion() : undefined;
+    const price = await this.#price(gas.gas_price);
+    const build = (payment: CoinRef[], budget: bigint) => {
+      const tx = new Transaction();
+      tx.setSender(this.signerAddress);
+      tx.setGasPrice(price);
+      tx.setGasBudget(budget);
+      tx.setGasPayment(payment.map(({ objectId, version, digest }) => ({ objectId, version, digest })));
+      const args = [
+        tx.sharedObjectRef({
+          objectId: this.atomaDbId,
+          initialSharedVersion: this.#dbInitialSharedVersion,
+          mutable: true,
+        }),
+        ...(badge
+          ? [tx.objectRef({ objectId: badge.objectId, version: badge.version, digest: badge.digest })]
+          : []),
+        ...call.args(tx),
+        ...(randomVersion === undefined
+          ? []
+          : [
+              tx.sharedObjectRef({
+                objectId: RANDOM_ID,
+                initialSharedVersion: randomVersion,
+                mutable: false,
+              }),
+            ]),
+      ];
+      tx.moveCall({ target: `${this.packageId}::db::${call.function}`, arguments: args });
+      return tx.build();
+    };
+
+    let budget: bigint;
+    if (gas.gas_budget !== undefined) {
+      budget = u64Argument(gas.gas_budget, 'gas_budget');
+      this.#checkCap(budget);
+    } else {
+      // Simulate with everything the signer can pay (up to the cap), then budget what it used plus a margin.
+      const probe = await this.#payment(undefined, gas.gas);
+      const available = probe.reduce((sum, coin) => sum + coin.balance, 0n);
+      const probeBudget = minBig(minBig(available, this.#cap), MAX_TX_GAS);
+      const simulated = await this.#simulate(await build(probe, probeBudget));
+      const status = simulated.effects?.status;
+      const kind = status?.error?.kind;
+      if (status?.success !== true && kind === GrpcTypes.ExecutionError_ExecutionErrorKind.INSUFFICIENT_GAS) {
+        if (probeBudget < available) {
+          throw new ChainRejectedError(
+            'gas_budget_too_high',
+            `the transaction needs more gas than the largest budget it may use, ${probeBudget} MIST (the cap is ${this.#cap} MIST)`,
+          );
+        }
+        throw new ChainRejectedError(
+          'insufficient_gas',
+          `the gas coins of ${this.signerAddress} hold ${available} MIST, not enough for this transaction; fund the address`,
+        );
+      }
+      const used = simulated.effects?.gasUsed;
+      const base = (used?.computationCost ?? 0n) + (used?.storageCost ?? 0n);
+      const withMargin = base + (base * GAS_MARGIN_PERCENT + 99n) / 100n;
+      const floor = MIN_BUDGET_UNITS * price;
+      budget = withMargin > floor ? withMargin : floor;
+      if (budget > this.#cap) {
+        throw new ChainRejectedError(
+          'gas_budget_too_high',
+          `the transaction needs a gas budget of ${budget} MIST (simulated ${base} plus ${GAS_MARGIN_PERCENT}%), above the cap of ${this.#cap} MIST`,
+        );
+      }
+    }
+    const payment = await this.#payment(budget, gas.gas);
+    const bytes = await build(payment, budget);
+    const { signature } = await this.#keypair.signTransaction(bytes);
+    return { bytes, signature, digest: TransactionDataBuilder.getDigestFromBytes(bytes), payment };
+  }
+
+  #checkCap(budget: bigint): void {
+    if (budget > this.#cap) {
+      throw new ChainRejectedError(
+        'gas_budget_too_high',
+        `gas budget ${budget} MIST is above the configured cap of ${this.#cap} MIST`,
+      );
+    }
+  }
+
+  async #simulate(bytes: Uint8Array): Promise<GrpcTypes.ExecutedTransaction> {
+    try {
+      const { response } = await this.#client.transactionExecutionService.simulateTransaction(
+        {
+          transaction: { bcs: { value: bytes } },
+          readMask: { paths: ['transaction.effects.status', 'transaction.effects.gas_used'] },
+          checks: GrpcTypes.SimulateTransactionRequest_TransactionChecks.ENABLED,
+          doGasSelection: false,
+        },
+        { abort: AbortSignal.timeout(this.#timeoutMs) },
+      );
+      return response.transaction ?? EMPTY_EXECUTED;
+    } catch (error) {
+      if (failureOf(error) === 'refused') throw new Refused((error as Error).message);
+      throw new ChainUnavailableError(
+        `cannot simulate on the Sui fullnode at ${this.#url}: ${(error as Error).message}`,
+        5,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /**
+   * Sends the signed bytes, re-sending the same bytes (which cannot execute twice) when the outcome is
+   * unknown. Throws Refused when nothing executed and the fullnode said no, ChainUnavailableError when it
+   * could not be reached at all, ChainOutcomeUnknownError when it may have executed.
+   */
+  async #execute(signed: Signed): Promise<Submission> {
+    let sent = false;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < EXECUTE_ATTEMPTS; attempt++) {
+      if (attempt > 0) await sleep(250 * 2 ** attempt);
+      try {
+        const { response } = await this.#client.transactionExecutionService.executeTransaction(
+          {
+            transaction: { bcs: { value: signed.bytes } },
+            signatures: [
+              { bcs: { value: fromBase64(signed.signature) }, signature: { oneofKind: undefined } },
+            ],
+            readMask: { paths: EXECUTED_PATHS },
+          },
+          { abort: AbortSignal.timeout(this.#timeoutMs * 4) },
+        );
+        return this.#executed(response.transaction ?? EMPTY_EXECUTED, signed);
+      } catch (error) {
+        lastError = error;
+        const failure = failureOf(error);
+        if (failure === 'refused') {
+          // If an earlier attempt got through, this refusal may be about the versions it consumed.
+          if (sent) {
+            const found = await this.#lookUp(signed);
+            if (found) return found;
+          }
+          throw new Refused((error as Error).message);
+        }
+        if (failure === 'unknown') sent = true;
+      }
+    }
+    const detail = (lastError as Error).message;
+    if (!sent) {
+      throw new ChainUnavailableError(`cannot reach the Sui fullnode at ${this.#url}: ${detail}`, 5, {
+        cause: lastError,
+      });
+    }
+    const found = await this.#lookUp(signed).catch(() => undefined);
+    if (found) return found;
+    this.#pending = signed;
+    this.#forgetRefs();
+    throw new ChainOutcomeUnknownError(signed.digest, detail);
+  }
+
+  /** The executed transaction by digest, or undefined when the fullnode does not know it. */
+  async #lookUp(signed: Signed): Promise<Submission | undefined> {
+    try {
+      const { response } = await this.#client.ledgerService.getTransaction(
+        { digest: signed.digest, readMask: { paths: EXECUTED_PATHS } },
+        { abort: AbortSignal.timeout(this.#timeoutMs) },
+      );
+      return response.transaction ? this.#executed(response.transaction, signed) : undefined;
+    } catch (error) {
+      if (error instanceof RpcError && error.code === 'NOT_FOUND') return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Settles a transaction whose outcome was unknown before anything else is built: its objects may be locked
+   * for it, so either it executed (adopt its effects) or the same bytes are sent again.
+   */
+  async #resolvePending(): Promise<void> {
+    const pending = this.#pending;
+    if (!pending) return;
+    let submission: Submission | undefined;
+    try {
+      submission = (await this.#lookUp(pending)) ?? (await this.#execute(pending));
+    } catch (error) {
+      if (error instanceof Refused) {
+        // It can no longer execute (its object versions are gone): it never will.
+        this.#log.warn(
+          { digest: pending.digest, err: error.message },
+          'an earlier transaction of unknown outcome was not executed',
+        );
+        this.#pending = undefined;
+        this.#forgetRefs();
+        return;
+      }
+      if (error instanceof ChainOutcomeUnknownError) {
+        throw new ChainUnavailableError(
+          `the outcome of the earlier transaction ${pending.digest} is still unknown; retry shortly`,
+          5,
+        );
+      }
+      throw error;
+    }
+    this.#pending = undefined;
+    this.#log.warn(
+      { digest: pending.digest, status: submission.status },
+      'an earlier transaction of unknown outcome is now known to have executed',
+    );
+  }
+
+  /** Maps an executed transaction to a Submission, keeping the owned refs and the gas price current. */
+  #executed(executed: GrpcTypes.ExecutedTransaction, signed: Signed): Submission {
+    const effects = executed.effects;
+    const digest = executed.digest ?? effects?.transactionDigest ?? signed.digest;
+    const success = effects?.status?.success === true;
+    const gasUsed = effects?.gasUsed;
+    const gas_used: GasUsed = {
+      computation_cost: normalizeU64(gasUsed?.computationCost ?? 0n),
+      storage_cost: normalizeU64(gasUsed?.storageCost ?? 0n),
+      storage_rebate: normalizeU64(gasUsed?.storageRebate ?? 0n),
+    };
+    const time = timestampMs(executed.timestamp);
+    const events = success
+      ? (executed.events?.events ?? []).map((event, index) => this.#suiEvent(event, digest, index, time))
+      : [];
+    if (this.#pending?.digest === digest) this.#pending = undefined;
+    this.#applyEffects(effects, signed.payment, events);
+    const submission: Submission = {
+      digest,
+      status: success ? 'success' : 'failure',
+      events,
+      gas_used,
+      // The gRPC event cursor is an opaque watermark that execution does not report.
+      cursor: '',
+    };
+    if (!success) submission.abort = decodeExecutionError(effects?.status?.error);
+    if (success && events.length > 0) {
+      for (const listener of this.#listeners) {
+        try {
+          listener();
+        } catch {
+          // A listener's failure is its own; the transaction is final.
+        }
+      }
+    }
+    return submission;
+  }
+
+  #suiEvent(
+    event: GrpcTypes.Event,
+    digest: string,
+    index: number,
+    time: number | undefined,
+  ): Record<string, unknown> {
+    const type = normalizeStructTag(event.eventType ?? '');
+    const json: Record<string, unknown> = {
+      id: { txDigest: event.transactionDigest ?? digest, eventSeq: String(event.eventIndex ?? index) },
+      packageId: normalizeSuiAddress(event.packageId ?? '0x0'),
+      transactionModule: event.module ?? '',
+      sender: normalizeSuiAddress(event.sender ?? this.signerAddress),
+      type,
+      parsedJson:
+        parsedJsonFromBcs(type, event.contents?.value ?? new Uint8Array()) ??
+        protoValueToJson(event.json) ??
+        null,
+    };
+    if (time !== undefined) json.timestampMs = String(time);
+    return json;
+  }
+
+  /** Follows the owned objects the transaction changed: new versions, deletions, and the gas paid. */
+  #applyEffects(
+    effects: GrpcTypes.TransactionEffects | undefined,
+    payment: CoinRef[],
+    events: unknown[],
+  ): void {
+    if (!effects) {
+      this.#forgetRefs();
+      return;
+    }
+    if (effects.epoch !== undefined && this.#gasPrice && this.#gasPrice.epoch !== effects.epoch)
+      this.#gasPrice = undefined;
+    const used = effects.gasUsed;
+    const net = (used?.computationCost ?? 0n) + (used?.storageCost ?? 0n) - (used?.storageRebate ?? 0n);
+    const paid = payment.reduce((sum, coin) => sum + coin.balance, 0n) - net;
+    const registered = new Map<string, U64>();
+    for (const event of events as {
+      type?: string;
+      parsedJson?: { badge_id?: string; node_small_id?: { inner?: unknown } };
+    }[]) {
+      const smallId = toU64(event.parsedJson?.node_small_id?.inner);
+      if (
+        event.type?.endsWith('::db::NodeRegisteredEvent') &&
+        event.parsedJson?.badge_id &&
+        smallId !== undefined
+      ) {
+        registered.set(normalizeSuiObjectId(event.parsedJson.badge_id), smallId);
+      }
+    }
+    for (const change of effects.changedObjects) {
+      if (!change.objectId) continue;
+      const id = normalizeSuiObjectId(change.objectId);
+      const owner = change.outputOwner;
+      const ours =
+        change.outputState === GrpcTypes.ChangedObject_OutputObjectState.OBJECT_WRITE &&
+        owner?.kind === GrpcTypes.Owner_OwnerKind.ADDRESS &&
+        owner.address !== undefined &&
+        normalizeSuiAddress(owner.address) === this.signerAddress;
+      if (!ours) {
+        this.#badges.delete(id);
+        this.#coins?.delete(id);
+        continue;
+      }
+      const ref = {
+        objectId: id,
+        version: String(change.outputVersion ?? 0n),
+        digest: change.outputDigest ?? '',
+      };
+      const badge = this.#badges.get(id);
+      if (badge) this.#badges.set(id, { ...badge, ...ref });
+      const smallId = registered.get(id);
+      if (smallId !== undefined) this.#badges.set(id, { ...ref, node_small_id: smallId });
+      const coin = this.#coins?.get(id);
+      if (coin)
+        this.#coins!.set(id, {
+          ...ref,
+          balance: id === payment[0]?.objectId ? (paid > 0n ? paid : 0n) : coin.balance,
+        });
+      else if (id === payment[0]?.objectId) this.#coins?.set(id, { ...ref, balance: paid > 0n ? paid : 0n });
+    }
+  }
+
+  #forgetRefs(): void {
+    this.#badges.clear();
+    this.#coins = undefined;
+  }
+
+  // --- object refs and gas -------------------------------------------------------------------------------------
+
+  /** The badge at its current version; refused unless the signer owns it with that node id. */
+  async #badgeRef(badge: Badge): Promise<BadgeRef> {
+    const wanted =
+      typeof badge?.badge_id === 'string' && OBJECT_ID.test(badge.badge_id)
+        ? normalizeSuiObjectId(badge.badge_id)
+        : undefined;
+    const notOwned = () =>
+      new ChainRejectedError(
+        'badge_not_owned',
+        `NodeBadge ${String(badge?.badge_id)} of node ${String(badge?.node_small_id)} is not owned by ${this.signerAddress}`,
+      );
+    if (!wanted) throw notOwned();
+    const smallId = toU64(badge.node_small_id);
+    const known = this.#badges.get(wanted);
+    if (known) {
+      if (smallId === undefined || BigInt(known.node_small_id) !== BigInt(smallId)) throw notOwned();
+      return known;
+    }
+    const object = await this.#object(wanted, 'read the NodeBadge');
+    const json = object?.json as { small_id?: { inner?: unknown } } | null | undefined;
+    const inner = toU64(json?.small_id?.inner);
+    if (
+      object?.owner.$kind !== 'AddressOwner' ||
+      normalizeSuiAddress(object.owner.AddressOwner) !== this.signerAddress ||
+      object.type !== normalizeStructTag(`${this.#typePackage}::db::NodeBadge`) ||
+      inner === undefined ||
+      smallId === undefined ||
+      BigInt(inner) !== BigInt(smallId)
+    ) {
+      throw notOwned();
+    }
+    const ref: BadgeRef = {
+      objectId: wanted,
+      version: object.version,
+      digest: object.digest,
+      node_small_id: inner,
+    };
+    this.#badges.set(wanted, ref);
+    return ref;
+  }
+
+  /**
+   * The coins that pay: the named one (which must be the signer's SUI coin), else the signer's largest
+   * coins until they cover `budget` (all of them, up to Sui's limit, when budget is undefined).
+   */
+  async #payment(budget: bigint | undefined, coinId: string | undefined): Promise<CoinRef[]> {
+    if (coinId !== undefined) {
+      const coin = await this.#namedCoin(coinId);
+      if (budget !== undefined && coin.balance < budget) {
+        throw new ChainRejectedError(
+          'insufficient_gas',
+          `gas coin ${coin.objectId} holds ${coin.balance} MIST, less than the gas budget of ${budget} MIST`,
+        );
+      }
+      return [coin];
+    }
+    for (let fresh = false; ; fresh = true) {
+      const coins = [...(await this.#coinList(fresh)).values()].sort((a, b) =>
+        a.balance === b.balance ? 0 : a.balance > b.balance ? -1 : 1,
+      );
+      if (coins.length === 0) {
+        if (!fresh) continue;
+        throw new ChainRejectedError(
+          'no_gas_coin',
+          `the signer ${this.signerAddress} owns no SUI coin to pay gas; send it SUI (on testnet: the faucet) and retry`,
+        );
+      }
+      const chosen: CoinRef[] = [];
+      let sum = 0n;
+      for (const coin of coins.slice(0, MAX_GAS_COINS)) {
+        chosen.push(coin);
+        sum += coin.balance;
+        if (budget !== undefined ? sum >= budget : sum >= this.#cap) break;
+      }
+      if (budget === undefined || sum >= budget) return chosen;
+      if (!fresh) continue;
+      throw new ChainRejectedError(
+        'insufficient_gas',
+        `the SUI coins of ${this.signerAddress} hold ${sum} MIST, less than the gas budget of ${budget} MIST; fund the address`,
+      );
+    }
+  }
+
+  async #namedCoin(coinId: string): Promise<CoinRef> {
+    const id =
+      typeof coinId === 'string' && OBJECT_ID.test(coinId) ? normalizeSuiObjectId(coinId) : undefined;
+    const notOwned = () =>
+      new ChainRejectedError(
+        'gas_coin_not_owned',
+        `gas coin ${String(coinId)} is not a SUI coin of ${this.signerAddress}`,
+      );
+    if (!id) throw notOwned();
+    const known = (await this.#coinList(false)).get(id) ?? (await this.#coinList(true)).get(id);
+    if (!known) throw notOwned();
+    return known;
+  }
+
+  /** The signer's SUI coins, listed once and then followed through effects. */
+  async #coinList(refresh: boolean): Promise<Map<string, CoinRef>> {
+    if (this.#coins && !refresh) return this.#coins;
+    const coins = new Map<string, CoinRef>();
+    let cursor: string | null = null;
+    do {
+      const page: SuiClientTypes.ListCoinsResponse = await this.#read('list the gas coins', (signal) =>
+        this.#client.listCoins({ owner: this.signerAddress, limit: 50, cursor, signal }),
+      );
+      for (const coin of page.objects) {
+        const id = normalizeSuiObjectId(coin.objectId);
+        coins.set(id, {
+          objectId: id,
+          version: coin.version,
+          digest: coin.digest,
+          balance: BigInt(coin.balance),
+        });
+      }
+      cursor = page.hasNextPage ? page.cursor : null;
+    } while (cursor && coins.size < 1000);
+    this.#coins = coins;
+    return coins;
+  }
+
+  async #price(requested: U64 | undefined): Promise<bigint> {
+    const { price: reference } = await this.#fetchGasPrice();
+    if (requested === undefined) return reference;
+    const price = u64Argument(requested, 'gas_price');
+    if (price < reference) {
+      throw new ChainRejectedError(
+        'gas_price_too_low',
+        `gas price ${price} is below the reference gas price ${reference}`,
+      );
+    }
+    return price;
+  }
+
+  /** The epoch and its reference gas price, cached (and dropped when an effect shows a new epoch). */
+  async #fetchGasPrice(fresh = false): Promise<{ price: bigint; epoch: bigint }> {
+    if (!fresh && this.#gasPrice && Date.now() - this.#gasPrice.at < GAS_PRICE_TTL_MS) return this.#gasPrice;
+    const { response } = await this.#read('read the epoch', (signal) =>
+      this.#client.ledgerService.getEpoch(
+        { readMask: { paths: ['epoch', 'reference_gas_price'] } },
+        { abort: signal },
+      ),
+    );
+    const price = response.epoch?.referenceGasPrice;
+    const epoch = response.epoch?.epoch;
+    if (price === undefined || epoch === undefined)
+      throw new ChainUnavailableError('the fullnode did not report the epoch');
+    this.#gasPrice = { price, epoch, at: Date.now() };
+    return this.#gasPrice;
+  }
+
+  async #randomVersion(): Promise<string> {
+    if (this.#randomInitialSharedVersion) return this.#randomInitialSharedVersion;
+    const random = await this.#object(RANDOM_ID, 'read the Random object');
+    if (random?.owner.$kind !== 'Shared') {
+      throw new ChainUnavailableError(
+        'the fullnode has no shared Random object (0x8); the network lacks randomness',
+      );
+    }
+    this.#randomInitialSharedVersion = random.owner.Shared.initialSharedVersion;
+    return this.#randomInitialSharedVersion;
+  }
+
+  async #atomaDbJson(): Promise<Record<string, unknown>> {
+    if (this.#dbJson && Date.now() - this.#dbJson.at < PARAMETERS_TTL_MS) return this.#dbJson.json;
+    const db = await this.#object(this.atomaDbId, 'read the AtomaDb object');
+    if (!db) throw new ChainUnavailableError(`the AtomaDb object ${this.atomaDbId} no longer exists`);
+    this.#dbJson = { json: db.json ?? {}, at: Date.now() };
+    return this.#dbJson.json;
+  }
+
+  async #ticketsTableId(): Promise<string> {
+    if (this.#ticketsTable) return this.#ticketsTable;
+    const table = (await this.#atomaDbJson()).stack_settlement_tickets as { id?: unknown } | undefined;
+    if (typeof table?.id !== 'string' || !OBJECT_ID.test(table.id)) {
+      throw new ChainUnavailableError('the AtomaDb object has no stack_settlement_tickets table');
+    }
+    this.#ticketsTable = normalizeSuiObjectId(table.id);
+    return this.#ticketsTable;
+  }
+
+  /** One object with its JSON, or undefined when it does not exist. */
+  async #object(id: string, what: string) {
+    const {
+      objects: [object],
+    } = await this.#read(what, (signal) =>
+      this.#client.getObjects({ objectIds: [id], include: { json: true }, signal }),
+    );
+    if (object instanceof ObjectError && object.reason === 'notFound') return undefined;
+    if (!object || object instanceof Error) {
+      throw new ChainUnavailableError(
+        `cannot ${what} on the Sui fullnode: ${object?.message ?? 'no answer'}`,
+        5,
+        {
+          cause: object,
+        },
+      );
+    }
+    return object;
+  }
+
+  /** A read call with a deadline; any failure is ChainUnavailableError naming what was being read. */
+  async #read<T>(what: string, call: (signal: AbortSignal) => PromiseLike<T>): Promise<T> {
+    try {
+      return await call(AbortSignal.timeout(this.#timeoutMs));
+    } catch (error) {
+      if (error instanceof ChainUnavailableError || error instanceof ChainRejectedError) throw error;
+      throw new ChainUnavailableError(
+        `cannot ${what} on the Sui fullnode at ${this.#url}: ${(error as Error).message}`,
+        5,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+}
+
+// --- the Move calls (contracts.md §0, §2) ---------------------------------------------------------------------
+
+/**
+ * The db entry function of an operation and its arguments after (AtomaDb, badge), in the Move signature's
+ * order. Malformed arguments are refused here, before anything is built.
+ */
+function moveCall(op: Operation): MoveCall {
+  const call = (fn: string, badge: Badge | undefined, args: MoveCall['args'], random = false): MoveCall => ({
+    function: fn,
+    badge,
+    args,
+    random,
+  });
+  switch (op.kind) {
+    case 'register_node':
+      return call('register_node_entry', undefined, () => []);
+    case 'add_node_to_model': {
+      const model = asciiArgument(op.model_name, 'model_name');
+      const echelon = u64Argument(op.echelon_id, 'echelon_id');
+      return call('add_node_to_model', op.badge, (tx) => [tx.pure.string(model), tx.pure.u64(echelon)]);
+    }
+    case 'subscribe_node_to_task':
+    case 'update_node_subscription': {
+      const task = u64Argument(op.task_small_id, 'task_small_id');
+      const price = u64Argument(
+        op.price_per_one_million_compute_units,
+        'price_per_one_million_compute_units',
+      );
+      return call(op.kind, op.badge, (tx) => [tx.pure.u64(task), tx.pure.u64(price)]);
+    }
+    case 'unsubscribe_node_from_task': {
+      const task = u64Argument(op.task_small_id, 'task_small_id');
+      return call('unsubscribe_node_from_task', op.badge, (tx) => [tx.pure.u64(task)]);
+    }
+    case 'try_settle_stack': {
+      const stack = u64Argument(op.stack_small_id, 'stack_small_id');
+      const claimed = u64Argument(op.num_claimed_compute_units, 'num_claimed_compute_units');
+      const proof = bytesArgument(op.committed_stack_proof, 'committed_stack_proof');
+      const leaf = bytesArgument(op.stack_merkle_leaf, 'stack_merkle_leaf');
+      return call(
+        'try_settle_stack',
+        op.badge,
+        (tx) => [
+          tx.pure.u64(stack),
+          tx.pure.u64(claimed),
+          tx.pure.vector('u8', proof),
+          tx.pure.vector('u8', leaf),
+        ],
+        true,
+      );
+    }
+    case 'submit_stack_settlement_attestation': {
+      const stack = u64Argument(op.stack_small_id, 'stack_small_id');
+      const proof = bytesArgument(op.committed_stack_proof, 'committed_stack_proof');
+      const leaf = bytesArgument(op.stack_merkle_leaf, 'stack_merkle_leaf');
+      return call('submit_stack_settlement_attestation', op.badge, (tx) => [
+        tx.pure.u64(stack),
+        tx.pure.vector('u8', proof),
+        tx.pure.vector('u8', leaf),
+      ]);
+    }
+    case 'start_attestation_dispute': {
+      const stack = u64Argument(op.stack_small_id, 'stack_small_id');
+      const commitment = bytesArgument(op.attestation_commitment, 'attestation_commitment');
+      return call('start_attestation_dispute', op.badge, (tx) => [
+        tx.pure.u64(stack),
+        tx.pure.vector('u8', commitment),
+      ]);
+    }
+    case 'claim_funds': {
+      const stacks = u64List(op.settled_ticket_ids, 'settled_ticket_ids');
+      return call('claim_funds', op.badge, (tx) => [tx.pure.vector('u64', stacks)]);
+    }
+    case 'claim_funds_for_stacks': {
+      const stacks = u64List(op.stack_small_ids, 'stack_small_ids');
+      const units = u64List(op.num_compute_units_per_stack_to_claim, 'num_compute_units_per_stack_to_claim');
+      return call('claim_funds_for_stacks', op.badge, (tx) => [
+        tx.pure.vector('u64', stacks),
+        tx.pure.vector('u64', units),
+      ]);
+    }
+    default: {
+      const unknown: { kind: string } = op;
+      throw new ChainRejectedError('invalid_argument', `unknown operation ${unknown.kind}`);
+    }
+  }
+}
+
+function u64Argument(value: unknown, name: string): bigint {
+  const parsed = toU64(value);
+  if (parsed === undefined) throw new ChainRejectedError('invalid_argument', `${name} must be a u64`);
+  return BigInt(parsed);
+}
+
+function u64List(value: unknown, name: string): bigint[] {
+  if (!Array.isArray(value))
+    throw new ChainRejectedError('invalid_argument', `${name} must be a list of u64`);
+  return value.map((v, i) => u64Argument(v, `${name}[${i}]`));
+}
+
+function bytesArgument(value: unknown, name: string): Uint8Array {
+  if (!(value instanceof Uint8Array))
+    throw new ChainRejectedError('invalid_argument', `${name} must be bytes`);
+  return value;
+}
+
+function asciiArgument(value: unknown, name: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range is the definition of ASCII.
+  if (typeof value !== 'string' || !/^[\x00-\x7f]*$/.test(value)) {
+    throw new ChainRejectedError('invalid_argument', `${name} must be an ASCII string`);
+  }
+  return value;
+}
+
+// --- helpers -----------------------------------------------------------------------------------------------
+
+function parseUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new SuiConfigError(
+      `Sui fullnode URL "${text}" is not a URL (e.g. https://fullnode.testnet.sui.io:443)`,
+    );
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new SuiConfigError(`Sui fullnode URL "${text}" must be http:// or https://`);
+  }
+  return text.replace(/\/+$/, '');
+}
+
+function parseObjectId(what: string, value: string): string {
+  if (typeof value !== 'string' || !OBJECT_ID.test(value)) {
+    throw new SuiConfigError(
+      `Sui ${what} "${String(value)}" is not an object id (0x and 1 to 64 hex digits)`,
+    );
+  }
+  return normalizeSuiObjectId(value);
+}
+
+function failureOf(error: unknown): Failure {
+  if (!(error instanceof RpcError)) return 'unknown';
+  if (error.message.startsWith(NOT_SENT)) return 'not_sent';
+  switch (error.code) {
+    case 'INVALID_ARGUMENT':
+    case 'FAILED_PRECONDITION':
+    case 'NOT_FOUND':
+    case 'ALREADY_EXISTS':
+    case 'PERMISSION_DENIED':
+    case 'UNAUTHENTICATED':
+    case 'OUT_OF_RANGE':
+    case 'UNIMPLEMENTED':
+    case 'RESOURCE_EXHAUSTED':
+    case 'ABORTED':
+      return 'refused';
+    default:
+      return 'unknown';
+  }
+}
+
+/** fetch, with the failures that prove the request never left marked so that they are told apart. */
+const markingFetch: typeof fetch = (input, init) =>
+  fetch(input, init).catch((error: unknown) => {
+    const cause = (error as { cause?: { code?: unknown } }).cause;
+    const code = typeof cause?.code === 'string' ? cause.code : undefined;
+    if (code && NOT_SENT_CODES.has(code)) throw new Error(`${NOT_SENT}${code}`);
+    throw error;
+  });
+
+function timestampMs(timestamp: { seconds: bigint; nanos: number } | undefined): number | undefined {
+  if (!timestamp) return undefined;
+  return Number(timestamp.seconds) * 1000 + Math.floor(timestamp.nanos / 1_000_000);
+}
+
+function minBig(a: bigint, b: bigint): bigint {
+  return a < b ? a : b;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+type ProtoValue = NonNullable<GrpcTypes.Event['json']>;
+
+/** google.protobuf.Value to plain JSON. */
+function protoValueToJson(value: ProtoValue | undefined): unknown {
+  if (!value) return undefined;
+  const kind = value.kind;
+  switch (kind.oneofKind) {
+    case 'nullValue':
+      return null;
+    case 'numberValue':
+      return kind.numberValue;
+    case 'stringValue':
+      return kind.stringValue;
+    case 'boolValue':
+      return kind.boolValue;
+    case 'structValue':
+      return Object.fromEntries(
+        Object.entries(kind.structValue.fields).map(([k, v]) => [k, protoValueToJson(v)]),
+      );
+    case 'listValue':
+      return kind.listValue.values.map((v) => protoValueToJson(v));
+    default:
+      return null;
+  }
+}
+
+function smallIds(value: unknown): U64[] {
+  if (!Array.isArray(value)) return [];
+  return value
+    .map((v) => toU64((v as { inner?: unknown } | null)?.inner))
+    .filter((v): v is U64 => v !== undefined);
+}
+
+/** A StackSettlementTicket object's JSON (the gRPC rendering) as the daemon's ChainTicket. */
+function parseTicket(json: Record<string, unknown>, id: string): ChainTicket {
+  const stack = toU64((json.stack_small_id as { inner?: unknown } | undefined)?.inner);
+  const node = toU64((json.selected_node_id as { inner?: unknown } | undefined)?.inner);
+  const epoch = toU64(json.dispute_settled_at_epoch);
+  if (stack === undefined || node === undefined || epoch === undefined) {
+    throw new ChainUnavailableError(`object ${id} is not a StackSettlementTicket`);
+  }
+  return {
+    stack_small_id: stack,
+    selected_node_id: node,
+    dispute_settled_at_epoch: epoch,
+    is_in_dispute: json.is_in_dispute === true,
+    requested_attestation_nodes: smallIds(json.requested_attestation_nodes),
+    already_attested_nodes: smallIds(json.already_attested_nodes),
+  };
+}
