@@ -60,7 +60,11 @@ describe('configuration', () => {
       /^invalid NODE_DAEMON_PORT: "abc" is not accepted; expected an integer/,
     ],
     [{ port: '-1' }, {}, /invalid --port: "-1"/],
-    [{ network: 'mainnet' }, {}, /^invalid --network: "mainnet" is not accepted; expected one of dev, sui, none$/],
+    [
+      { network: 'mainnet' },
+      {},
+      /^invalid --network: "mainnet" is not accepted; expected one of dev, sui, none$/,
+    ],
     [
       {},
       { NODE_DAEMON_HOST: 'not a host!' },
