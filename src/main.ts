@@ -1,15 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { CLIENT_COMMANDS, clientHelp, runClient } from './cli/index.ts';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
-import { startDaemon } from './daemon.ts';
-import { rotateToken } from './http/security.ts';
-import { FileEventSource } from './indexer/file-source.ts';
-import { catchUp } from './indexer/run.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
-import { createLogger } from './internal/logger.ts';
 import { VERSION } from './internal/version.ts';
-import { openStore } from './store/open.ts';
-import { migrate, migrationStatus, redactUrl } from './store/postgres.ts';
+
+// The daemon's own modules (Fastify, the stores, the SDK) load only for the commands that use them, so
+// that the client commands start fast.
 
 const SETTING_OPTIONS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries([
   ...SETTINGS.map((s) => [s.flag, { type: s.boolean ? ('boolean' as const) : ('string' as const) }]),
@@ -73,6 +70,8 @@ function parse(argv: string[]): Invocation {
 }
 
 async function start(config: Config): Promise<number> {
+  const { createLogger } = await import('./internal/logger.ts');
+  const { startDaemon } = await import('./daemon.ts');
   const logger = createLogger(config.logLevel, undefined, { pretty: process.stderr.isTTY === true });
   const daemon = await startDaemon(config, logger);
   return new Promise<number>((resolve) => {
@@ -109,6 +108,10 @@ async function start(config: Config): Promise<number> {
 async function replay(config: Config, args: string[]): Promise<number> {
   if (args.length !== 1) throw new CliError('replay takes exactly one FILE argument; see node-daemon --help');
   const file = args[0]!;
+  const { FileEventSource } = await import('./indexer/file-source.ts');
+  const { catchUp } = await import('./indexer/run.ts');
+  const { createLogger } = await import('./internal/logger.ts');
+  const { openStore } = await import('./store/open.ts');
   try {
     FileEventSource.check(file);
   } catch (error) {
@@ -155,6 +158,7 @@ async function db(config: Config, args: string[]): Promise<number> {
       'db migrate and db status work on PostgreSQL (set DATABASE_URL or --database-url); the embedded SQLite store migrates itself at start',
     );
   }
+  const { migrate, migrationStatus, redactUrl } = await import('./store/postgres.ts');
   const where = redactUrl(config.databaseUrl);
   try {
     if (action === 'migrate') {
@@ -180,9 +184,10 @@ async function db(config: Config, args: string[]): Promise<number> {
   }
 }
 
-function token(config: Config, args: string[]): number {
+async function token(config: Config, args: string[]): Promise<number> {
   if (args.length !== 1 || args[0] !== 'rotate')
     throw new CliError('usage: node-daemon token rotate [--data-dir DIR]');
+  const { rotateToken } = await import('./http/security.ts');
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const file = rotateToken(config.dataDir);
   process.stdout.write(
@@ -192,10 +197,19 @@ function token(config: Config, args: string[]): number {
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  // The client commands parse their own flags (--json, --url, ...).
+  const [first, ...rest] = argv;
+  if (first !== undefined && CLIENT_COMMANDS.includes(first)) {
+    return runClient(first, rest, env, { stdout: process.stdout, stderr: process.stderr });
+  }
+  if (first === 'help' && rest[0] !== undefined && CLIENT_COMMANDS.includes(rest[0])) {
+    process.stdout.write(`${clientHelp(rest.join(' '))}\n`);
+    return ExitCode.ok;
+  }
   const { command, args, flags } = parse(argv);
   switch (command) {
     case 'help':
-      process.stdout.write(`${HELP}\n`);
+      process.stdout.write(`${HELP}\n\n${clientHelp()}\n`);
       return ExitCode.ok;
     case 'version':
       process.stdout.write(`${VERSION}\n`);

@@ -1,0 +1,127 @@
+import {
+  COMMANDS,
+  CONNECTION_OPTIONS,
+  type CommandSpec,
+  GROUPS,
+  type OptionSpec,
+  sharedOptions,
+} from './commands.ts';
+
+/** The help texts of the client commands: an overview, each group (`dev`, `dev task`), each command. */
+
+const EXIT_CODES = [
+  'Exit codes: 0 ok; 1 unexpected failure; 2 usage (bad arguments or settings); 4 refused by the daemon',
+  '(a 4xx problem, including a contract abort); 5 the daemon unreachable, too slow or failing (5xx).',
+];
+
+function optionLines(options: Record<string, OptionSpec>): string[] {
+  const rows = Object.entries(options).map(([name, o]) => {
+    const flag = `${o.short ? `-${o.short}, ` : ''}--${name}${o.arg ? ` ${o.arg}` : ''}`;
+    return [flag, o.describe + (o.multiple ? ' (repeatable)' : '')] as const;
+  });
+  const width = Math.max(...rows.map(([flag]) => flag.length));
+  return rows.map(([flag, text]) => `  ${flag.padEnd(width)}  ${text}`);
+}
+
+function usageLine(spec: CommandSpec): string {
+  return `node-daemon ${spec.name}${spec.synopsis === '' ? '' : ` ${spec.synopsis}`}`;
+}
+
+function commandHelp(spec: CommandSpec): string {
+  const lines = [`Usage: ${usageLine(spec)} [options]`, '', `${capitalize(spec.summary)}.`];
+  for (const paragraph of spec.description) lines.push('', ...paragraph);
+  if (spec.arguments && spec.arguments.length > 0) {
+    const width = Math.max(...spec.arguments.map(([name]) => name.length));
+    lines.push('', 'Arguments:', ...spec.arguments.map(([name, text]) => `  ${name.padEnd(width)}  ${text}`));
+  }
+  const own = { ...spec.options, ...sharedOptions(spec.kind) };
+  if (Object.keys(own).length > 0) lines.push('', 'Options:', ...optionLines(own));
+  lines.push('', 'Connection and output:', ...optionLines(CONNECTION_OPTIONS));
+  lines.push('', 'Examples:', ...spec.examples.map((e) => `  ${e}`));
+  lines.push('', ...EXIT_CODES);
+  return lines.join('\n');
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function commandList(specs: readonly CommandSpec[]): string[] {
+  const width = 44;
+  return specs.flatMap((spec) => {
+    const left = usageLine(spec).replace(/^node-daemon /, '');
+    return left.length <= width
+      ? [`  ${left.padEnd(width)}  ${spec.summary}`]
+      : [`  ${left}`, `  ${''.padEnd(width)}  ${spec.summary}`];
+  });
+}
+
+function groupHelp(prefix: string, specs: readonly CommandSpec[]): string {
+  return [
+    `Usage: node-daemon ${prefix} COMMAND [arguments] [options]`,
+    '',
+    "The embedded dev network's other actors: an admin creating tasks, peer nodes, users buying stacks,",
+    'epochs. Only on a daemon running --network dev (the default); elsewhere the daemon answers 404.',
+    '',
+    'Commands:',
+    ...commandList(specs),
+    '',
+    'Examples:',
+    ...specs.map((s) => `  ${s.examples[0]}`),
+    '',
+    `See \`node-daemon ${prefix} COMMAND --help\` for each; the connection options of \`node-daemon --help\` apply.`,
+    ...EXIT_CODES,
+  ].join('\n');
+}
+
+function overview(): string {
+  return [
+    'Client commands: the same binary drives a running daemon through its HTTP API. It finds the daemon',
+    "and its API token from the daemon's own settings (below); `node-daemon COMMAND --help` for each.",
+    '',
+    'Reads:',
+    ...commandList(GROUPS.reads),
+    '',
+    "Writes (transactions signed with the daemon's key; usage is off-chain):",
+    ...commandList(GROUPS.writes),
+    '',
+    'Dev network actors (a daemon on --network dev only):',
+    ...commandList(GROUPS.dev),
+    '',
+    "[node] defaults to the operator's own node: the first NodeBadge of `node-daemon badges`.",
+    'Prices and amounts are in USDC (6 decimals) in tables; --json prints the raw integers.',
+    '',
+    'Connection and output (every client command):',
+    ...optionLines(CONNECTION_OPTIONS),
+    '',
+    'The daemon is --url, else NODE_DAEMON_URL, else http://HOST:PORT from --host/--port,',
+    'NODE_DAEMON_HOST/NODE_DAEMON_PORT, the config file (--config, NODE_DAEMON_CONFIG) or 127.0.0.1:3001.',
+    'The API token is --token, else NODE_DAEMON_TOKEN, else the file <data dir>/api-token if it exists;',
+    'it is sent as "Authorization: Bearer" and never printed.',
+    '',
+    'Examples:',
+    '  node-daemon status',
+    '  node-daemon register && node-daemon subscribe 1 --price 1usdc',
+    '  node-daemon stacks --min-fill 90%',
+    '  node-daemon usage 10 950',
+    '  node-daemon settle 10 11 12',
+    '  node-daemon dev epoch && node-daemon claim 10 11 12',
+    '  node-daemon tasks --json --url http://127.0.0.1:3002',
+    '',
+    ...EXIT_CODES,
+  ].join('\n');
+}
+
+/**
+ * The help of a client command (`stacks`, `dev stack buy`), of a group (`dev`, `dev task`), or with no
+ * argument the overview of all client commands, for `node-daemon --help`.
+ */
+export function clientHelp(command?: string): string {
+  const name = (command ?? '').trim().split(/\s+/).filter(Boolean).join(' ');
+  if (name === '') return overview();
+  const spec = COMMANDS.find((c) => c.name === name);
+  if (spec) return commandHelp(spec);
+  const group = COMMANDS.filter((c) => c.name.startsWith(`${name} `));
+  if (group.length > 0) return groupHelp(name, group);
+  return overview();
+}

@@ -1,0 +1,25 @@
+/**
+ * JSON for the client: u64 values above 2^53 - 1 stay exact both ways. Parsing turns an integer literal
+ * that a double cannot hold into a bigint (the reviver sees the literal's source text); serializing
+ * writes a bigint as its exact digits.
+ */
+
+type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
+const parseWithSource = JSON.parse as (text: string, reviver: Reviver) => unknown;
+const rawJson = (JSON as unknown as { rawJSON: (text: string) => unknown }).rawJSON;
+
+const INTEGER = /^-?[0-9]+$/;
+
+/** JSON.parse that keeps integers beyond Number.MAX_SAFE_INTEGER exact, as bigints. */
+export function parseJson(text: string): unknown {
+  return parseWithSource(text, (_key, value, context) => {
+    if (typeof value !== 'number' || Number.isSafeInteger(value)) return value;
+    const source = context?.source;
+    return source !== undefined && INTEGER.test(source) ? BigInt(source) : value;
+  });
+}
+
+/** JSON.stringify that writes bigints as exact JSON numbers. */
+export function stringifyJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? rawJson(v.toString()) : v));
+}

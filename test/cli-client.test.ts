@@ -1,0 +1,740 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { CLIENT_COMMANDS, clientHelp, runClient } from '../src/cli/index.ts';
+import { BIN, cleanEnv, type Finished, ROOT, run, waitExit } from './helpers/process.ts';
+import { tempDir } from './helpers/tmp.ts';
+
+/** The client commands against real daemons: in-process through runClient, and through bin/node-daemon.js. */
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+/** What a call expects: a success, or one of the error classes. Only the sampling runner looks at it. */
+type Outcome = 'ok' | 'refused' | 'usage' | 'unavailable';
+type Runner = (args: string[], env?: Record<string, string>, outcome?: Outcome) => Promise<Result>;
+
+class Sink extends Writable {
+  text = '';
+  override _write(
+    chunk: Buffer | string,
+    _encoding: BufferEncoding,
+    done: (error?: Error | null) => void,
+  ): void {
+    this.text += String(chunk);
+    done();
+  }
+}
+
+const inProcess: Runner = async (args, env = {}) => {
+  const stdout = new Sink();
+  const stderr = new Sink();
+  const [command = '', ...rest] = args;
+  const code = await runClient(command, rest, cleanEnv(env), { stdout, stderr });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+};
+
+const binary: Runner = (args, env = {}) => run(args, env);
+
+/** The command's name in the arguments: `stacks`, `dev stack buy`. */
+function commandName(args: readonly string[]): string {
+  if (args[0] !== 'dev') return args[0] ?? '';
+  const words = [];
+  for (const arg of args.slice(0, 3)) {
+    if (!/^[a-z]+$/.test(arg)) break;
+    words.push(arg);
+  }
+  return words.join(' ');
+}
+
+/**
+ * The binary for the first call of each command in each output mode expecting each outcome (one per
+ * error class), in-process for the rest: every command and class goes through bin/node-daemon.js while
+ * the file stays fast (each process start loads the whole daemon).
+ */
+function sampling(first: Runner, rest: Runner): Runner {
+  const seen = new Set<string>();
+  return (args, env, outcome = 'ok') => {
+    const key = `${outcome === 'ok' ? commandName(args) : ''}|${outcome}|${args.includes('--json')}`;
+    if (seen.has(key)) return rest(args, env, outcome);
+    seen.add(key);
+    return first(args, env, outcome);
+  };
+}
+
+function line(result: Result): string {
+  // A multi-stack command's progress line comes first.
+  const lines = result.stderr
+    .trimEnd()
+    .split('\n')
+    .filter((l) => !/^(settling|attesting|claiming) \d+ stacks?…$/.test(l));
+  assert.equal(lines.length, 1, `one line on stderr, got: ${result.stderr}`);
+  assert.match(lines[0]!, /^node-daemon: /);
+  return lines[0]!;
+}
+
+function ok(result: Result, args: string[]): string {
+  assert.equal(result.code, 0, `${args.join(' ')}: exit ${result.code}; stderr: ${result.stderr}`);
+  return result.stdout;
+}
+
+/** The closed port of a server that listened a moment ago. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * `node-daemon start` until it listens, like startDaemon in helpers/process.ts but with no 60-second
+ * limit on its life: the binary scenario may take longer on a loaded machine.
+ */
+async function listening(
+  args: string[],
+): Promise<{ child: ChildProcess; url: string; exited: Promise<Finished> }> {
+  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...args], {
+    env: cleanEnv(),
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = waitExit(child, 600_000);
+  const url = await new Promise<string>((resolve, reject) => {
+    let seen = '';
+    const onData = (d: Buffer) => {
+      seen += String(d);
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(seen);
+      if (match) {
+        child.stderr?.off('data', onData);
+        resolve(match[1]!);
+      }
+    };
+    child.stderr?.on('data', onData);
+    exited.then((f) => reject(new Error(`daemon exited early (${f.code}): ${f.stderr}`)), reject);
+  });
+  return { child, url, exited };
+}
+
+/** A running daemon on the dev network, empty (--no-demo), attesters always sampled (k = 1). */
+async function daemon() {
+  const tmp = tempDir('node-daemon-cli-');
+  const started = await listening([
+    '--data-dir',
+    tmp.dir,
+    '--no-demo',
+    '--dev-sampling-probability',
+    '1',
+    '--dev-attestation-nodes',
+    '1',
+  ]);
+  const tokenFile = join(tmp.dir, 'api-token');
+  return {
+    url: started.url,
+    dir: tmp.dir,
+    /** The daemon's JSON answer, as sent, for comparing with --json. */
+    async get(path: string): Promise<string> {
+      const headers: Record<string, string> = existsSync(tokenFile)
+        ? { authorization: `Bearer ${readFileSync(tokenFile, 'utf8').trim()}` }
+        : {};
+      const response = await fetch(`${started.url}${path}`, { headers });
+      assert.equal(response.status, 200, path);
+      return (await response.text()).trim();
+    },
+    async stop() {
+      started.child.kill('SIGTERM');
+      await started.exited;
+      await tmp.remove();
+    },
+  };
+}
+
+type Daemon = Awaited<ReturnType<typeof daemon>>;
+
+/**
+ * Every client command in both output modes, and each error class, against one daemon. `cli` runs the
+ * commands under test; `setup` only prepares state (in-process, fast).
+ */
+async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
+  // The client finds the daemon (its port) and the token (in its data dir) from the daemon's settings.
+  const { port } = new URL(d.url);
+  const env = { NODE_DAEMON_PORT: port, NODE_DAEMON_DATA_DIR: d.dir };
+  const call = (args: string[], outcome: Outcome = 'ok') => cli(args, env, outcome);
+  const prep = async (args: string[]) => ok(await setup(args, env), args);
+  const table = async (args: string[]) => ok(await call(args), args);
+  const json = async (args: string[]): Promise<string> => {
+    const out = ok(await call([...args, '--json']), args).trim();
+    assert.equal(out.split('\n').length, 1, `--json prints one document: ${out}`);
+    JSON.parse(out);
+    return out;
+  };
+  const parsed = async (args: string[]) => JSON.parse(await json(args)) as Record<string, unknown>;
+  const refused = async (args: string[], pattern: RegExp): Promise<Result> => {
+    const result = await call(args, 'refused');
+    assert.equal(result.code, 4, `${args.join(' ')}: exit ${result.code}; stderr: ${result.stderr}`);
+    assert.match(line(result), pattern);
+    return result;
+  };
+
+  // Before registering: no badge, so no default node.
+  assert.match(await table(['badges']), /^signer: +0x[0-9a-f]{64}\n\(no NodeBadge/);
+  assert.deepEqual((await parsed(['badges'])).badges, []);
+  await refused(['stacks'], /^node-daemon: the signer owns no NodeBadge; run `node-daemon register` first$/);
+
+  // The dev network's admin and peers.
+  assert.match(
+    await table([
+      'dev',
+      'task',
+      'create',
+      '--role',
+      'chat',
+      '--security-level',
+      'none',
+      '--model',
+      'meta-llama/Llama-3.3-70B-Instruct',
+    ]),
+    /^created task 1\ntransaction: +\w{43,44}\n/,
+  );
+  const sampling = await parsed([
+    'dev',
+    'task',
+    'create',
+    '--role',
+    '0',
+    '--security-level',
+    'sampling',
+    '--model',
+    'Qwen/QwQ-32B',
+  ]);
+  assert.equal(sampling.task_small_id, 2);
+  await prep(['dev', 'task', 'create', '--role', '1', '--security-level', '0']); // 3
+  await prep(['dev', 'task', 'create', '--role', '0', '--security-level', '0', '--private']); // 4
+  assert.match(
+    await table(['dev', 'node', 'create', '--subscribe', '1:1usdc', '--subscribe', '2:2000000']),
+    /^created peer node 1, subscribed to 2 tasks\ntransactions: /,
+  );
+  assert.equal((await parsed(['dev', 'node', 'create'])).node_small_id, 2);
+
+  // The operator's node: 3 (the default [node]), and 4.
+  assert.match(
+    await table(['register']),
+    /^registered node 3\nbadge: +0x[0-9a-f]{64}\ntransaction: +\w+\ngas: +\d+ MIST/,
+  );
+  assert.equal((await parsed(['register'])).node_small_id, 4);
+  assert.match(
+    await table(['badges']),
+    /\nNODE {2}BADGE ID\n {3}3 {2}0x[0-9a-f]{4}…[0-9a-f]{4}\n {3}4 {2}0x/,
+  );
+  assert.equal(await json(['badges']), await d.get('/nodes/badges'));
+
+  // Subscriptions: prices in USDC per million units in tables, raw in JSON.
+  assert.match(
+    await table(['subscribe', '1', '--price', '1usdc']),
+    /^subscribed to task 1 at 1\.000000 USDC\/M\n/,
+  );
+  assert.equal(typeof (await parsed(['subscribe', '2', '--price', '1000000'])).tx_digest, 'string');
+  assert.match(
+    await table(['update-subscription', '1', '--price', '900000']),
+    /^changed the price for task 1 to 0\.900000 USDC\/M\n/,
+  );
+  assert.equal((await parsed(['update-subscription', '2', '--price', '1usdc'])).status, 'success');
+  await prep(['subscribe', '3', '--price', '1']);
+  assert.match(await table(['unsubscribe', '3']), /^unsubscribed from task 3\n/);
+  await prep(['subscribe', '3', '--price', '1']);
+  assert.equal((await parsed(['unsubscribe', '3'])).indexed, true);
+  assert.match(
+    await table(['subscriptions']),
+    /^NODE +TASK +PRICE +MAX UNITS +VALID\n +3 +1 +0\.900000 USDC\/M +\d+ +yes\n +3 +2 +1\.000000 USDC\/M/,
+  );
+  assert.equal(await json(['subscriptions', '3']), await d.get('/subscriptions/nodes/3'));
+  assert.match(
+    await table(['subscribe-model', 'meta-llama/Llama-3.3-70B-Instruct', '1']),
+    /^subscribed to model meta-llama\/Llama-3.3-70B-Instruct in echelon 1\n/,
+  );
+  assert.equal((await parsed(['subscribe-model', 'Qwen/QwQ-32B', '1'])).status, 'success');
+  assert.match(
+    await table(['tasks']),
+    /^TASK +MODEL +ROLE +SECURITY +MIN REPUTATION +STATE +TASK ID\n +1 +meta-llama\/Llama-3\.3-70B-Instruct +chat \(0\) +none \(0\) +- +active +0x[0-9a-f]{4}…/,
+  );
+  assert.equal(await json(['tasks']), await d.get('/tasks'));
+
+  // Users buy stacks. Task 2 samples one attester among the subscribers whose price is within the
+  // stack's: stacks at 1.5 USDC/M are attested by node 3 only (peer 1 asks 2), and once node 3 asks 5,
+  // stacks at 3 USDC/M are attested by peer 1 only.
+  assert.match(
+    await table(['dev', 'stack', 'buy', '--task', '2', '--units', '1000', '--price', '3usdc', '--node', '3']),
+    /^bought stack 1 from node 3\n/,
+  );
+  const bought = await parsed([
+    'dev',
+    'stack',
+    'buy',
+    '--task',
+    '2',
+    '--units',
+    '1000',
+    '--price',
+    '1500000',
+    '--node',
+    '3',
+  ]);
+  assert.deepEqual([bought.stack_small_id, bought.selected_node_id], [2, 3]);
+  for (const args of [
+    ['--task', '2', '--units', '1000', '--price', '1.5usdc', '--node', '3'], // 3
+    ['--task', '2', '--units', '1000', '--price', '3usdc', '--node', '3'], // 4
+    ['--task', '1', '--units', '2000', '--price', '2usdc', '--node', '3'], // 5
+    ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '3'], // 6
+    ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1'], // 7
+    ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1'], // 8
+  ]) {
+    await prep(['dev', 'stack', 'buy', ...args]);
+  }
+
+  // Usage reports.
+  assert.equal(
+    await table(['usage', '1', '600']),
+    'stack 1: 600 of 1000 compute units used (60.0%), 1 message\n',
+  );
+  assert.deepEqual(await parsed(['usage', '2', '950']), {
+    stack_small_id: 2,
+    already_computed_units: 950,
+    num_compute_units: 1000,
+    num_total_messages: 1,
+    fill_fraction: 0.95,
+  });
+  for (const [stack, units] of [
+    ['3', '400'],
+    ['4', '100'],
+    ['5', '1900'],
+    ['6', '100'],
+  ] as const) {
+    await prep(['usage', stack, units]);
+  }
+  await refused(['usage', '1', '5000'], /would exceed it \(nothing was recorded\)$/);
+
+  assert.match(
+    await table(['stacks']),
+    /^STACK +TASK +USED +UNITS +FILL +MESSAGES +PRICE +STATE +CC +REFUND +STACK ID +OWNER\n +1 +2 +600 +1000 +60\.0% +1 +3\.000000 USDC\/M +open +- +0x[0-9a-f]{4}…[0-9a-f]{4} +0x/,
+  );
+  const full = await table(['stacks', '--min-fill', '90%']);
+  assert.deepEqual(
+    full
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim().split(/ +/)[0]),
+    ['2', '5'],
+  );
+  assert.equal(
+    await json(['stacks', '3', '--min-fill', '0.9']),
+    await d.get('/stacks/nodes/3?min_fill_fraction=0.9'),
+  );
+
+  // Settling: a progress line on stderr, then one line per stack.
+  const settled = await parsed(['settle', '2', '3']);
+  assert.deepEqual(
+    (settled.results as { stack_small_id: number; status: string }[]).map((r) => [
+      r.stack_small_id,
+      r.status,
+    ]),
+    [
+      [2, 'success'],
+      [3, 'success'],
+    ],
+  );
+  const settle = await call(['settle', '5,6', '--claimed', '6=50']);
+  assert.equal(settle.code, 0, settle.stderr);
+  assert.equal(settle.stderr, 'settling 2 stacks…\n');
+  assert.match(
+    settle.stdout,
+    /^STACK +RESULT +CLAIMED UNITS +TRANSACTION +DETAIL\n +5 +settled +1900 +\w{4}…\w{4}\n +6 +settled +50 +\w{4}…\w{4}\n$/,
+  );
+  await prep(['update-subscription', '2', '--price', '5usdc']);
+  await prep(['settle', '1', '4', '--claimed', '500']);
+  await refused(['settle', '5'], /already/);
+
+  // Attesting: node 3 was asked for stacks 2 and 3.
+  const attest = await call(['attest', '2']);
+  assert.equal(attest.code, 0, attest.stderr);
+  assert.equal(attest.stderr, 'attesting 1 stack…\n');
+  assert.match(attest.stdout, /^STACK +RESULT +TRANSACTION +DETAIL\n +2 +attested +\w{4}…\w{4}\n$/);
+  assert.equal(((await parsed(['attest', '3'])).results as { status: string }[])[0]?.status, 'success');
+  const skipped = await refused(
+    ['attest', '2', '5'],
+    /^node-daemon: none of the listed stacks can be attested/,
+  );
+  assert.match(skipped.stdout, /\n +2 +skipped +already_attested: /);
+  assert.match(skipped.stdout, /\n +5 +skipped +not_requested: /);
+
+  // Peer 1 attests stacks 1 and 4, settles its own stacks 7 and 8, and disputes 2 and 3.
+  assert.match(await table(['dev', 'stack', 'attest', '1', '--node', '1']), /^node 1 attested stack 1\n/);
+  assert.equal(typeof (await parsed(['dev', 'stack', 'attest', '4', '--node', '1'])).tx_digest, 'string');
+  assert.match(
+    await table(['dev', 'stack', 'settle', '7']),
+    /^the peer node settled stack 7\nattesters: +-\n/,
+  );
+  assert.deepEqual(
+    (await parsed(['dev', 'stack', 'settle', '8', '--claimed', '500'])).requested_attestation_nodes,
+    [],
+  );
+  assert.match(await table(['dev', 'dispute', '2', '--node', '1']), /^node 1 disputed stack 2\n/);
+  assert.equal((await parsed(['dev', 'dispute', '3', '--node', '1'])).indexed, true);
+  assert.match(
+    await table(['disputes', 'against']),
+    /^STACK +ORIGINAL NODE +ATTESTER +ORIGINAL COMMITMENT +ATTESTER COMMITMENT\n +2 +3 +1 +0x[0-9a-f]{4}…[0-9a-f]{4} +0x/,
+  );
+  assert.equal(
+    await json(['disputes', 'against', '3']),
+    await d.get('/attestation_disputes/against/nodes/3'),
+  );
+  assert.match(await table(['disputes', 'own', '1']), /\n +2 +3 +1 /);
+  assert.equal(await json(['disputes', 'own', '1']), await d.get('/attestation_disputes/own/nodes/1'));
+  assert.equal(await table(['disputes', 'own']), '(no disputes raised by node 3)\n');
+
+  // Claiming too early: nothing submitted, each stack says from which epoch (exit 4).
+  const early = await refused(
+    ['claim', '1', '5'],
+    /^node-daemon: none of the listed stacks can be claimed now$/,
+  );
+  assert.match(
+    early.stdout,
+    /^STACK +RESULT +CLAIMABLE FROM +DETAIL\n +1 +not claimable \(dispute_period\) +epoch 1 /,
+  );
+  assert.match(early.stdout, /\n +5 +not claimable \(dispute_period\) +epoch 1 /);
+
+  // Tasks: deprecate, a removal too soon (a contract abort, 422), an epoch, then removal.
+  assert.match(await table(['dev', 'task', 'deprecate', '3']), /^deprecated task 3\n/);
+  assert.equal(typeof (await parsed(['dev', 'task', 'deprecate', '4'])).tx_digest, 'string');
+  await refused(
+    ['dev', 'task', 'remove', '3'],
+    /^node-daemon: .*ENotEnoughEpochsPassed \(abort code \d+ in db\); transaction \w{43,44}$/,
+  );
+  assert.equal(await table(['dev', 'epoch']), 'epoch 1\n');
+  const claim = await call(['claim', '1', '5', '2']);
+  assert.equal(claim.code, 0, claim.stderr);
+  assert.equal(claim.stderr, 'claiming 3 stacks…\n');
+  assert.match(claim.stdout, /\n +1 +claimed +settlement ticket\n/);
+  assert.match(claim.stdout, /\n +5 +claimed +settlement ticket\n/);
+  assert.match(claim.stdout, /\n +2 +not claimable \(in_dispute\) +stack 2 is in dispute/);
+  assert.match(claim.stdout, /\ntransaction: +\w{43,44}\n/);
+  assert.deepEqual((await parsed(['claim', '6'])).claimed, [
+    { stack_small_id: 6, path: 'settlement_ticket' },
+  ]);
+  assert.deepEqual(await parsed(['dev', 'epoch']), { epoch: 2 });
+  assert.match(await table(['dev', 'task', 'remove', '3']), /^removed task 3\n/);
+  assert.equal(typeof (await parsed(['dev', 'task', 'remove', '4'])).tx_digest, 'string');
+  assert.match(await table(['tasks']), /\n +3 +- +embeddings \(1\) +none \(0\) +- +removed \(epoch 2\)/);
+
+  assert.match(
+    await table(['claimed-stacks']),
+    /^STACK +NODE +CLAIMED UNITS +REFUND +PATH +ATTESTERS +ATTESTED +DISPUTED +CLAIMED\n +1 +3 +500 +\d+\.\d{6} USDC +ticket +1 +1 +no +yes\n/,
+  );
+  assert.equal(await json(['claimed-stacks']), await d.get('/claimed-stacks/nodes/3'));
+
+  // Status: "key: value" lines; --json as the daemon sent it.
+  const status = await table(['status']);
+  assert.match(status, /^version: +\d+\.\d+\.\d+\nnetwork: +dev\n/m);
+  assert.match(status, /^badges: +node 3 \(badge 0x[0-9a-f]{64}\), node 4 /m);
+  assert.equal((await parsed(['status'])).network, 'dev');
+
+  // Refusals (exit 4): the problem's detail in one line; with --json the problem document on stdout.
+  await refused(['subscribe', '99', '--price', '1'], /^node-daemon: no task 99 /);
+  const problem = await call(['subscribe', '99', '--price', '1', '--json'], 'refused');
+  assert.equal(problem.code, 4);
+  assert.equal(JSON.parse(problem.stdout).code, 'task_not_found');
+  line(problem);
+  await refused(
+    ['subscribe-model', 'no-such-model', '1'],
+    /^node-daemon: .*EFieldDoesNotExist.*transaction \w{43,44}/,
+  );
+  await refused(
+    ['register', '--token', 'not-the-token'],
+    /API token is wrong.*\(this client sent the token from --token\)$/,
+  );
+
+  // Usage errors (exit 2): one line naming the command's help; nothing is sent.
+  for (const [args, pattern] of [
+    [['stacks', 'one'], /node must be an integer/],
+    [['subscribe', '1'], /--price P is required/],
+    [['settle'], /missing arguments/],
+    [['settle', '1', '1'], /stack 1 is listed twice/],
+    [['tasks', '--colour'], /Unknown option '--colour'/],
+    [['stacks', '--min-fill', '2'], /--min-fill must be a fraction/],
+    [['dev', 'frob'], /unknown command "dev frob"/],
+  ] as const) {
+    const result = await call([...args], 'usage');
+    assert.equal(result.code, 2, args.join(' '));
+    assert.match(line(result), pattern);
+    assert.match(
+      line(result),
+      new RegExp(`; see node-daemon ${args[0] === 'dev' ? 'dev' : args[0]} --help$`),
+    );
+    assert.equal(result.stdout, '');
+  }
+
+  // Unavailable (exit 5): nothing listens there; the line says where and how to start the daemon.
+  const closed = String(await closedPort());
+  const down = await cli(['tasks'], { NODE_DAEMON_PORT: closed }, 'unavailable');
+  assert.equal(down.code, 5);
+  assert.equal(
+    line(down),
+    `node-daemon: cannot reach the daemon at http://127.0.0.1:${closed}: connection refused; start it with \`node-daemon start\` (with the same --host/--port/--config), or give its address with --url or NODE_DAEMON_URL`,
+  );
+  const downJson = await cli(
+    ['settle', '1', '--json', '--url', `http://127.0.0.1:${closed}`],
+    {},
+    'unavailable',
+  );
+  assert.equal(downJson.code, 5);
+  assert.match(line(downJson), /\(from --url\): connection refused; is it running there\?/);
+  assert.equal(downJson.stdout, '');
+}
+
+describe('client commands against a real daemon', { concurrency: true }, () => {
+  it('runs every command in both output modes, and each error class (in-process)', async () => {
+    const d = await daemon();
+    try {
+      await scenario(d, inProcess, inProcess);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  it('runs every command through bin/node-daemon.js', async (t) => {
+    const help = await binary(['tasks', '--help']);
+    if (!help.stdout.startsWith('Usage: node-daemon tasks')) {
+      t.skip('src/main.ts does not dispatch the client commands yet');
+      return;
+    }
+    const overview = await binary(['--help']);
+    assert.equal(overview.code, 0);
+    for (const command of CLIENT_COMMANDS) assert.match(overview.stdout, new RegExp(`\\n {2}${command}\\b`));
+    const d = await daemon();
+    try {
+      await scenario(d, sampling(binary, inProcess), inProcess);
+    } finally {
+      await d.stop();
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Against a stand-in server: the token, the classes of failure, exact u64 values, an older daemon.
+
+interface Seen {
+  method: string;
+  url: string;
+  authorization: string | undefined;
+  idempotencyKey: string | undefined;
+  body: string;
+}
+
+describe('client commands against a stand-in server', () => {
+  let server: Server;
+  let url: string;
+  const seen: Seen[] = [];
+  let answer: (req: IncomingMessage, res: ServerResponse) => void = () => {};
+
+  before(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => {
+        body += String(d);
+      });
+      req.on('end', () => {
+        seen.push({
+          method: req.method ?? '',
+          url: req.url ?? '',
+          authorization: req.headers.authorization,
+          idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+          body,
+        });
+        answer(req, res);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const send = (status: number, body: string, headers: Record<string, string> = {}) => {
+    answer = (_req, res) => {
+      res.writeHead(status, {
+        'content-type': status < 400 ? 'application/json' : 'application/problem+json',
+        ...headers,
+      });
+      res.end(body);
+    };
+  };
+
+  it('finds the token: --token, else NODE_DAEMON_TOKEN, else <data dir>/api-token; never prints it', async () => {
+    const tmp = tempDir();
+    try {
+      send(200, '[]');
+      seen.length = 0;
+      await inProcess(['tasks', '--url', url, '--data-dir', tmp.dir]);
+      assert.equal(seen[0]?.authorization, undefined, 'no file: no token');
+      writeFileSync(join(tmp.dir, 'api-token'), '  file-token\n');
+      await inProcess(['tasks'], { NODE_DAEMON_URL: url, NODE_DAEMON_DATA_DIR: tmp.dir });
+      assert.equal(seen[1]?.authorization, 'Bearer file-token');
+      await inProcess(['tasks', '--url', url, '--data-dir', tmp.dir], { NODE_DAEMON_TOKEN: 'env-token' });
+      assert.equal(seen[2]?.authorization, 'Bearer env-token');
+      await inProcess(['tasks', '--url', url, '--token', 'flag-token'], { NODE_DAEMON_TOKEN: 'env-token' });
+      assert.equal(seen[3]?.authorization, 'Bearer flag-token');
+      // The data dir from a config file, as the daemon reads it.
+      const config = join(tmp.dir, 'config.json');
+      writeFileSync(config, JSON.stringify({ 'data-dir': tmp.dir, port: Number(new URL(url).port) }));
+      assert.equal((await inProcess(['tasks', '--config', config])).code, 0);
+      assert.equal(seen[4]?.authorization, 'Bearer file-token');
+
+      send(403, JSON.stringify({ status: 403, code: 'forbidden', detail: 'the API token is wrong' }));
+      const wrong = await inProcess(['register', '--url', url, '--token', 'sekrit-token']);
+      assert.equal(wrong.code, 4);
+      assert.equal(
+        line(wrong),
+        'node-daemon: the API token is wrong (this client sent the token from --token)',
+      );
+      assert.doesNotMatch(wrong.stdout + wrong.stderr, /sekrit-token/);
+    } finally {
+      await tmp.remove();
+    }
+  });
+
+  it('prints u64 values beyond 2^53 exactly, formatted in tables and as sent with --json', async () => {
+    const big = '18446744073709551615';
+    const body = `[{"owner_address":"0x${'ab'.repeat(32)}","stack_small_id":9007199254740991,"stack_id":"0x${'cd'.repeat(32)}","task_small_id":1,"selected_node_id":1,"num_compute_units":${big},"price_per_one_million_compute_units":${big},"already_computed_units":9223372036854775808,"in_settle_period":false,"num_total_messages":${big},"is_claimed":false,"is_locked_for_claim":false,"is_confidential":true,"user_refund_amount":null}]`;
+    send(200, body);
+    const out = ok(await inProcess(['stacks', '1', '--url', url]), ['stacks']);
+    assert.match(
+      out,
+      /9007199254740991 +1 +9223372036854775808 +18446744073709551615 +50\.0% +18446744073709551615/,
+    );
+    assert.match(out, / 18446744073709\.551615 USDC\/M +open +yes +- +0xcdcd…cdcd +0xabab…abab\n$/);
+    assert.equal(ok(await inProcess(['stacks', '1', '--url', url, '--json']), ['stacks']), `${body}\n`);
+
+    send(200, `{"epoch":${big}}`);
+    assert.equal(ok(await inProcess(['dev', 'epoch', '--url', url]), ['dev epoch']), `epoch ${big}\n`);
+    seen.length = 0;
+    send(
+      200,
+      '{"stack_small_id":1,"already_computed_units":1,"num_compute_units":2,"num_total_messages":1,"fill_fraction":0.5}',
+    );
+    await inProcess(['usage', '1', big, '--url', url]);
+    assert.equal(seen[0]?.body, `{"compute_units":${big}}`);
+    assert.match(seen[0]?.idempotencyKey ?? '', /^node-daemon-cli-[0-9a-f-]{36}$/);
+  });
+
+  it('formats the status document, and says when the daemon is older than GET /status', async () => {
+    send(
+      200,
+      '{"version":"9.9.9","network":"dev","uptime_seconds":3725,"signer_address":"0x1","badges":[],"store":{"engine":"sqlite"},"indexer":{"cursor":"12","lag_seconds":0.5,"last_error":null},"balances":{"USDC":18446744073709551615,"SUI":1500000000}}',
+    );
+    assert.equal(
+      ok(await inProcess(['status', '--url', url]), ['status']),
+      [
+        'version:             9.9.9',
+        'network:             dev',
+        'uptime_seconds:      3725 s (1h 2m 5s)',
+        'signer_address:      0x1',
+        'badges:              none',
+        'store.engine:        sqlite',
+        'indexer.cursor:      12',
+        'indexer.lag_seconds: 0.5',
+        'indexer.last_error:  none',
+        'balances.USDC:       18446744073709.551615 USDC',
+        'balances.SUI:        1.500000000 SUI',
+        '',
+      ].join('\n'),
+    );
+    send(404, '{"status":404,"code":"not_found","detail":"no endpoint at /status"}');
+    const old = await inProcess(['status', '--url', url]);
+    assert.equal(old.code, 4);
+    assert.match(line(old), /has no GET \/status: it is older than this command/);
+  });
+
+  it('classes failures: a 422 names the abort, a 5xx or a silence is exit 5, a write names its key', async () => {
+    send(
+      422,
+      '{"status":422,"code":"transaction_failed","detail":"claim failed","tx_digest":"D1g3st","abort":{"name":"ENotEnough","code":7,"module":"db"}}',
+    );
+    const aborted = await inProcess(['claim', '1', '--url', url]);
+    assert.equal(aborted.code, 4);
+    assert.equal(
+      aborted.stderr,
+      'claiming 1 stack…\nnode-daemon: claim failed (abort ENotEnough, code 7 in db); transaction D1g3st\n',
+    );
+
+    send(
+      503,
+      '{"status":503,"code":"chain_unavailable","detail":"the chain is out of reach","request_id":"req-9"}',
+      {
+        'retry-after': '3',
+      },
+    );
+    const failing = await inProcess(['register', '--url', url]);
+    assert.equal(failing.code, 5);
+    assert.equal(
+      line(failing),
+      `node-daemon: the daemon at ${url} could not do it: the chain is out of reach (HTTP 503, chain_unavailable, request req-9); retry in 3 s`,
+    );
+
+    send(200, '<html>not the daemon</html>');
+    const stranger = await inProcess(['tasks', '--url', url]);
+    assert.equal(stranger.code, 5);
+    assert.match(line(stranger), /is not JSON; is node-daemon listening at /);
+
+    answer = () => {}; // never answers
+    const slow = await inProcess(['register', '--url', url, '--timeout', '0.3', '--idempotency-key', 'k-1']);
+    assert.equal(slow.code, 5);
+    assert.match(
+      line(slow),
+      /did not answer within 0\.3 s .*repeat the command with --idempotency-key k-1 to get its result without a second transaction$/,
+    );
+  });
+});
+
+describe('client help', () => {
+  it('lists every command with examples, and each command has complete help', async () => {
+    const overview = clientHelp();
+    for (const command of CLIENT_COMMANDS) assert.match(overview, new RegExp(`\\n {2}${command}\\b`));
+    assert.match(overview, /Examples:\n {2}node-daemon /);
+    assert.match(overview, /Exit codes: 0 ok; 1 unexpected failure; 2 usage/);
+    for (const command of [
+      ...CLIENT_COMMANDS.filter((c) => c !== 'dev'),
+      'dev task create',
+      'dev stack buy',
+      'dev epoch',
+    ]) {
+      const help = await inProcess([...command.split(' '), '--help']);
+      assert.equal(help.code, 0, command);
+      assert.match(help.stdout, new RegExp(`^Usage: node-daemon ${command}`));
+      assert.match(help.stdout, /\nExamples:\n {2}node-daemon /);
+      assert.match(help.stdout, /\n {2}--json +print the daemon's JSON answer/);
+    }
+    const dev = await inProcess(['dev', '-h']);
+    assert.match(dev.stdout, /^Usage: node-daemon dev COMMAND/);
+    for (const sub of [
+      'task create',
+      'task deprecate',
+      'task remove',
+      'node create',
+      'stack buy',
+      'stack settle',
+      'stack attest',
+      'dispute',
+      'epoch',
+    ]) {
+      assert.match(dev.stdout, new RegExp(`\\n {2}dev ${sub}`));
+    }
+  });
+});
