@@ -242,11 +242,23 @@ export function readEnvelope(raw: unknown): EventEnvelope {
   const seq = toU64(id.eventSeq);
   if (seq === undefined) throw new MalformedEventError('$.id.eventSeq', 'a u64', id.eventSeq);
   if (typeof event.type !== 'string') throw new MalformedEventError('$.type', 'a Move type', event.type);
-  const tag = TYPE_TAG.exec(event.type);
-  if (!tag) throw new MalformedEventError('$.type', 'a Move type like 0x2::db::Name', event.type);
+  const tag = typeTag(event.type);
   const sender =
     event.sender === undefined || event.sender === null ? null : address(event.sender, '$.sender');
-  return { key: `${id.txDigest}:${String(seq)}`, module: tag[1]!, name: tag[2]!, sender };
+  return { key: `${id.txDigest}:${String(seq)}`, module: tag.module, name: tag.name, sender };
+}
+
+// A stream repeats a handful of event types: parse each once (bounded, so odd input cannot grow it).
+const typeTags = new Map<string, { module: string; name: string }>();
+
+function typeTag(type: string): { module: string; name: string } {
+  const known = typeTags.get(type);
+  if (known) return known;
+  const tag = TYPE_TAG.exec(type);
+  if (!tag) throw new MalformedEventError('$.type', 'a Move type like 0x2::db::Name', type);
+  const parsed = { module: tag[1]!, name: tag[2]! };
+  if (typeTags.size < 1000) typeTags.set(type, parsed);
+  return parsed;
 }
 
 export function isEventName(name: string): name is EventName {

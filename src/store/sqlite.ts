@@ -32,6 +32,8 @@ import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord } from './store.ts';
 export const SQLITE_FILE = 'node-daemon.sqlite';
 const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
 const SLOT = 32;
+/** Event keys claimed per statement (SQLite allows 32766 parameters). */
+const CLAIM_CHUNK = 500;
 
 // --- u64 encoding: the one place where SQLite's 64-bit signed integers meet the chain's u64 -------------
 
@@ -248,6 +250,7 @@ export class SqliteStore implements Store {
   readonly #reader: DatabaseSync;
   readonly #w: Record<string, StatementSync>;
   readonly #r: Record<string, StatementSync>;
+  readonly #claims = new Map<number, StatementSync>();
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
 
@@ -275,6 +278,19 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** INSERT ... RETURNING for n keys, prepared once per size. */
+  #claimStatement(n: number): StatementSync {
+    let statement = this.#claims.get(n);
+    if (!statement) {
+      const values = Array.from({ length: n }, () => '(?)').join(',');
+      statement = this.#writer.prepare(
+        `INSERT INTO applied_events (event_key) VALUES ${values} ON CONFLICT DO NOTHING RETURNING event_key`,
+      );
+      this.#claims.set(n, statement);
+    }
+    return statement;
+  }
+
   indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T> {
     // Transactions on the writer connection run one at a time.
     const run = async (): Promise<T> => {
@@ -294,15 +310,17 @@ export class SqliteStore implements Store {
   }
 
   readonly #tx: IndexerTx = {
-    claimEvents: async (keys) => {
-      const fresh = new Set<string>();
+    claimEvents: async (keys) =>
       this.#guard(() => {
-        for (const key of keys) {
-          if (this.#w.claimEvent!.run(key).changes === 1) fresh.add(key);
+        // One multi-row statement per chunk: RETURNING names the keys that were new.
+        const fresh = new Set<string>();
+        for (let start = 0; start < keys.length; start += CLAIM_CHUNK) {
+          const chunk = keys.slice(start, start + CLAIM_CHUNK);
+          for (const row of this.#claimStatement(chunk.length).all(...chunk))
+            fresh.add(row.event_key as string);
         }
-      });
-      return fresh;
-    },
+        return fresh;
+      }),
     putTask: async (t: NewTask) => {
       this.#guard(() =>
         this.#w.putTask!.run(
