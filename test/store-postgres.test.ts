@@ -520,6 +520,75 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
+    it('grants a lease to one store at a time, freed on release, close or a terminated session', async () => {
+      const db = await freshDatabase();
+      const [one, two] = [
+        await PostgresStore.open({ url: db.url, poolSize: 2 }),
+        await PostgresStore.open({ url: db.url, poolSize: 2 }),
+      ];
+      try {
+        const held = await one.tryLease('indexer:x');
+        assert.ok(held);
+        assert.equal(await two.tryLease('indexer:x'), undefined);
+        assert.ok(await two.tryLease('indexer:y'), 'another name is another lease');
+        await held.release();
+        const taken = await two.tryLease('indexer:x');
+        assert.ok(taken);
+        assert.equal(await one.tryLease('indexer:x'), undefined);
+        // The server ends the holder's session (as when its process dies): the lease is lost and free.
+        await withClient(db.url, (client) =>
+          client.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query LIKE '%pg_try_advisory_lock%' AND pid <> pg_backend_pid()",
+            [db.name],
+          ),
+        );
+        await taken.lost;
+        const again = await one.tryLease('indexer:x');
+        assert.ok(again);
+        await one.close();
+        assert.ok(await two.tryLease('indexer:x'), 'close() frees the leases of the store');
+      } finally {
+        await one.close();
+        await two.close();
+        await db.drop();
+      }
+    });
+
+    it('runs one withLock section at a time across stores, and passes results and errors through', async () => {
+      const db = await freshDatabase();
+      const [one, two] = [
+        await PostgresStore.open({ url: db.url, poolSize: 2 }),
+        await PostgresStore.open({ url: db.url, poolSize: 2 }),
+      ];
+      try {
+        const trace: string[] = [];
+        const section = (store: PostgresStore, name: string) =>
+          store.withLock('signer:0x1', async () => {
+            trace.push(`${name} in`);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            trace.push(`${name} out`);
+            return name;
+          });
+        assert.deepEqual(await Promise.all([section(one, 'a'), section(two, 'b')]), ['a', 'b']);
+        assert.deepEqual(
+          trace.map((t) => t.split(' ')[1]),
+          ['in', 'out', 'in', 'out'],
+        );
+        const boom = new Error('boom');
+        await assert.rejects(
+          one.withLock('signer:0x1', async () => {
+            throw boom;
+          }),
+          (error) => error === boom,
+        );
+        assert.equal(await two.withLock('signer:0x1', async () => 'free again'), 'free again');
+      } finally {
+        await one.close();
+        await two.close();
+        await db.drop();
+      }
+    });
+
     it("passes the caller's own errors through, lets started work finish on close, then refuses work", async () => {
       const db = await freshDatabase();
       const store = await PostgresStore.open({ url: db.url });

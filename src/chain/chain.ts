@@ -148,6 +148,11 @@ export interface Chain {
   getTicket(stackSmallId: U64): Promise<ChainTicket | undefined>;
   /** The signer's balances where the network offers them, by coin (e.g. USDC, SUI), smallest units. */
   balances?(): Promise<Record<string, U64>>;
+  /**
+   * Forgets cached object versions (gas coins, badges): another daemon signing with the same address may
+   * have used them since. Called under the cross-process signer lock when daemons share a store.
+   */
+  forgetCachedObjects?(): void;
   /** Calls back when new events may be available (the indexer then reads without waiting). */
   onNewEvents(listener: () => void): () => void;
   close(): Promise<void>;

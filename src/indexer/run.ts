@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { IndexerCounts, Store } from '../store/store.ts';
+import type { IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, type EventSource, emptyCounts } from './apply.ts';
 
 /** Capped exponential back-off with full jitter: never a hot loop, never a thundering herd. */
@@ -7,6 +7,11 @@ export function backoffDelay(attempt: number, baseMs = 250, capMs = 30_000, rand
   const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
   return Math.max(baseMs / 2, Math.floor(random() * ceiling));
 }
+
+/** How often a daemon that does not hold the indexer lease tries to take it. */
+const LEASE_RETRY_MS = 1000;
+/** How often waitFor re-reads the store, for events another daemon's indexer applies. */
+const WAIT_POLL_MS = 100;
 
 export interface CatchUpProgress {
   pages: number;
@@ -65,6 +70,9 @@ export async function catchUp(
  * The indexer of a live chain source, for the daemon's lifetime: catches up, then waits for new events
  * (a wake-up from the chain, or idleMs), and again. Errors back off (capped, jittered); the daemon keeps
  * serving reads meanwhile. Writes wait on it until their transaction's events are applied.
+ *
+ * Daemons sharing a store take turns: only the holder of the lease `indexer:<source>` applies pages; the
+ * others try to take it every second, so when the holder dies another resumes from the saved cursor.
  */
 export class LiveIndexer {
   readonly #store: Store;
@@ -77,6 +85,7 @@ export class LiveIndexer {
   #wake: (() => void) | undefined;
   #woken = false;
   #running: Promise<void> | undefined;
+  #lease: (Lease & { signal: AbortSignal }) | undefined;
   readonly #onCounts: ((counts: IndexerCounts) => void) | undefined;
   readonly #onError: (() => void) | undefined;
   /** The last error and when it happened, for status reports; cleared by the next good page. */
@@ -100,6 +109,11 @@ export class LiveIndexer {
 
   get sourceId(): string {
     return this.#source.id;
+  }
+
+  /** Whether this process holds the indexer lease (and so is the one applying events). */
+  get isLeader(): boolean {
+    return this.#lease !== undefined;
   }
 
   /** Seconds since the indexer was last at the chain head (undefined: not yet since start). */
@@ -140,8 +154,11 @@ export class LiveIndexer {
         );
       };
       const timer = setTimeout(() => finish(false), timeoutMs);
+      // Another daemon's indexer may be the one applying them: read the store too, not only our pages.
+      const poll = setInterval(check, WAIT_POLL_MS);
       const finish = (result: boolean) => {
         clearTimeout(timer);
+        clearInterval(poll);
         this.#waiters.delete(check);
         resolve(result);
       };
@@ -160,6 +177,8 @@ export class LiveIndexer {
   async stop(): Promise<void> {
     this.#stop.abort();
     await this.#running;
+    await this.#lease?.release();
+    this.#lease = undefined;
     await this.#source.close?.();
   }
 
@@ -169,18 +188,17 @@ export class LiveIndexer {
     while (!signal.aborted) {
       let wait = this.#idleMs;
       this.#woken = false;
+      let following = false;
       try {
-        let last = emptyCounts();
-        const progress = await catchUp(this.#store, this.#source, this.#log, {
-          signal,
-          onPage: ({ totals }) => {
-            this.#onCounts?.(diffCounts(totals, last));
-            last = { ...totals };
-            for (const check of this.#waiters) check();
-            for (const listener of this.#applied) listener();
-          },
-        });
-        if (!signal.aborted && progress.atHead) this.lastCaughtUpAt = Date.now();
+        const lease = this.#lease ?? (await this.#takeLease());
+        if (lease === undefined) {
+          following = true;
+          wait = LEASE_RETRY_MS;
+          // The holder indexes into the shared store; at its head, so is this daemon (for /ready).
+          if ((await this.pendingEvents(1)).count === 0) this.lastCaughtUpAt = Date.now();
+        } else {
+          await this.#catchUp(lease.signal);
+        }
         failures = 0;
         this.lastError = undefined;
       } catch (error) {
@@ -190,19 +208,60 @@ export class LiveIndexer {
         this.lastError = { message: (error as Error).message, at: new Date().toISOString() };
         this.#log.error({ err: error, retryInMs: wait, failures }, 'indexer page failed; retrying');
       }
-      if (this.#woken && failures === 0) continue;
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setTimeout(done, wait);
-        signal.addEventListener('abort', done);
-        // While backing off from errors, wake-ups do not shorten the wait: no hot loop.
-        if (failures === 0) this.#wake = done;
-      });
-      this.#wake = undefined;
+      if (!following && this.#woken && failures === 0) continue;
+      // While backing off from errors, or waiting for the lease, wake-ups do not shorten the wait.
+      await this.#sleep(wait, !following && failures === 0);
     }
   }
+
+  /** Applies pages until the source is at its head, or stop(), or the lease is lost. */
+  async #catchUp(leaseLost: AbortSignal): Promise<void> {
+    const signal = this.#stop.signal;
+    let last = emptyCounts();
+    const progress = await catchUp(this.#store, this.#source, this.#log, {
+      signal: AbortSignal.any([signal, leaseLost]),
+      onPage: ({ totals }) => {
+        this.#onCounts?.(diffCounts(totals, last));
+        last = { ...totals };
+        for (const check of this.#waiters) check();
+        for (const listener of this.#applied) listener();
+      },
+    });
+    if (!signal.aborted && progress.atHead) this.lastCaughtUpAt = Date.now();
+  }
+
+  /** Tries to take the indexer lease; its signal aborts (stopping after the page in progress) if lost. */
+  async #takeLease(): Promise<(Lease & { signal: AbortSignal }) | undefined> {
+    const lease = await this.#store.tryLease(`indexer:${this.#source.id}`);
+    if (lease === undefined) return undefined;
+    const lost = new AbortController();
+    const held = { ...lease, signal: lost.signal };
+    this.#lease = held;
+    this.#log.info({ source: this.#source.id }, 'took the indexer lease: this daemon indexes');
+    lease.lost.then(() => {
+      if (this.#lease !== held) return;
+      this.#lease = undefined;
+      lost.abort();
+      this.#log.warn({ source: this.#source.id }, 'lost the indexer lease; trying to take it again');
+    }, ignore);
+    return held;
+  }
+
+  /** Waits ms, or until stop(); when wakeable, a wake-up ends the wait early. */
+  async #sleep(ms: number, wakeable: boolean): Promise<void> {
+    const signal = this.#stop.signal;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done);
+      if (wakeable) this.#wake = done;
+    });
+    this.#wake = undefined;
+  }
 }
+
+const ignore = () => undefined;

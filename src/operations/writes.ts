@@ -152,6 +152,21 @@ export class Writes {
     return this.#chain.signerAddress;
   }
 
+  /**
+   * Runs one write's validation, submission and wait: one at a time in this process, and one at a time
+   * among the daemons that share the store and sign with this address (their gas coins and checks would
+   * otherwise race).
+   */
+  #serialized<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#lock.run(() =>
+      this.#store.withLock(`signer:${this.#chain.signerAddress}`, () => {
+        // A daemon sharing the store may have moved the gas coins and badges since this one last signed.
+        if (this.#store.engine === 'postgres') this.#chain.forgetCachedObjects?.();
+        return fn();
+      }),
+    );
+  }
+
   /** The signer's badges, cached; refreshed after a registration and when a lookup misses. */
   async badges(refresh = false): Promise<Badge[]> {
     if (refresh || this.#badges === undefined) {
@@ -227,7 +242,7 @@ export class Writes {
   }
 
   register(gas: GasOptions): Promise<TxResult & { node_small_id: U64 | null; badge_id: string | null }> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       const result = await this.#submit({ kind: 'register_node' }, gas, 'register_node_entry');
       await this.badges(true);
       const registered = result.submission.events
@@ -247,7 +262,7 @@ export class Writes {
   modelSubscribe(
     input: { model_name: string; echelon_id: U64; node_badge_id?: string | undefined } & GasOptions,
   ): Promise<TxResult> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       if (!/^[\x20-\x7e]+$/.test(input.model_name)) {
         throw refuse('invalid_body', 'model_name must be printable ASCII (a Move ascii::String)', {
@@ -271,7 +286,7 @@ export class Writes {
       node_badge_id?: string | undefined;
     } & GasOptions,
   ): Promise<TxResult> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       const task = await this.#activeTask(input.task_small_id, 'subscribe to');
       const min = task.minimum_reputation_score ?? 0;
@@ -307,7 +322,7 @@ export class Writes {
       node_badge_id?: string | undefined;
     } & GasOptions,
   ): Promise<TxResult> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
       await this.#activeTask(input.task_small_id, 'change the price of');
@@ -325,7 +340,7 @@ export class Writes {
   unsubscribe(
     input: { task_small_id: U64; node_badge_id?: string | undefined } & GasOptions,
   ): Promise<TxResult> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       await this.#activeTask(input.task_small_id, 'unsubscribe from');
       await this.#subscribed(badge, input.task_small_id);
@@ -346,7 +361,7 @@ export class Writes {
       node_badge_id?: string | undefined;
     } & GasOptions,
   ): Promise<MultiTxResult> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
       const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
       const plans: { stack: Stack; badge: Badge; claimed: U64; proof: Uint8Array; leaf: Uint8Array }[] = [];
@@ -419,7 +434,7 @@ export class Writes {
   submitAttestations(
     input: { stack_small_ids: U64[]; node_small_id?: U64 | undefined } & GasOptions,
   ): Promise<MultiTxResult> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       let badges = await this.#actingBadges(undefined);
       if (input.node_small_id !== undefined) {
         badges = badges.filter((b) => compareU64(b.node_small_id, input.node_small_id!) === 0);
@@ -503,7 +518,7 @@ export class Writes {
   claimFunds(
     input: { stack_small_ids: U64[]; node_badge_id?: string | undefined } & GasOptions,
   ): Promise<ClaimResult> {
-    return this.#lock.run(async () => {
+    return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
       const epoch = await this.#chain.currentEpoch();
       const settled: { badge: Badge; id: U64 }[] = [];

@@ -12,6 +12,7 @@ import type {
   Dispute,
   IndexerCounts,
   IndexerTx,
+  Lease,
   NewStack,
   NewTask,
   NodeSubscription,
@@ -40,6 +41,13 @@ const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
  * the first 8 bytes of sha256('node-daemon migrations') as a signed 64-bit integer.
  */
 const MIGRATION_LOCK_KEY = '2334242934700213875';
+/** How often a lease's session is pinged, so a connection that silently died is noticed. */
+const LEASE_HEARTBEAT_MS = 5000;
+
+/** The session advisory-lock key of a lease or lock name: the first 8 bytes of its sha256, signed. */
+function advisoryKey(name: string): string {
+  return createHash('sha256').update(`node-daemon ${name}`).digest().readBigInt64BE(0).toString();
+}
 
 // --- u64 encoding: NUMERIC(20,0) in the database, bound and read as decimal text ---------------------------
 
@@ -566,10 +574,14 @@ export class PostgresStore implements Store {
   #active = 0;
   #idle: (() => void) | undefined;
   readonly #listening = new WeakSet<PoolClient>();
+  readonly #options: PostgresStoreOptions;
+  /** The connections of leases and locks, outside the pool; ended by close(). */
+  readonly #sessions = new Set<Client>();
 
-  private constructor(pool: Pool, location: string, migrationsApplied: number) {
+  private constructor(pool: Pool, options: PostgresStoreOptions, migrationsApplied: number) {
     this.#pool = pool;
-    this.location = location;
+    this.#options = options;
+    this.location = redactUrl(options.url);
     this.migrationsApplied = migrationsApplied;
   }
 
@@ -603,7 +615,7 @@ export class PostgresStore implements Store {
       client.on('error', ignore);
       try {
         const applied = await runMigrations(client);
-        return new PostgresStore(pool, redactUrl(options.url), applied.length);
+        return new PostgresStore(pool, options, applied.length);
       } finally {
         client.release();
       }
@@ -1077,6 +1089,84 @@ export class PostgresStore implements Store {
     return String(row?.version);
   }
 
+  /**
+   * A connection of its own, outside the pool: a session-level advisory lock lives exactly as long as it,
+   * so a process that dies frees its locks at once. It has no lock_timeout: waiting for a lock is its job.
+   */
+  async #session(): Promise<Client> {
+    if (this.#closing !== undefined) throw closedError();
+    const client = new Client({
+      connectionString: this.#options.url,
+      application_name: this.#options.applicationName ?? 'node-daemon',
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+    });
+    client.on('error', ignore);
+    try {
+      await client.connect();
+    } catch (error) {
+      await client.end().catch(ignore);
+      throw connectError(error);
+    }
+    this.#sessions.add(client);
+    client.once('end', () => this.#sessions.delete(client));
+    return client;
+  }
+
+  async tryLease(name: string): Promise<Lease | undefined> {
+    const client = await this.#session();
+    let held: boolean;
+    try {
+      const { rows } = await client.query<{ held: boolean }>(
+        `SELECT pg_try_advisory_lock(${advisoryKey(name)}) AS held`,
+      );
+      held = rows[0]?.held === true;
+    } catch (error) {
+      await client.end().catch(ignore);
+      throw statementError(error);
+    }
+    if (!held) {
+      await client.end().catch(ignore);
+      return undefined;
+    }
+    let released = false;
+    const heartbeat = setInterval(() => {
+      client.query('SELECT 1').catch(() => client.end().catch(ignore));
+    }, LEASE_HEARTBEAT_MS);
+    heartbeat.unref();
+    const lost = new Promise<void>((resolve) => {
+      const gone = () => {
+        clearInterval(heartbeat);
+        if (!released) resolve();
+      };
+      client.once('end', gone);
+      client.once('error', gone);
+    });
+    return {
+      lost,
+      release: async () => {
+        released = true;
+        clearInterval(heartbeat);
+        // Ending the session releases its advisory locks.
+        await client.end().catch(ignore);
+      },
+    };
+  }
+
+  async withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const client = await this.#session();
+    try {
+      try {
+        await client.query(`SELECT pg_advisory_lock(${advisoryKey(name)})`);
+      } catch (error) {
+        throw statementError(error);
+      }
+      return await fn();
+    } finally {
+      await client.end().catch(ignore);
+    }
+  }
+
   close(): Promise<void> {
     this.#closing ??= this.#shutDown();
     return this.#closing;
@@ -1090,6 +1180,7 @@ export class PostgresStore implements Store {
       });
     }
     this.#closed = true;
+    await Promise.all([...this.#sessions].map((client) => client.end().catch(ignore)));
     await this.#pool.end();
   }
 }

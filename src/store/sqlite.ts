@@ -13,6 +13,7 @@ import type {
   Dispute,
   IndexerCounts,
   IndexerTx,
+  Lease,
   NewStack,
   NewTask,
   NodeSubscription,
@@ -614,6 +615,17 @@ export class SqliteStore implements Store {
   async dataVersion(): Promise<string> {
     // PRAGMA data_version changes when any other connection, in this process or another, commits.
     return this.#guard(() => String(this.#r.dataVersion!.get()!.data_version));
+  }
+
+  async tryLease(_name: string): Promise<Lease | undefined> {
+    // One daemon per SQLite file is the supported setup; a second one would still be correct (pages are
+    // transactions and events are de-duplicated), only wasteful.
+    if (this.#closed) throw new StoreError('store_closed', 'the store is closed', false);
+    return { lost: new Promise<void>(() => undefined), release: async () => undefined };
+  }
+
+  withLock<T>(_name: string, fn: () => Promise<T>): Promise<T> {
+    return fn();
   }
 
   async close(): Promise<void> {

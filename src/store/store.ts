@@ -202,6 +202,13 @@ export interface IndexerTx {
   saveCursor(source: string, cursor: string | null, counts: IndexerCounts): Promise<void>;
 }
 
+/** Exclusive ownership of a named role (such as running the indexer) among the processes sharing a store. */
+export interface Lease {
+  /** Resolves when the lease is gone without release() (its connection broke or was ended). */
+  readonly lost: Promise<void>;
+  release(): Promise<void>;
+}
+
 /** The daemon's state, whichever engine holds it. */
 export interface Store {
   readonly engine: 'sqlite' | 'postgres';
@@ -250,6 +257,13 @@ export interface Store {
   releaseIdempotencyKey(key: string): Promise<void>;
   /** A token that changes whenever any process commits a change: the key of cached responses. */
   dataVersion(): Promise<string>;
+  /**
+   * Takes the named lease unless another holder (another process, or another lease of this one) has it.
+   * A holder that dies frees it at once. One process per SQLite file: there it is always granted.
+   */
+  tryLease(name: string): Promise<Lease | undefined>;
+  /** Runs fn while no other process sharing the store runs one under the same name (waits its turn). */
+  withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 

@@ -892,6 +892,10 @@ export class SuiNetwork implements Chain {
     this.#coins = undefined;
   }
 
+  forgetCachedObjects(): void {
+    this.#forgetRefs();
+  }
+
   // --- object refs and gas -------------------------------------------------------------------------------------
 
   /** The badge at its current version; refused unless the signer owns it with that node id. */

@@ -86,6 +86,7 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
         indexer: indexer
           ? {
               source: indexer.sourceId,
+              leader: indexer.isLeader,
               cursor: cursor?.cursor ?? null,
               events: cursor
                 ? {

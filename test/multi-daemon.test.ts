@@ -1,0 +1,273 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
+import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
+import { toBase64 } from '@mysten/sui/utils';
+import { Client } from 'pg';
+import { SuiNetwork } from '../src/chain/sui/sui-network.ts';
+import { TOKEN_FILE } from '../src/http/security.ts';
+import { catchUp } from '../src/indexer/run.ts';
+import { createLogger } from '../src/internal/logger.ts';
+import { PostgresStore } from '../src/store/postgres.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase, withClient } from './helpers/postgres.ts';
+import { type Finished, startDaemon } from './helpers/process.ts';
+import { tempDir } from './helpers/tmp.ts';
+import { FullnodeDouble } from './sui/fullnode-double.ts';
+
+// Two real daemons on one PostgreSQL database and one chain (the loopback fullnode double): one indexes
+// at a time and the other takes over when it dies; writes of the shared signer and Idempotency-Keys are
+// shared between them.
+
+const TABLES = {
+  tasks: 'task_small_id',
+  nodes: 'node_small_id',
+  node_subscriptions: 'node_small_id, task_small_id',
+  stacks: 'stack_small_id',
+  stack_settlement_tickets: 'stack_small_id',
+  applied_events: 'event_key',
+} as const;
+
+async function snapshot(url: string): Promise<Record<string, unknown[]>> {
+  return withClient(url, async (client) => {
+    const out: Record<string, unknown[]> = {};
+    for (const [table, order] of Object.entries(TABLES)) {
+      out[table] = (await client.query(`SELECT * FROM ${table} ORDER BY ${order}`)).rows;
+    }
+    return out;
+  });
+}
+
+interface Running {
+  url: string;
+  token: string;
+  child: import('node:child_process').ChildProcess;
+  exited: Promise<Finished>;
+}
+
+/** The parts of GET /status this test reads. */
+interface Status {
+  indexer: { leader: boolean; events: { applied: number } };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+if (await postgresAvailable('several daemons on one database')) {
+  describe('several daemons on one database', () => {
+    const tmp = tempDir('multi-daemon-');
+    const kp = Ed25519Keypair.generate();
+    const keystore = join(tmp.dir, 'sui.keystore');
+    const silent = createLogger('silent');
+    let double: FullnodeDouble;
+    let db: TestDatabase;
+    let reference: TestDatabase;
+    const daemons: Running[] = [];
+    let source = '';
+
+    const status = async (d: Running) => (await (await fetch(`${d.url}/status`)).json()) as Status;
+    // One connection for the frequent polls: a new one each time is slow to open on a loaded machine.
+    let poller: Client;
+    const cursorOf = async () => {
+      const { rows } = await poller.query(
+        'SELECT applied::int, duplicate::int FROM indexer_cursors WHERE source = $1',
+        [source],
+      );
+      return rows[0] as { applied: number; duplicate: number } | undefined;
+    };
+
+    before(async () => {
+      writeFileSync(
+        keystore,
+        JSON.stringify([toBase64(new Uint8Array([0, ...decodeSuiPrivateKey(kp.getSecretKey()).secretKey]))]),
+      );
+      double = await FullnodeDouble.start({
+        dataDir: join(tmp.dir, 'chain'),
+        signerAddress: kp.toSuiAddress(),
+      });
+      source = `sui:${double.packageId}`;
+      const [a, b] = [await createTestDatabase(), await createTestDatabase()];
+      assert.ok(a && b);
+      db = a;
+      reference = b;
+      poller = new Client({ connectionString: db.url });
+      await poller.connect();
+    });
+
+    after(async () => {
+      await poller?.end();
+      for (const d of daemons) d.child.kill('SIGKILL');
+      await Promise.all(daemons.map((d) => d.exited.catch(() => undefined)));
+      await double?.close();
+      await db?.drop();
+      await reference?.drop();
+      await tmp.remove();
+    });
+
+    const start = async (name: string): Promise<Running> => {
+      const dataDir = join(tmp.dir, name);
+      const started = await startDaemon([
+        '--network',
+        'sui',
+        '--sui-url',
+        double.url,
+        '--sui-package-id',
+        double.packageId,
+        '--sui-atoma-db-id',
+        double.atomaDbId,
+        '--sui-keystore',
+        keystore,
+        '--database-url',
+        db.url,
+        '--data-dir',
+        dataDir,
+        '--no-demo',
+      ]);
+      const running = { ...started, token: readFileSync(join(dataDir, TOKEN_FILE), 'utf8').trim() };
+      daemons.push(running);
+      return running;
+    };
+
+    /** A long stream: tasks, peer nodes subscribed to them, and many stacks bought on them. */
+    const populate = async () => {
+      const tasks: bigint[] = [];
+      for (let t = 0; t < 4; t += 1) {
+        const task = await double.dev.createTask({ role: 0, model_name: `m${t}`, security_level: 0 });
+        tasks.push(BigInt(task.task_small_id!));
+      }
+      for (let n = 0; n < 20; n += 1) {
+        await double.dev.createPeerNode({
+          subscriptions: tasks.map((id) => ({
+            task_small_id: id,
+            price_per_one_million_compute_units: 1000,
+          })),
+        });
+      }
+      for (let s = 0; s < 2000; s += 1) {
+        const bought = await double.dev.buyStack({
+          task_small_id: tasks[s % tasks.length]!,
+          num_compute_units: 1000 + s,
+          price_per_one_million_compute_units: 1000,
+        });
+        assert.equal(bought.submission.status, 'success');
+      }
+    };
+
+    it('hands the indexer over when its holder dies, applying every event once', async () => {
+      const first = await start('a');
+      const second = await start('b');
+      // Exactly one takes the lease.
+      let leaders: boolean[] = [];
+      for (let i = 0; i < 50; i += 1) {
+        leaders = [(await status(first)).indexer.leader, (await status(second)).indexer.leader];
+        if (leaders.includes(true)) break;
+        await sleep(100);
+      }
+      assert.equal(leaders.filter(Boolean).length, 1, `leaders: ${leaders}`);
+      const leader = leaders[0] ? first : second;
+      const other = leaders[0] ? second : first;
+
+      // The chain produces a long stream; the leader is killed while it indexes it.
+      const produced = populate();
+      const deadline = Date.now() + 15_000;
+      while (((await cursorOf())?.applied ?? 0) < 500) {
+        assert.ok(Date.now() < deadline, 'the leader did not index');
+        await sleep(10);
+      }
+      leader.child.kill('SIGKILL');
+      await leader.exited;
+      daemons.splice(daemons.indexOf(leader), 1);
+      const killedAt = (await cursorOf())?.applied ?? 0;
+      const takeover = Date.now();
+      await produced;
+
+      // The uninterrupted run: the same Sui event source, indexed into another database in one go.
+      const sui = await SuiNetwork.open(
+        {
+          url: double.url,
+          packageId: double.packageId,
+          atomaDbId: double.atomaDbId,
+          keystorePath: keystore,
+          gasBudgetCap: 1_000_000_000n,
+        },
+        silent,
+      );
+      const refStore = await PostgresStore.open({ url: reference.url });
+      try {
+        await catchUp(refStore, sui.events, silent);
+      } finally {
+        await refStore.close();
+        await sui.close();
+      }
+      const expected = await snapshot(reference.url);
+      const total = expected.applied_events!.length;
+      assert.ok(killedAt < total, `killed after ${killedAt} of ${total} events: not mid-stream`);
+
+      // The other takes over within seconds and finishes.
+      while (!(await status(other)).indexer.leader) {
+        assert.ok(Date.now() - takeover < 5000, 'the other daemon did not take the lease within 5 s');
+        await sleep(100);
+      }
+      while (((await cursorOf())?.applied ?? 0) < total) {
+        assert.ok(Date.now() - takeover < 30_000, 'the other daemon did not finish indexing');
+        await sleep(100);
+      }
+      const cursor = (await cursorOf())!;
+      assert.equal(cursor.applied, total);
+      assert.equal(cursor.duplicate, 0);
+      assert.deepEqual(await snapshot(db.url), expected);
+      assert.equal((await status(other)).indexer.events.applied, total);
+      daemons.push(await start('c'));
+    });
+
+    it('submits a request sent to both daemons with one Idempotency-Key once', async () => {
+      const [a, b] = daemons.slice(-2) as [Running, Running];
+      const post = (d: Running, key: string) =>
+        fetch(`${d.url}/nodes/register`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${d.token}`,
+            'content-type': 'application/json',
+            'idempotency-key': key,
+          },
+          body: '{}',
+        });
+      const executed = double.executed.length;
+      const [ra, rb] = await Promise.all([post(a, 'same-key'), post(b, 'same-key')]);
+      const [ta, tb] = [await ra.text(), await rb.text()];
+      assert.equal(ra.status, 200, ta);
+      assert.equal(rb.status, 200, tb);
+      assert.equal(ta, tb);
+      assert.deepEqual(
+        [ra.headers.get('idempotent-replayed'), rb.headers.get('idempotent-replayed')].sort(),
+        ['true', null].sort(),
+      );
+      assert.equal(double.executed.length, executed + 1);
+
+      // Different keys: both submit, one after the other (the signer's lock), never racing for its coins.
+      const [rc, rd] = await Promise.all([post(a, 'key-c'), post(b, 'key-d')]);
+      assert.equal(rc.status, 200, await rc.text());
+      assert.equal(rd.status, 200, await rd.text());
+      assert.equal(double.executed.length, executed + 3);
+      assert.equal(double.equivocations, 0);
+      assert.deepEqual(double.refused, [], 'no transaction carried a stale object version');
+
+      // A read cached by one daemon changes when the other writes.
+      const node = JSON.parse(ta) as { node_small_id: number; badge_id: string };
+      const subscriptions = async (d: Running) =>
+        (await (await fetch(`${d.url}/subscriptions/nodes/${node.node_small_id}`)).json()) as unknown[];
+      assert.deepEqual(await subscriptions(b), []);
+      const subscribed = await fetch(`${a.url}/nodes/task-subscribe`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${a.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          task_small_id: 1,
+          price_per_one_million_compute_units: 1000,
+          node_badge_id: node.badge_id,
+        }),
+      });
+      assert.equal(subscribed.status, 200, await subscribed.text());
+      assert.equal((await subscriptions(b)).length, 1);
+    });
+  });
+}
