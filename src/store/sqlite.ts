@@ -644,6 +644,7 @@ function openConnection(file: string): DatabaseSync {
   // WAL with synchronous=NORMAL never corrupts and never splits a transaction; a power cut may lose only
   // the newest commits, which the indexer then re-reads from its (equally old) cursor.
   db.exec('PRAGMA synchronous = NORMAL');
+  db.exec('PRAGMA cache_size = -65536');
   return db;
 }
 
