@@ -4,10 +4,10 @@ import { Client, type ClientBase, DatabaseError, Pool, type PoolClient, type Que
 import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
 import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
 import { fromPostgresError, StoreError } from './errors.ts';
+import { idList, parseIdList, rowMappers } from './rows.ts';
 import type {
   Attestation,
   AttestationOutcome,
-  ClaimPath,
   CursorState,
   Dispute,
   IndexerCounts,
@@ -66,116 +66,9 @@ function dec(value: unknown): U64 {
   throw new StoreError('store_corrupt', `unexpected u64 column value ${String(value)}`, false);
 }
 
-function decNullable(value: unknown): U64 | null {
-  return value === null || value === undefined ? null : dec(value);
-}
-
-function int(value: unknown): number {
-  return typeof value === 'number' ? value : Number(value);
-}
-
-function idList(ids: readonly U64[]): string {
-  return `[${ids.map(u64ToString).join(',')}]`;
-}
-
-function parseIdList(text: string): string[] {
-  const inner = text.trim().slice(1, -1).trim();
-  return inner === '' ? [] : inner.split(',').map((s) => s.trim());
-}
-
-function bytes(value: unknown): number[] {
-  return value instanceof Uint8Array ? Array.from(value) : [];
-}
-
 type Row = Record<string, unknown>;
 
-// --- row mapping -----------------------------------------------------------------------------------------
-
-function toTask(r: Row): Task {
-  return {
-    task_small_id: dec(r.task_small_id),
-    task_id: r.task_id as string,
-    role: r.role as number,
-    model_name: (r.model_name as string | null) ?? null,
-    is_deprecated: r.is_deprecated === true,
-    valid_until_epoch: decNullable(r.valid_until_epoch),
-    deprecated_at_epoch: decNullable(r.deprecated_at_epoch),
-    security_level: r.security_level as number,
-    minimum_reputation_score: (r.minimum_reputation_score as number | null) ?? null,
-    is_removed: r.is_removed === true,
-    removed_at_epoch: decNullable(r.removed_at_epoch),
-  };
-}
-
-function toSubscription(r: Row): NodeSubscription {
-  return {
-    node_small_id: dec(r.node_small_id),
-    task_small_id: dec(r.task_small_id),
-    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
-    max_num_compute_units: dec(r.max_num_compute_units),
-    valid: r.valid === true,
-  };
-}
-
-function toStack(r: Row): Stack {
-  return {
-    owner_address: r.owner_address as string,
-    stack_small_id: dec(r.stack_small_id),
-    stack_id: r.stack_id as string,
-    task_small_id: dec(r.task_small_id),
-    selected_node_id: dec(r.selected_node_id),
-    num_compute_units: dec(r.num_compute_units),
-    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
-    already_computed_units: dec(r.already_computed_units),
-    in_settle_period: r.in_settle_period === true,
-    num_total_messages: dec(r.num_total_messages),
-    is_claimed: r.is_claimed === true,
-    is_locked_for_claim: r.is_locked_for_claim === true,
-    is_confidential: r.is_confidential === true,
-    user_refund_amount: decNullable(r.user_refund_amount),
-  };
-}
-
-function toTicket(r: Row): StackSettlementTicket {
-  return {
-    stack_small_id: dec(r.stack_small_id),
-    selected_node_id: dec(r.selected_node_id),
-    num_claimed_compute_units: dec(r.num_claimed_compute_units),
-    requested_attestation_nodes: r.requested_attestation_nodes as string,
-    committed_stack_proofs: bytes(r.committed_stack_proofs),
-    stack_merkle_leaves: bytes(r.stack_merkle_leaves),
-    dispute_settled_at_epoch: decNullable(r.dispute_settled_at_epoch),
-    already_attested_nodes: r.already_attested_nodes as string,
-    is_in_dispute: r.is_in_dispute === true,
-    user_refund_amount: dec(r.user_refund_amount),
-    is_claimed: r.is_claimed === true,
-    claim_path: (r.claim_path as ClaimPath | null) ?? null,
-  };
-}
-
-function toDispute(r: Row): StackAttestationDispute {
-  return {
-    stack_small_id: dec(r.stack_small_id),
-    attestation_commitment: bytes(r.attestation_commitment),
-    attestation_node_id: dec(r.attestation_node_id),
-    original_node_id: dec(r.original_node_id),
-    original_commitment: bytes(r.original_commitment),
-  };
-}
-
-function toCursor(r: Row): CursorState {
-  return {
-    source: r.source as string,
-    cursor: (r.cursor as string | null) ?? null,
-    applied: int(r.applied),
-    duplicate: int(r.duplicate),
-    ignored: int(r.ignored),
-    unknown: int(r.unknown),
-    malformed: int(r.malformed),
-    orphaned: int(r.orphaned),
-    updatedAt: r.updated_at as string,
-  };
-}
+const rows = rowMappers(dec);
 
 // --- connection URL --------------------------------------------------------------------------------------
 
@@ -921,35 +814,35 @@ export class PostgresStore implements Store {
 
   async getCursor(source: string): Promise<CursorState | undefined> {
     const [row] = await this.#rows(S.getCursor, [source]);
-    return row ? toCursor(row) : undefined;
+    return row ? rows.cursor(row) : undefined;
   }
 
   async listTasks(): Promise<Task[]> {
-    return (await this.#rows(S.tasks, [])).map(toTask);
+    return (await this.#rows(S.tasks, [])).map(rows.task);
   }
 
   async listSubscriptions(node: U64): Promise<NodeSubscription[]> {
-    return (await this.#rows(S.subscriptions, [enc(node)])).map(toSubscription);
+    return (await this.#rows(S.subscriptions, [enc(node)])).map(rows.subscription);
   }
 
   async listStacks(node: U64, minFillFraction?: number): Promise<Stack[]> {
-    const rows =
+    const found =
       minFillFraction === undefined
         ? await this.#rows(S.stacks, [enc(node)])
         : await this.#rows(S.stacksFilled, [enc(node), minFillFraction]);
-    return rows.map(toStack);
+    return found.map(rows.stack);
   }
 
   async listClaimedStacks(node: U64): Promise<StackSettlementTicket[]> {
-    return (await this.#rows(S.claimed, [enc(node)])).map(toTicket);
+    return (await this.#rows(S.claimed, [enc(node)])).map(rows.ticket);
   }
 
   async listDisputesAgainst(node: U64): Promise<StackAttestationDispute[]> {
-    return (await this.#rows(S.disputesAgainst, [enc(node)])).map(toDispute);
+    return (await this.#rows(S.disputesAgainst, [enc(node)])).map(rows.dispute);
   }
 
   async listDisputesOwn(node: U64): Promise<StackAttestationDispute[]> {
-    return (await this.#rows(S.disputesOwn, [enc(node)])).map(toDispute);
+    return (await this.#rows(S.disputesOwn, [enc(node)])).map(rows.dispute);
   }
 
   addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome> {
@@ -1007,22 +900,22 @@ export class PostgresStore implements Store {
 
   async getTask(taskSmallId: U64): Promise<Task | undefined> {
     const [row] = await this.#rows(S.getTask, [enc(taskSmallId)]);
-    return row ? toTask(row) : undefined;
+    return row ? rows.task(row) : undefined;
   }
 
   async getStack(stackSmallId: U64): Promise<Stack | undefined> {
     const [row] = await this.#rows(S.getStack, [enc(stackSmallId)]);
-    return row ? toStack(row) : undefined;
+    return row ? rows.stack(row) : undefined;
   }
 
   async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
     const [row] = await this.#rows(S.getSubscription, [enc(nodeSmallId), enc(taskSmallId)]);
-    return row ? toSubscription(row) : undefined;
+    return row ? rows.subscription(row) : undefined;
   }
 
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
     const [row] = await this.#rows(S.getTicket, [enc(stackSmallId)]);
-    return row ? toTicket(row) : undefined;
+    return row ? rows.ticket(row) : undefined;
   }
 
   async hasEvents(keys: readonly string[]): Promise<boolean> {
@@ -1058,7 +951,7 @@ export class PostgresStore implements Store {
                 request_hash: row.request_hash as string,
                 status: row.status as number,
                 response: (row.response as string | null) ?? null,
-                created_at: int(row.created_at),
+                created_at: Number(row.created_at),
               };
             }
             reserved = (await reserve()).rowCount === 1;

@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
 import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
 import { fromSqliteError, StoreError } from './errors.ts';
+import { idList, parseIdList, rowMappers } from './rows.ts';
 import type {
   Attestation,
   AttestationOutcome,
-  ClaimPath,
   CursorState,
   Dispute,
   IndexerCounts,
@@ -53,112 +53,7 @@ function dec(value: unknown): U64 {
   throw new StoreError('store_corrupt', `unexpected u64 column value ${String(value)}`, false);
 }
 
-function decNullable(value: unknown): U64 | null {
-  return value === null || value === undefined ? null : dec(value);
-}
-
-function idList(ids: readonly U64[]): string {
-  return `[${ids.map(u64ToString).join(',')}]`;
-}
-
-function parseIdList(text: string): string[] {
-  const inner = text.trim().slice(1, -1).trim();
-  return inner === '' ? [] : inner.split(',').map((s) => s.trim());
-}
-
-function bytes(value: unknown): number[] {
-  return value instanceof Uint8Array ? Array.from(value) : [];
-}
-
-type Row = Record<string, SQLInputValue>;
-
-// --- row mapping -----------------------------------------------------------------------------------------
-
-function toTask(r: Row): Task {
-  return {
-    task_small_id: dec(r.task_small_id),
-    task_id: r.task_id as string,
-    role: r.role as number,
-    model_name: (r.model_name as string | null) ?? null,
-    is_deprecated: r.is_deprecated === 1,
-    valid_until_epoch: decNullable(r.valid_until_epoch),
-    deprecated_at_epoch: decNullable(r.deprecated_at_epoch),
-    security_level: r.security_level as number,
-    minimum_reputation_score: (r.minimum_reputation_score as number | null) ?? null,
-    is_removed: r.is_removed === 1,
-    removed_at_epoch: decNullable(r.removed_at_epoch),
-  };
-}
-
-function toSubscription(r: Row): NodeSubscription {
-  return {
-    node_small_id: dec(r.node_small_id),
-    task_small_id: dec(r.task_small_id),
-    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
-    max_num_compute_units: dec(r.max_num_compute_units),
-    valid: r.valid === 1,
-  };
-}
-
-function toStack(r: Row): Stack {
-  return {
-    owner_address: r.owner_address as string,
-    stack_small_id: dec(r.stack_small_id),
-    stack_id: r.stack_id as string,
-    task_small_id: dec(r.task_small_id),
-    selected_node_id: dec(r.selected_node_id),
-    num_compute_units: dec(r.num_compute_units),
-    price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
-    already_computed_units: dec(r.already_computed_units),
-    in_settle_period: r.in_settle_period === 1,
-    num_total_messages: dec(r.num_total_messages),
-    is_claimed: r.is_claimed === 1,
-    is_locked_for_claim: r.is_locked_for_claim === 1,
-    is_confidential: r.is_confidential === 1,
-    user_refund_amount: decNullable(r.user_refund_amount),
-  };
-}
-
-function toTicket(r: Row): StackSettlementTicket {
-  return {
-    stack_small_id: dec(r.stack_small_id),
-    selected_node_id: dec(r.selected_node_id),
-    num_claimed_compute_units: dec(r.num_claimed_compute_units),
-    requested_attestation_nodes: r.requested_attestation_nodes as string,
-    committed_stack_proofs: bytes(r.committed_stack_proofs),
-    stack_merkle_leaves: bytes(r.stack_merkle_leaves),
-    dispute_settled_at_epoch: decNullable(r.dispute_settled_at_epoch),
-    already_attested_nodes: r.already_attested_nodes as string,
-    is_in_dispute: r.is_in_dispute === 1,
-    user_refund_amount: dec(r.user_refund_amount),
-    is_claimed: r.is_claimed === 1,
-    claim_path: (r.claim_path as ClaimPath | null) ?? null,
-  };
-}
-
-function toDispute(r: Row): StackAttestationDispute {
-  return {
-    stack_small_id: dec(r.stack_small_id),
-    attestation_commitment: bytes(r.attestation_commitment),
-    attestation_node_id: dec(r.attestation_node_id),
-    original_node_id: dec(r.original_node_id),
-    original_commitment: bytes(r.original_commitment),
-  };
-}
-
-function toCursor(r: Row): CursorState {
-  return {
-    source: r.source as string,
-    cursor: (r.cursor as string | null) ?? null,
-    applied: r.applied as number,
-    duplicate: r.duplicate as number,
-    ignored: r.ignored as number,
-    unknown: r.unknown as number,
-    malformed: r.malformed as number,
-    orphaned: r.orphaned as number,
-    updatedAt: r.updated_at as string,
-  };
-}
+const rows = rowMappers(dec);
 
 // --- migrations ------------------------------------------------------------------------------------------
 
@@ -477,35 +372,35 @@ export class SqliteStore implements Store {
 
   async getCursor(source: string): Promise<CursorState | undefined> {
     const row = this.#guard(() => this.#r.getCursor!.get(source));
-    return row ? toCursor(row) : undefined;
+    return row ? rows.cursor(row) : undefined;
   }
 
   async listTasks(): Promise<Task[]> {
-    return this.#guard(() => this.#r.tasks!.all().map(toTask));
+    return this.#guard(() => this.#r.tasks!.all().map(rows.task));
   }
 
   async listSubscriptions(node: U64): Promise<NodeSubscription[]> {
-    return this.#guard(() => this.#r.subscriptions!.all(enc(node)).map(toSubscription));
+    return this.#guard(() => this.#r.subscriptions!.all(enc(node)).map(rows.subscription));
   }
 
   async listStacks(node: U64, minFillFraction?: number): Promise<Stack[]> {
     return this.#guard(() =>
       minFillFraction === undefined
-        ? this.#r.stacks!.all(enc(node)).map(toStack)
-        : this.#r.stacksFilled!.all(enc(node), minFillFraction).map(toStack),
+        ? this.#r.stacks!.all(enc(node)).map(rows.stack)
+        : this.#r.stacksFilled!.all(enc(node), minFillFraction).map(rows.stack),
     );
   }
 
   async listClaimedStacks(node: U64): Promise<StackSettlementTicket[]> {
-    return this.#guard(() => this.#r.claimed!.all(enc(node)).map(toTicket));
+    return this.#guard(() => this.#r.claimed!.all(enc(node)).map(rows.ticket));
   }
 
   async listDisputesAgainst(node: U64): Promise<StackAttestationDispute[]> {
-    return this.#guard(() => this.#r.disputesAgainst!.all(enc(node)).map(toDispute));
+    return this.#guard(() => this.#r.disputesAgainst!.all(enc(node)).map(rows.dispute));
   }
 
   async listDisputesOwn(node: U64): Promise<StackAttestationDispute[]> {
-    return this.#guard(() => this.#r.disputesOwn!.all(enc(node)).map(toDispute));
+    return this.#guard(() => this.#r.disputesOwn!.all(enc(node)).map(rows.dispute));
   }
 
   addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome> {
@@ -555,22 +450,22 @@ export class SqliteStore implements Store {
 
   async getTask(taskSmallId: U64): Promise<Task | undefined> {
     const row = this.#guard(() => this.#r.getTask!.get(enc(taskSmallId)));
-    return row ? toTask(row) : undefined;
+    return row ? rows.task(row) : undefined;
   }
 
   async getStack(stackSmallId: U64): Promise<Stack | undefined> {
     const row = this.#guard(() => this.#r.getStack!.get(enc(stackSmallId)));
-    return row ? toStack(row) : undefined;
+    return row ? rows.stack(row) : undefined;
   }
 
   async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
     const row = this.#guard(() => this.#r.getSubscription!.get(enc(nodeSmallId), enc(taskSmallId)));
-    return row ? toSubscription(row) : undefined;
+    return row ? rows.subscription(row) : undefined;
   }
 
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
     const row = this.#guard(() => this.#r.getTicket!.get(enc(stackSmallId)));
-    return row ? toTicket(row) : undefined;
+    return row ? rows.ticket(row) : undefined;
   }
 
   async hasEvents(keys: readonly string[]): Promise<boolean> {

@@ -1,0 +1,111 @@
+import type { U64 } from '../internal/u64.ts';
+import { u64ToString } from '../internal/u64.ts';
+import type {
+  ClaimPath,
+  CursorState,
+  NodeSubscription,
+  Stack,
+  StackAttestationDispute,
+  StackSettlementTicket,
+  Task,
+} from './store.ts';
+
+/**
+ * Rows to the store's types, for both engines: the only engine-specific part is how a u64 column comes
+ * back (SQLite: a number or 20-digit text; PostgreSQL: NUMERIC text), which the caller's `dec` decodes.
+ * Booleans arrive as 1/0 (SQLite) or true/false (PostgreSQL).
+ */
+
+type Row = Record<string, unknown>;
+
+/** A JSON array of small ids, as upstream keeps them in text columns: exact digits. */
+export function idList(ids: readonly U64[]): string {
+  return `[${ids.map(u64ToString).join(',')}]`;
+}
+
+export function parseIdList(text: string): string[] {
+  const inner = text.trim().slice(1, -1).trim();
+  return inner === '' ? [] : inner.split(',').map((s) => s.trim());
+}
+
+function bytes(value: unknown): number[] {
+  return value instanceof Uint8Array ? Array.from(value) : [];
+}
+
+const flag = (value: unknown): boolean => value === true || value === 1;
+
+export function rowMappers(dec: (value: unknown) => U64) {
+  const decNullable = (value: unknown): U64 | null =>
+    value === null || value === undefined ? null : dec(value);
+  return {
+    task: (r: Row): Task => ({
+      task_small_id: dec(r.task_small_id),
+      task_id: r.task_id as string,
+      role: Number(r.role),
+      model_name: (r.model_name as string | null) ?? null,
+      is_deprecated: flag(r.is_deprecated),
+      valid_until_epoch: decNullable(r.valid_until_epoch),
+      deprecated_at_epoch: decNullable(r.deprecated_at_epoch),
+      security_level: Number(r.security_level),
+      minimum_reputation_score:
+        r.minimum_reputation_score === null ? null : Number(r.minimum_reputation_score),
+      is_removed: flag(r.is_removed),
+      removed_at_epoch: decNullable(r.removed_at_epoch),
+    }),
+    subscription: (r: Row): NodeSubscription => ({
+      node_small_id: dec(r.node_small_id),
+      task_small_id: dec(r.task_small_id),
+      price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
+      max_num_compute_units: dec(r.max_num_compute_units),
+      valid: flag(r.valid),
+    }),
+    stack: (r: Row): Stack => ({
+      owner_address: r.owner_address as string,
+      stack_small_id: dec(r.stack_small_id),
+      stack_id: r.stack_id as string,
+      task_small_id: dec(r.task_small_id),
+      selected_node_id: dec(r.selected_node_id),
+      num_compute_units: dec(r.num_compute_units),
+      price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
+      already_computed_units: dec(r.already_computed_units),
+      in_settle_period: flag(r.in_settle_period),
+      num_total_messages: dec(r.num_total_messages),
+      is_claimed: flag(r.is_claimed),
+      is_locked_for_claim: flag(r.is_locked_for_claim),
+      is_confidential: flag(r.is_confidential),
+      user_refund_amount: decNullable(r.user_refund_amount),
+    }),
+    ticket: (r: Row): StackSettlementTicket => ({
+      stack_small_id: dec(r.stack_small_id),
+      selected_node_id: dec(r.selected_node_id),
+      num_claimed_compute_units: dec(r.num_claimed_compute_units),
+      requested_attestation_nodes: r.requested_attestation_nodes as string,
+      committed_stack_proofs: bytes(r.committed_stack_proofs),
+      stack_merkle_leaves: bytes(r.stack_merkle_leaves),
+      dispute_settled_at_epoch: decNullable(r.dispute_settled_at_epoch),
+      already_attested_nodes: r.already_attested_nodes as string,
+      is_in_dispute: flag(r.is_in_dispute),
+      user_refund_amount: dec(r.user_refund_amount),
+      is_claimed: flag(r.is_claimed),
+      claim_path: (r.claim_path as ClaimPath | null) ?? null,
+    }),
+    dispute: (r: Row): StackAttestationDispute => ({
+      stack_small_id: dec(r.stack_small_id),
+      attestation_commitment: bytes(r.attestation_commitment),
+      attestation_node_id: dec(r.attestation_node_id),
+      original_node_id: dec(r.original_node_id),
+      original_commitment: bytes(r.original_commitment),
+    }),
+    cursor: (r: Row): CursorState => ({
+      source: r.source as string,
+      cursor: (r.cursor as string | null) ?? null,
+      applied: Number(r.applied),
+      duplicate: Number(r.duplicate),
+      ignored: Number(r.ignored),
+      unknown: Number(r.unknown),
+      malformed: Number(r.malformed),
+      orphaned: Number(r.orphaned),
+      updatedAt: String(r.updated_at),
+    }),
+  };
+}
