@@ -3,8 +3,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
 import type { EventPage, EventSource } from '../../indexer/apply.ts';
-import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
+import { normalizeU64, type U64 } from '../../internal/u64.ts';
 import { commitmentFor, leafFor } from '../../operations/proofs.ts';
+import { asciiArg, bytesArg, u64Arg, uintArg } from '../arguments.ts';
 import {
   type Badge,
   type Chain,
@@ -125,32 +126,6 @@ export interface DevNodeAccount {
 const big = (value: bigint): U64 => normalizeU64(value);
 
 /** A u64 argument, as the transaction builder would refuse it before anything runs. */
-function u64Arg(value: unknown, name: string): bigint {
-  const parsed = toU64(value);
-  if (parsed === undefined) throw new ChainRejectedError('invalid_argument', `${name} must be a u64`);
-  return BigInt(parsed);
-}
-
-function uintArg(value: unknown, name: string, bits: 8 | 16): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value >= 2 ** bits) {
-    throw new ChainRejectedError('invalid_argument', `${name} must be a u${bits}`);
-  }
-  return value;
-}
-
-function bytesArg(value: unknown, name: string): Uint8Array {
-  if (!(value instanceof Uint8Array))
-    throw new ChainRejectedError('invalid_argument', `${name} must be bytes`);
-  return value;
-}
-
-function asciiArg(value: unknown, name: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range is the definition of ASCII.
-  if (typeof value !== 'string' || !/^[\x00-\x7f]*$/.test(value)) {
-    throw new ChainRejectedError('invalid_argument', `${name} must be an ASCII string`);
-  }
-  return value;
-}
 
 function u64List(value: unknown, name: string): bigint[] {
   if (!Array.isArray(value))

@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import type { EventPage, EventSource, RawEvent } from '../../indexer/apply.ts';
 import { Mutex } from '../../internal/mutex.ts';
 import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
+import { asciiArg, bytesArg, u64Arg } from '../arguments.ts';
 import {
   type Badge,
   type Chain,
@@ -593,7 +594,7 @@ export class SuiNetwork implements Chain {
 
     let budget: bigint;
     if (gas.gas_budget !== undefined) {
-      budget = u64Argument(gas.gas_budget, 'gas_budget');
+      budget = u64Arg(gas.gas_budget, 'gas_budget');
       this.#checkCap(budget);
     } else {
       // Simulate with everything the signer can pay (up to the cap), then budget what it used plus a margin.
@@ -1022,7 +1023,7 @@ export class SuiNetwork implements Chain {
   async #price(requested: U64 | undefined): Promise<bigint> {
     const { price: reference } = await this.#fetchGasPrice();
     if (requested === undefined) return reference;
-    const price = u64Argument(requested, 'gas_price');
+    const price = u64Arg(requested, 'gas_price');
     if (price < reference) {
       throw new ChainRejectedError(
         'gas_price_too_low',
@@ -1133,28 +1134,25 @@ function moveCall(op: Operation): MoveCall {
     case 'register_node':
       return call('register_node_entry', undefined, () => []);
     case 'add_node_to_model': {
-      const model = asciiArgument(op.model_name, 'model_name');
-      const echelon = u64Argument(op.echelon_id, 'echelon_id');
+      const model = asciiArg(op.model_name, 'model_name');
+      const echelon = u64Arg(op.echelon_id, 'echelon_id');
       return call('add_node_to_model', op.badge, (tx) => [tx.pure.string(model), tx.pure.u64(echelon)]);
     }
     case 'subscribe_node_to_task':
     case 'update_node_subscription': {
-      const task = u64Argument(op.task_small_id, 'task_small_id');
-      const price = u64Argument(
-        op.price_per_one_million_compute_units,
-        'price_per_one_million_compute_units',
-      );
+      const task = u64Arg(op.task_small_id, 'task_small_id');
+      const price = u64Arg(op.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
       return call(op.kind, op.badge, (tx) => [tx.pure.u64(task), tx.pure.u64(price)]);
     }
     case 'unsubscribe_node_from_task': {
-      const task = u64Argument(op.task_small_id, 'task_small_id');
+      const task = u64Arg(op.task_small_id, 'task_small_id');
       return call('unsubscribe_node_from_task', op.badge, (tx) => [tx.pure.u64(task)]);
     }
     case 'try_settle_stack': {
-      const stack = u64Argument(op.stack_small_id, 'stack_small_id');
-      const claimed = u64Argument(op.num_claimed_compute_units, 'num_claimed_compute_units');
-      const proof = bytesArgument(op.committed_stack_proof, 'committed_stack_proof');
-      const leaf = bytesArgument(op.stack_merkle_leaf, 'stack_merkle_leaf');
+      const stack = u64Arg(op.stack_small_id, 'stack_small_id');
+      const claimed = u64Arg(op.num_claimed_compute_units, 'num_claimed_compute_units');
+      const proof = bytesArg(op.committed_stack_proof, 'committed_stack_proof');
+      const leaf = bytesArg(op.stack_merkle_leaf, 'stack_merkle_leaf');
       return call(
         'try_settle_stack',
         op.badge,
@@ -1168,9 +1166,9 @@ function moveCall(op: Operation): MoveCall {
       );
     }
     case 'submit_stack_settlement_attestation': {
-      const stack = u64Argument(op.stack_small_id, 'stack_small_id');
-      const proof = bytesArgument(op.committed_stack_proof, 'committed_stack_proof');
-      const leaf = bytesArgument(op.stack_merkle_leaf, 'stack_merkle_leaf');
+      const stack = u64Arg(op.stack_small_id, 'stack_small_id');
+      const proof = bytesArg(op.committed_stack_proof, 'committed_stack_proof');
+      const leaf = bytesArg(op.stack_merkle_leaf, 'stack_merkle_leaf');
       return call('submit_stack_settlement_attestation', op.badge, (tx) => [
         tx.pure.u64(stack),
         tx.pure.vector('u8', proof),
@@ -1178,8 +1176,8 @@ function moveCall(op: Operation): MoveCall {
       ]);
     }
     case 'start_attestation_dispute': {
-      const stack = u64Argument(op.stack_small_id, 'stack_small_id');
-      const commitment = bytesArgument(op.attestation_commitment, 'attestation_commitment');
+      const stack = u64Arg(op.stack_small_id, 'stack_small_id');
+      const commitment = bytesArg(op.attestation_commitment, 'attestation_commitment');
       return call('start_attestation_dispute', op.badge, (tx) => [
         tx.pure.u64(stack),
         tx.pure.vector('u8', commitment),
@@ -1204,30 +1202,10 @@ function moveCall(op: Operation): MoveCall {
   }
 }
 
-function u64Argument(value: unknown, name: string): bigint {
-  const parsed = toU64(value);
-  if (parsed === undefined) throw new ChainRejectedError('invalid_argument', `${name} must be a u64`);
-  return BigInt(parsed);
-}
-
 function u64List(value: unknown, name: string): bigint[] {
   if (!Array.isArray(value))
     throw new ChainRejectedError('invalid_argument', `${name} must be a list of u64`);
-  return value.map((v, i) => u64Argument(v, `${name}[${i}]`));
-}
-
-function bytesArgument(value: unknown, name: string): Uint8Array {
-  if (!(value instanceof Uint8Array))
-    throw new ChainRejectedError('invalid_argument', `${name} must be bytes`);
-  return value;
-}
-
-function asciiArgument(value: unknown, name: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range is the definition of ASCII.
-  if (typeof value !== 'string' || !/^[\x00-\x7f]*$/.test(value)) {
-    throw new ChainRejectedError('invalid_argument', `${name} must be an ASCII string`);
-  }
-  return value;
+  return value.map((v, i) => u64Arg(v, `${name}[${i}]`));
 }
 
 // --- helpers -----------------------------------------------------------------------------------------------
