@@ -23,7 +23,7 @@ import { opsRoutes } from './http/routes/ops.ts';
 import { readRoutes } from './http/routes/reads.ts';
 import { writeRoutes } from './http/routes/writes.ts';
 import { toOpenApi31 } from './http/schemas.ts';
-import { installSecurity, loggableUrl, type SecurityOptions } from './http/security.ts';
+import { createGuard, loggableUrl, type SecurityOptions } from './http/security.ts';
 import { installStrictParams } from './http/strict-params.ts';
 import type { LiveIndexer } from './indexer/run.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
@@ -116,47 +116,64 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
     return sendProblem(request, reply, 'not_found', `no endpoint at ${path}; see /docs for the API`);
   });
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    metrics.httpRequests.inc({ route, method: request.method, status: reply.statusCode });
-    metrics.httpDuration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
-    request.log.debug(
-      {
-        method: request.method,
-        url: loggableUrl(request.url),
-        status: reply.statusCode,
-        ms: reply.elapsedTime,
-      },
-      'request completed',
-    );
-  });
-
+  // One onRequest and one onResponse hook, synchronous: they run on every request.
+  const guard = createGuard(deps.security, metrics);
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (request, reply) => {
-    if (!closing) return;
-    reply.header('connection', 'close');
-    return sendProblem(
-      request,
-      reply,
-      'shutting_down',
-      'the daemon is shutting down; retry once it is back',
-      {
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      sendProblem(request, reply, 'shutting_down', 'the daemon is shutting down; retry once it is back', {
         headers: { 'retry-after': '5' },
-      },
-    );
+      });
+      return;
+    }
+    if (guard.check(request, reply)) return;
+    done();
+  });
+  const requestCounters = new Map<string, { inc(): void }>();
+  const durations = new Map<string, { observe(seconds: number): void }>();
+  app.addHook('onResponse', (request, reply, done) => {
+    guard.release(request);
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${route}`;
+    let counter = requestCounters.get(`${key} ${reply.statusCode}`);
+    if (!counter) {
+      counter = metrics.httpRequests.labels({ route, method: request.method, status: reply.statusCode });
+      requestCounters.set(`${key} ${reply.statusCode}`, counter);
+    }
+    counter.inc();
+    let duration = durations.get(key);
+    if (!duration) {
+      duration = metrics.httpDuration.labels({ route, method: request.method });
+      durations.set(key, duration);
+    }
+    duration.observe(reply.elapsedTime / 1000);
+    if (request.log.level === 'debug' || request.log.level === 'trace') {
+      request.log.debug(
+        {
+          method: request.method,
+          url: loggableUrl(request.url),
+          status: reply.statusCode,
+          ms: reply.elapsedTime,
+        },
+        'request completed',
+      );
+    }
+    done();
+  });
+  app.addHook('onRequestAbort', (request, done) => {
+    guard.release(request);
+    done();
   });
 
   // Bodies are JSON only (anything else is a 415), with exact integers.
   installJsonBody(app);
   installErrorHandler(app);
   installStrictParams(app);
-  installSecurity(app, deps.security, metrics);
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: [...config.corsOrigins],

@@ -38,6 +38,8 @@ export interface Config {
   readonly maxInFlight: number;
   /** /ready answers 503 while the indexer is more than this many seconds behind the chain head. */
   readonly readyMaxLag: number;
+  /** The most events the indexer applies in one transaction while it catches up. */
+  readonly indexerBatchEvents: number;
   /** Sui: the fullnode's gRPC URL, the Atoma package and AtomaDb ids, the keystore and signing address. */
   readonly suiUrl: string | undefined;
   readonly suiPackageId: string | undefined;
@@ -283,6 +285,14 @@ export const SETTINGS: readonly Setting[] = [
     describe: 'seconds the indexer may lag the chain head and /ready still say ready',
     parse: integer(1, 86400),
     defaultValue: () => 30,
+  },
+  {
+    key: 'indexerBatchEvents',
+    flag: 'indexer-batch-events',
+    env: 'NODE_DAEMON_INDEXER_BATCH_EVENTS',
+    describe: 'the most events the indexer applies in one transaction while catching up',
+    parse: integer(1, 1_000_000),
+    defaultValue: () => 10_000,
   },
   {
     key: 'suiUrl',

@@ -65,6 +65,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     throw error;
   }
   const indexer = new LiveIndexer(store, raw.events, logger.child({ component: 'indexer' }), {
+    batchEvents: config.indexerBatchEvents,
     onCounts: (counts) => {
       for (const [outcome, n] of Object.entries(counts)) if (n > 0) metrics.indexerEvents.inc({ outcome }, n);
     },

@@ -418,6 +418,8 @@ describe('response cache', () => {
           createLogger('silent'),
         );
         await other.close();
+        // Another connection's commit shows from the next event-loop turn (the version is read once a turn).
+        await new Promise((resolve) => setImmediate(resolve));
         assert.equal(((await ctx.app.inject({ url: '/tasks' })).json() as unknown[]).length, 3);
         await ctx.seed([stack(1, 1)]);
         assert.equal(((await ctx.app.inject({ url: '/stacks/nodes/1' })).json() as unknown[]).length, 1);

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Metrics } from '../internal/metrics.ts';
 import { sendProblem } from './errors.ts';
 
@@ -84,12 +84,20 @@ function hostName(header: string): string {
   return (colon > -1 && header.indexOf(':') === colon ? header.slice(0, colon) : header).toLowerCase();
 }
 
+export interface RequestGuard {
+  /** Runs the guards; true when it has answered the request (which must then go no further). */
+  check(request: FastifyRequest, reply: FastifyReply): boolean;
+  /** Call once the request is over (answered or aborted): it no longer counts as in flight. */
+  release(request: FastifyRequest): void;
+}
+
 /**
  * The request guards, in order: shed load beyond maxInFlight (503 with Retry-After); refuse a Host that
  * is not this daemon's (DNS rebinding); refuse a token in the query string; require the bearer token for
- * writes (and reads with auth=all): 401 when missing, 403 when wrong.
+ * writes (and reads with auth=all): 401 when missing, 403 when wrong. Synchronous: they run on every
+ * request, so they cost no promise.
  */
-export function installSecurity(app: FastifyInstance, options: SecurityOptions, metrics: Metrics): void {
+export function createGuard(options: SecurityOptions, metrics: Metrics): RequestGuard {
   const token = new TokenFile(options.tokenFile);
   const allowed = new Set(
     ['localhost', '127.0.0.1', '[::1]', options.boundHost, ...options.allowedHosts].map((h) =>
@@ -97,71 +105,81 @@ export function installSecurity(app: FastifyInstance, options: SecurityOptions, 
     ),
   );
   let inFlight = 0;
-  const done = new WeakSet<FastifyRequest>();
-  const release = (request: FastifyRequest) => {
-    if (done.has(request)) return;
-    done.add(request);
-    inFlight -= 1;
-    metrics.httpInFlight.set(inFlight);
+  const counted = new WeakSet<FastifyRequest>();
+  const deny = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    code: Parameters<typeof sendProblem>[2],
+    detail: string,
+    headers?: Record<string, string>,
+  ) => {
+    sendProblem(request, reply, code, detail, headers ? { headers } : {});
+    return true;
   };
-  app.addHook('onResponse', async (request) => release(request));
-  app.addHook('onRequestAbort', async (request) => release(request));
-
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    inFlight += 1;
-    metrics.httpInFlight.set(inFlight);
-    if (inFlight > options.maxInFlight) {
-      metrics.httpShed.inc();
-      return sendProblem(
-        request,
-        reply,
-        'overloaded',
-        'the daemon is answering too many requests at once; retry in a moment',
-        {
-          headers: { 'retry-after': '1' },
-        },
-      );
-    }
-    const host = request.headers.host;
-    if (host !== undefined && !allowed.has(hostName(host))) {
-      return sendProblem(
-        request,
-        reply,
-        'host_not_allowed',
-        `requests for host ${hostName(host)} are refused (DNS rebinding protection); use ${options.boundHost} or localhost, or allow the name with --allowed-hosts`,
-      );
-    }
-    const query = request.url.indexOf('?');
-    if (query > -1 && TOKEN_PARAMS.test(request.url.slice(query))) {
-      return sendProblem(
-        request,
-        reply,
-        'token_in_query',
-        `tokens are never accepted in the URL; send the header Authorization: Bearer <the token in ${options.tokenFile}>`,
-      );
-    }
-    const path = request.url.slice(0, query > -1 ? query : undefined);
-    const isRead = request.method === 'GET' || request.method === 'HEAD';
-    if (options.auth === 'none' || OPEN_PATHS.has(path) || request.method === 'OPTIONS') return;
-    if (isRead && options.auth === 'writes') return;
-    const header = request.headers.authorization;
-    if (header === undefined) {
-      return sendProblem(
-        request,
-        reply,
-        'unauthorized',
-        `this request needs the API token: send Authorization: Bearer <the token in ${options.tokenFile}>`,
-        { headers: { 'www-authenticate': 'Bearer' } },
-      );
-    }
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match || !token.matches(match[1]!)) {
-      return sendProblem(
-        request,
-        reply,
-        'forbidden',
-        `the API token is wrong; use the token in ${options.tokenFile} (node-daemon token rotate replaces it)`,
-      );
-    }
-  });
+  return {
+    release(request) {
+      if (!counted.delete(request)) return;
+      inFlight -= 1;
+      metrics.httpInFlight.set(inFlight);
+    },
+    check(request, reply) {
+      counted.add(request);
+      inFlight += 1;
+      metrics.httpInFlight.set(inFlight);
+      if (inFlight > options.maxInFlight) {
+        metrics.httpShed.inc();
+        return deny(
+          request,
+          reply,
+          'overloaded',
+          'the daemon is answering too many requests at once; retry in a moment',
+          {
+            'retry-after': '1',
+          },
+        );
+      }
+      const host = request.headers.host;
+      if (host !== undefined && !allowed.has(hostName(host))) {
+        return deny(
+          request,
+          reply,
+          'host_not_allowed',
+          `requests for host ${hostName(host)} are refused (DNS rebinding protection); use ${options.boundHost} or localhost, or allow the name with --allowed-hosts`,
+        );
+      }
+      const query = request.url.indexOf('?');
+      if (query > -1 && TOKEN_PARAMS.test(request.url.slice(query))) {
+        return deny(
+          request,
+          reply,
+          'token_in_query',
+          `tokens are never accepted in the URL; send the header Authorization: Bearer <the token in ${options.tokenFile}>`,
+        );
+      }
+      const path = request.url.slice(0, query > -1 ? query : undefined);
+      if (options.auth === 'none' || OPEN_PATHS.has(path) || request.method === 'OPTIONS') return false;
+      const isRead = request.method === 'GET' || request.method === 'HEAD';
+      if (isRead && options.auth === 'writes') return false;
+      const header = request.headers.authorization;
+      if (header === undefined) {
+        return deny(
+          request,
+          reply,
+          'unauthorized',
+          `this request needs the API token: send Authorization: Bearer <the token in ${options.tokenFile}>`,
+          { 'www-authenticate': 'Bearer' },
+        );
+      }
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!match || !token.matches(match[1]!)) {
+        return deny(
+          request,
+          reply,
+          'forbidden',
+          `the API token is wrong; use the token in ${options.tokenFile} (node-daemon token rotate replaces it)`,
+        );
+      }
+      return false;
+    },
+  };
 }

@@ -99,6 +99,7 @@ export class LiveIndexer {
   #woken = false;
   #running: Promise<void> | undefined;
   #lease: (Lease & { signal: AbortSignal }) | undefined;
+  readonly #batchEvents: number;
   readonly #onCounts: ((counts: IndexerCounts) => void) | undefined;
   readonly #onError: (() => void) | undefined;
   /** The last error and when it happened, for status reports; cleared by the next good page. */
@@ -110,12 +111,18 @@ export class LiveIndexer {
     store: Store,
     source: EventSource,
     log: Logger,
-    options: { idleMs?: number; onCounts?: (counts: IndexerCounts) => void; onError?: () => void } = {},
+    options: {
+      idleMs?: number;
+      batchEvents?: number;
+      onCounts?: (counts: IndexerCounts) => void;
+      onError?: () => void;
+    } = {},
   ) {
     this.#store = store;
     this.#source = source;
     this.#log = log;
     this.#idleMs = options.idleMs ?? 1000;
+    this.#batchEvents = options.batchEvents ?? BATCH_EVENTS;
     this.#onCounts = options.onCounts;
     this.#onError = options.onError;
   }
@@ -232,6 +239,7 @@ export class LiveIndexer {
     const signal = this.#stop.signal;
     let last = emptyCounts();
     const progress = await catchUp(this.#store, this.#source, this.#log, {
+      batchEvents: this.#batchEvents,
       signal: AbortSignal.any([signal, leaseLost]),
       onPage: ({ totals }) => {
         this.#onCounts?.(diffCounts(totals, last));

@@ -25,7 +25,8 @@ export function instrumentStore(store: Store, metrics: Metrics): Store {
   return new Proxy(store, {
     get(target, name) {
       const value = Reflect.get(target, name, target);
-      if (typeof value !== 'function' || name === 'close')
+      // dataVersion runs on every cached read and costs next to nothing: it is not timed.
+      if (typeof value !== 'function' || name === 'close' || name === 'dataVersion')
         return typeof value === 'function' ? value.bind(target) : value;
       if (name === 'indexerTransaction') {
         return (fn: (tx: IndexerTx) => Promise<unknown>) =>

@@ -147,6 +147,7 @@ export class SqliteStore implements Store {
   readonly #w: Record<string, StatementSync>;
   readonly #r: Record<string, StatementSync>;
   readonly #claims = new Map<number, StatementSync>();
+  #version: string | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
 
@@ -194,6 +195,7 @@ export class SqliteStore implements Store {
       try {
         const result = await fn(this.#tx);
         this.#guard(() => this.#writer.exec('COMMIT'));
+        this.#version = undefined;
         return result;
       } catch (error) {
         if (this.#writer.isTransaction) this.#writer.exec('ROLLBACK');
@@ -508,8 +510,16 @@ export class SqliteStore implements Store {
   }
 
   async dataVersion(): Promise<string> {
-    // PRAGMA data_version changes when any other connection, in this process or another, commits.
-    return this.#guard(() => String(this.#r.dataVersion!.get()!.data_version));
+    // PRAGMA data_version changes when any other connection, in this process or another, commits. It is
+    // read at most once per event-loop turn (a burst of requests shares one read), and forgotten at once
+    // when this process commits.
+    if (this.#version === undefined) {
+      this.#version = this.#guard(() => String(this.#r.dataVersion!.get()!.data_version));
+      setImmediate(() => {
+        this.#version = undefined;
+      });
+    }
+    return this.#version;
   }
 
   async tryLease(_name: string): Promise<Lease | undefined> {
