@@ -549,7 +549,10 @@ function openConnection(file: string): DatabaseSync {
   // WAL with synchronous=NORMAL never corrupts and never splits a transaction; a power cut may lose only
   // the newest commits, which the indexer then re-reads from its (equally old) cursor.
   db.exec('PRAGMA synchronous = NORMAL');
+  // A 64 MB page cache, and checkpoints every ~40 MB of WAL rather than 4 MB: fewer re-reads and
+  // fsyncs while the indexer catches up (the WAL still commits each transaction atomically).
   db.exec('PRAGMA cache_size = -65536');
+  db.exec('PRAGMA wal_autocheckpoint = 10000');
   return db;
 }
 
