@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { PostgresStore } from '../src/store/postgres.ts';
+import type { Dataset, DatasetParams } from './dataset.ts';
+import { datasetStack, EventFactory } from './events.ts';
+import { applyStream, type FreshStore } from './ingest.ts';
+
+/** The server the PostgreSQL run uses unless --database-url says otherwise (trust authentication). */
+export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function withClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url, application_name: 'node-daemon bench' });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Throwaway databases on one PostgreSQL server, all named bench_<run id>_<n>: created on demand, each dropped
+ * when done, and dropAll() (called at the end of the run, also on failure or a signal) drops what is left.
+ * serverUrl names a database that exists (postgres); the throwaway ones get the same host, port and user.
+ */
+export class ThrowawayDatabases {
+  readonly runId = randomBytes(4).toString('hex');
+  readonly #serverUrl: string;
+  readonly #live = new Set<string>();
+  #next = 0;
+
+  constructor(serverUrl: string) {
+    this.#serverUrl = serverUrl;
+  }
+
+  /** The URL of database name on the same server. */
+  urlOf(name: string): string {
+    const url = new URL(this.#serverUrl);
+    url.pathname = `/${name}`;
+    return url.toString();
+  }
+
+  /** Checks the server answers; returns its version line. */
+  async version(): Promise<string> {
+    return withClient(this.#serverUrl, async (c) => {
+      const { rows } = await c.query<{ v: string }>('SELECT version() AS v');
+      return rows[0]!.v.split(',')[0]!;
+    });
+  }
+
+  async create(): Promise<{ name: string; url: string }> {
+    this.#next += 1;
+    const name = `bench_${this.runId}_${this.#next}`;
+    await withClient(this.#serverUrl, (c) => c.query(`CREATE DATABASE ${name}`));
+    this.#live.add(name);
+    return { name, url: this.urlOf(name) };
+  }
+
+  async drop(name: string): Promise<void> {
+    // WITH (FORCE) ends connections a crashed daemon may have left behind (PostgreSQL 13+).
+    await withClient(this.#serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    this.#live.delete(name);
+  }
+
+  /** Drops every database this run created and has not dropped; returns the names it could not drop. */
+  async dropAll(): Promise<string[]> {
+    const left: string[] = [];
+    for (const name of [...this.#live]) {
+      try {
+        await this.drop(name);
+      } catch {
+        left.push(name);
+      }
+    }
+    return left;
+  }
+
+  /** A fresh PostgresStore in a new database (migrated by open); dispose closes it and drops the database. */
+  async fresh(): Promise<FreshStore> {
+    const { name, url } = await this.create();
+    let store: PostgresStore;
+    try {
+      store = await PostgresStore.open({ url, applicationName: 'node-daemon bench' });
+    } catch (error) {
+      await this.drop(name).catch(() => undefined);
+      throw error;
+    }
+    return {
+      store,
+      dispose: async () => {
+        await store.close();
+        await this.drop(name);
+      },
+    };
+  }
+}
+
+/**
+ * The HTTP data set in a new database of dbs: the same events as prepareDataset (tasks, then stacks spread
+ * over nodes) through applyPage into a PostgresStore, then one UPDATE giving the same already_computed_units
+ * as the SQLite data set (integer division, as SQLite's), then VACUUM ANALYZE of stacks. Never cached: the
+ * database is dropped at the end of the run. dataDir is the daemon's data directory (its token file).
+ */
+export async function preparePostgresDataset(
+  dbs: ThrowawayDatabases,
+  dataDir: string,
+  params: DatasetParams,
+  log: (line: string) => void,
+): Promise<Dataset & { url: string; analyzeSeconds: number }> {
+  const { name, url } = await dbs.create();
+  const total = params.tasks + params.nodes * params.stacksPerNode;
+  log(`data set: building ${total.toLocaleString('en-US')} events through applyPage into database ${name}`);
+  const store = await PostgresStore.open({ url, applicationName: 'node-daemon bench' });
+  let built: { events: number; seconds: number };
+  try {
+    const factory = new EventFactory(params.seed);
+    function* stream(): Generator<unknown> {
+      for (let t = 1; t <= params.tasks; t++) yield factory.task(t);
+      const stacks = params.nodes * params.stacksPerNode;
+      for (let s = 1; s <= stacks; s++) yield factory.stack(datasetStack(s, params.nodes, params.tasks));
+    }
+    let lastLog = performance.now();
+    built = await applyStream(store, 'bench:dataset', stream(), (events) => {
+      if (performance.now() - lastLog > 10_000) {
+        lastLog = performance.now();
+        log(`  ${events.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} events`);
+      }
+    });
+  } finally {
+    await store.close();
+  }
+
+  const fillStarted = performance.now();
+  let analyzeSeconds = 0;
+  await withClient(url, async (c) => {
+    // div() is integer division, like SQLite's INTEGER / INTEGER; plain / on NUMERIC would round instead.
+    await c.query(`UPDATE stacks SET already_computed_units =
+      div(num_compute_units * ((stack_small_id * 37) % 101), 100)`);
+    const { rows } = await c.query<{ n: string; top: string }>(
+      'SELECT count(*) AS n, max(already_computed_units)::text AS top FROM stacks',
+    );
+    if (Number(rows[0]!.n) !== params.nodes * params.stacksPerNode) {
+      throw new Error(`data set check failed: ${JSON.stringify(rows[0])}`);
+    }
+    // The UPDATE left a dead version of every row; what autovacuum would do in time, done now, so the
+    // reads do not depend on when autovacuum happens to run.
+    const started = performance.now();
+    await c.query('VACUUM ANALYZE stacks');
+    analyzeSeconds = (performance.now() - started) / 1000;
+  });
+  const fillSeconds = (performance.now() - fillStarted) / 1000 - analyzeSeconds;
+  return {
+    dir: dataDir,
+    url,
+    params,
+    key: name,
+    cached: false,
+    analyzeSeconds,
+    build: { ...built, eventsPerSecond: built.events / built.seconds, fillSeconds },
+  };
+}

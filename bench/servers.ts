@@ -1,0 +1,126 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/** The server under test runs on the first core; the load generator owns the second. */
+export const SERVER_CPU = '0';
+
+export interface Server {
+  name: string;
+  origin: string;
+  pid: number;
+  /** SIGTERM, then SIGKILL if it has not exited after a while. */
+  stop(): Promise<void>;
+}
+
+/** A port nobody listens on right now (the kernel picks it). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function waitFor(url: string, child: ChildProcess, output: () => string, seconds = 60): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${url}: the server exited (${child.exitCode ?? child.signalCode}):\n${output()}`);
+    }
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not answer within ${seconds} s:\n${output()}`);
+}
+
+/** Spawns `taskset -c 0 <node> args...` and waits until readyPath answers 200. */
+async function startPinned(
+  name: string,
+  root: string,
+  nodeArgs: string[],
+  port: number,
+  readyPath: string,
+): Promise<Server> {
+  const node = join(root, 'node_modules/.bin/node');
+  const child = spawn('taskset', ['-c', SERVER_CPU, node, ...nodeArgs], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-8000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const origin = `http://127.0.0.1:${port}`;
+  const exited = once(child, 'exit');
+  try {
+    await waitFor(`${origin}${readyPath}`, child, () => output);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return {
+    name,
+    origin,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+      if (child.exitCode !== 0) {
+        throw new Error(`${name} exited with ${child.exitCode ?? child.signalCode} on SIGTERM:\n${output}`);
+      }
+    },
+  };
+}
+
+export interface DaemonOptions {
+  dataDir: string;
+  cacheMb?: number;
+  /** postgres:// URL: the daemon serves that database (--database-url) instead of dataDir's SQLite file. */
+  databaseUrl?: string;
+  /** Directory for a V8 CPU profile of the daemon (node --cpu-prof), written when it stops. */
+  cpuProfDir?: string;
+}
+
+/** The daemon exactly as an operator starts it, pinned to the server core. */
+export async function startDaemon(root: string, options: DaemonOptions): Promise<Server> {
+  const port = await freePort();
+  const args = [
+    ...(options.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfDir] : []),
+    'src/main.ts',
+    'start',
+    '--data-dir',
+    options.dataDir,
+    '--port',
+    String(port),
+    '--log-level',
+    'warn',
+    '--network',
+    'none',
+    ...(options.cacheMb === undefined ? [] : ['--cache-mb', String(options.cacheMb)]),
+    ...(options.databaseUrl === undefined ? [] : ['--database-url', options.databaseUrl]),
+  ];
+  const engine = options.databaseUrl === undefined ? '' : ' on PostgreSQL';
+  const label = options.cacheMb === 0 ? `daemon${engine} (--cache-mb 0)` : `daemon${engine}`;
+  return startPinned(label, root, args, port, '/health');
+}
+
+/** The plain node:http baseline serving bodyFile for every request. */
+export async function startBare(root: string, bodyFile: string): Promise<Server> {
+  const port = await freePort();
+  return startPinned('bare node:http', root, ['bench/bare-server.ts', String(port), bodyFile], port, '/');
+}
