@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { Client, type ClientBase, DatabaseError, Pool, type PoolClient, type QueryResult } from 'pg';
 import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
 import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
 import { fromPostgresError, StoreError } from './errors.ts';
+import { type AppliedMigration, checkApplied, loadMigrations } from './migrations.ts';
 import { idList, parseIdList, rowMappers } from './rows.ts';
 import type {
   Attestation,
@@ -128,55 +128,8 @@ const ignore = () => undefined;
 
 // --- migrations ------------------------------------------------------------------------------------------
 
-interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-  checksum: string;
-}
-
-function loadMigrations(): Migration[] {
-  return readdirSync(MIGRATIONS_DIR)
-    .filter((name) => /^\d{4}-.+\.sql$/.test(name))
-    .sort()
-    .map((name) => {
-      const sql = readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8');
-      return {
-        version: Number(name.slice(0, 4)),
-        name,
-        sql,
-        checksum: createHash('sha256').update(sql).digest('hex'),
-      };
-    });
-}
-
-interface AppliedRow {
-  version: number;
-  name: string;
-  checksum: string;
+interface AppliedRow extends AppliedMigration {
   applied_at: string;
-}
-
-/** Refuses applied migrations unknown to this version or different from the shipped ones (as SQLite does). */
-function checkApplied(applied: readonly AppliedRow[], shipped: readonly Migration[]): void {
-  const byVersion = new Map(shipped.map((m) => [m.version, m]));
-  for (const row of applied) {
-    const migration = byVersion.get(row.version);
-    if (!migration) {
-      throw new StoreError(
-        'store_too_new',
-        `the store was migrated by a newer node-daemon (migration ${row.name}); upgrade node-daemon`,
-        false,
-      );
-    }
-    if (migration.checksum !== row.checksum) {
-      throw new StoreError(
-        'store_migration_changed',
-        `migration ${migration.name} differs from the one applied to this store; migrations are append-only`,
-        false,
-      );
-    }
-  }
 }
 
 /**
@@ -184,7 +137,7 @@ function checkApplied(applied: readonly AppliedRow[], shipped: readonly Migratio
  * process starting at the same time waits for it, then finds nothing left to do. Returns the names applied.
  */
 async function runMigrations(client: ClientBase): Promise<string[]> {
-  const migrations = loadMigrations();
+  const migrations = loadMigrations(MIGRATIONS_DIR);
   await client.query('BEGIN');
   try {
     // Another process may be migrating for longer than the store's lock timeout: wait for it.
@@ -265,7 +218,7 @@ export async function migrationStatus(url: string): Promise<MigrationState[]> {
               'SELECT version, name, checksum, applied_at FROM schema_migrations ORDER BY version',
             )
           ).rows;
-    const shipped = loadMigrations();
+    const shipped = loadMigrations(MIGRATIONS_DIR);
     const byVersion = new Map(applied.map((r) => [r.version, r]));
     const states: MigrationState[] = shipped.map((m) => {
       const row = byVersion.get(m.version);

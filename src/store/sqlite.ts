@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
 import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
 import { fromSqliteError, StoreError } from './errors.ts';
+import { checkApplied, loadMigrations } from './migrations.ts';
 import { idList, parseIdList, rowMappers } from './rows.ts';
 import type {
   Attestation,
@@ -57,28 +57,6 @@ const rows = rowMappers(dec);
 
 // --- migrations ------------------------------------------------------------------------------------------
 
-interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-  checksum: string;
-}
-
-function loadMigrations(): Migration[] {
-  return readdirSync(MIGRATIONS_DIR)
-    .filter((name) => /^\d{4}-.+\.sql$/.test(name))
-    .sort()
-    .map((name) => {
-      const sql = readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8');
-      return {
-        version: Number(name.slice(0, 4)),
-        name,
-        sql,
-        checksum: createHash('sha256').update(sql).digest('hex'),
-      };
-    });
-}
-
 /**
  * Applies the pending migrations in one IMMEDIATE transaction, so two processes starting together cannot
  * both migrate. Refuses a store whose applied migrations differ from the shipped ones.
@@ -86,30 +64,20 @@ function loadMigrations(): Migration[] {
 function migrate(db: DatabaseSync): number {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT`);
-  const migrations = loadMigrations();
+  const migrations = loadMigrations(MIGRATIONS_DIR);
   db.exec('BEGIN IMMEDIATE');
   try {
     const applied = db
       .prepare('SELECT version, name, checksum FROM schema_migrations ORDER BY version')
       .all();
-    const shipped = new Map(migrations.map((m) => [m.version, m]));
-    for (const row of applied) {
-      const migration = shipped.get(row.version as number);
-      if (!migration) {
-        throw new StoreError(
-          'store_too_new',
-          `the store was migrated by a newer node-daemon (migration ${String(row.name)}); upgrade node-daemon`,
-          false,
-        );
-      }
-      if (migration.checksum !== row.checksum) {
-        throw new StoreError(
-          'store_migration_changed',
-          `migration ${migration.name} differs from the one applied to this store; migrations are append-only`,
-          false,
-        );
-      }
-    }
+    checkApplied(
+      applied.map((r) => ({
+        version: r.version as number,
+        name: String(r.name),
+        checksum: String(r.checksum),
+      })),
+      migrations,
+    );
     const done = new Set(applied.map((r) => r.version as number));
     let count = 0;
     const record = db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?, ?)');
