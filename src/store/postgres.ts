@@ -416,6 +416,7 @@ export class PostgresStore implements Store {
   #queue: Promise<unknown> = Promise.resolve();
   /** Set by close(): new work is refused, work already started finishes. */
   #closing: Promise<void> | undefined;
+  #version: Promise<string> | undefined;
   #closed = false;
   #active = 0;
   #idle: (() => void) | undefined;
@@ -552,6 +553,7 @@ export class PostgresStore implements Store {
       if (last?.command !== 'COMMIT') {
         throw new StoreError('store_rolled_back', 'the transaction was rolled back by the server', false);
       }
+      this.#version = undefined;
       return result;
     } catch (error) {
       // A connection that cannot even roll back is dropped from the pool rather than reused.
@@ -841,6 +843,7 @@ export class PostgresStore implements Store {
 
   async putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {
     await this.#query(S.putStackHash, [enc(stackSmallId), totalHash, enc(numRequests)]);
+    this.#version = undefined;
   }
 
   async getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined> {
@@ -922,17 +925,27 @@ export class PostgresStore implements Store {
 
   async completeIdempotencyKey(key: string, status: number, response: string): Promise<void> {
     await this.#query(S.completeIdempotency, [status, response, key]);
+    this.#version = undefined;
   }
 
   async releaseIdempotencyKey(key: string): Promise<void> {
     await this.#query(S.releaseIdempotency, [key]);
+    this.#version = undefined;
   }
 
-  async dataVersion(): Promise<string> {
+  dataVersion(): Promise<string> {
     // The store_version row, bumped in the same transaction as every change by any process sharing the
-    // database (see 0001-initial.sql): one indexed single-row read.
-    const [row] = await this.#rows(S.dataVersion, []);
-    return String(row?.version);
+    // database (see 0001-initial.sql): one indexed single-row read. Requests within one event-loop turn
+    // share one read (as on SQLite); this process's own commits forget it at once.
+    if (this.#version === undefined) {
+      const read = this.#rows(S.dataVersion, []).then(([row]) => String(row?.version));
+      this.#version = read;
+      const forget = () => {
+        if (this.#version === read) this.#version = undefined;
+      };
+      read.then(() => setImmediate(forget), forget);
+    }
+    return this.#version;
   }
 
   /**
