@@ -38,6 +38,43 @@ const ROOT = resolve(import.meta.dirname, '..');
 const RESULTS = join(ROOT, 'bench/results');
 const CONNECTIONS = 50;
 const ROTATING_NODES = 50;
+
+/** The node every fixed-node measurement reads. */
+const FIXED_NODE = 7;
+
+/** The four /stacks measurements: one node and a rotation over ROTATING_NODES, each with and without the filter. */
+function stackRowsFor(nodes: number, cache: string): HttpRow[] {
+  const rotating = Array.from(
+    { length: ROTATING_NODES },
+    (_, i) => 1 + Math.floor((i * nodes) / ROTATING_NODES),
+  );
+  return [
+    {
+      id: `stacks-fixed-${cache}`,
+      label: `GET /stacks/nodes/${FIXED_NODE}`,
+      server: '',
+      paths: [`/stacks/nodes/${FIXED_NODE}`],
+    },
+    {
+      id: `stacks-fixed-fill-${cache}`,
+      label: `GET /stacks/nodes/${FIXED_NODE}?min_fill_fraction=0.9`,
+      server: '',
+      paths: [`/stacks/nodes/${FIXED_NODE}?min_fill_fraction=0.9`],
+    },
+    {
+      id: `stacks-rotating-${cache}`,
+      label: `GET /stacks/nodes/{${ROTATING_NODES} ids}`,
+      server: '',
+      paths: rotating.map((n) => `/stacks/nodes/${n}`),
+    },
+    {
+      id: `stacks-rotating-fill-${cache}`,
+      label: `GET /stacks/nodes/{${ROTATING_NODES} ids}?min_fill_fraction=0.9`,
+      server: '',
+      paths: rotating.map((n) => `/stacks/nodes/${n}?min_fill_fraction=0.9`),
+    },
+  ];
+}
 const TARGET_RATIO = 0.7;
 const TARGET_P99_MS = 10;
 /** Longest wait, before each measurement, for other processes on the machine to quiet down. */
@@ -458,37 +495,8 @@ async function main(): Promise<number> {
   let profiles: ProfileSummary[] = [];
   if (dataset) {
     const ds = dataset;
-    const fixed = 7;
-    const rotating = Array.from(
-      { length: ROTATING_NODES },
-      (_, i) => 1 + Math.floor((i * ds.params.nodes) / ROTATING_NODES),
-    );
-    const stackRows = (cache: string): HttpRow[] => [
-      {
-        id: `stacks-fixed-${cache}`,
-        label: `GET /stacks/nodes/${fixed}`,
-        server: '',
-        paths: [`/stacks/nodes/${fixed}`],
-      },
-      {
-        id: `stacks-fixed-fill-${cache}`,
-        label: `GET /stacks/nodes/${fixed}?min_fill_fraction=0.9`,
-        server: '',
-        paths: [`/stacks/nodes/${fixed}?min_fill_fraction=0.9`],
-      },
-      {
-        id: `stacks-rotating-${cache}`,
-        label: `GET /stacks/nodes/{${ROTATING_NODES} ids}`,
-        server: '',
-        paths: rotating.map((n) => `/stacks/nodes/${n}`),
-      },
-      {
-        id: `stacks-rotating-fill-${cache}`,
-        label: `GET /stacks/nodes/{${ROTATING_NODES} ids}?min_fill_fraction=0.9`,
-        server: '',
-        paths: rotating.map((n) => `/stacks/nodes/${n}?min_fill_fraction=0.9`),
-      },
-    ];
+    const fixed = FIXED_NODE;
+    const stackRows = (cache: string) => stackRowsFor(ds.params.nodes, cache);
     const profileDir = join(RESULTS, 'profiles', startedAt.toISOString().replace(/[:.]/g, '-'));
     const profileRun = (name: string) => (opts.profile ? join(profileDir, name) : undefined);
     log(`\n[3/4] daemon, response cache on (default --cache-mb), pinned to CPU 0; ${tool} on CPU 1`);
@@ -930,37 +938,7 @@ async function postgresRun(
   const rows: HttpRow[] = [];
   if (dataset) {
     const ds = dataset;
-    const fixed = 7;
-    const rotating = Array.from(
-      { length: ROTATING_NODES },
-      (_, i) => 1 + Math.floor((i * ds.params.nodes) / ROTATING_NODES),
-    );
-    const stackRows = (cache: string): HttpRow[] => [
-      {
-        id: `stacks-fixed-${cache}`,
-        label: `GET /stacks/nodes/${fixed}`,
-        server: '',
-        paths: [`/stacks/nodes/${fixed}`],
-      },
-      {
-        id: `stacks-fixed-fill-${cache}`,
-        label: `GET /stacks/nodes/${fixed}?min_fill_fraction=0.9`,
-        server: '',
-        paths: [`/stacks/nodes/${fixed}?min_fill_fraction=0.9`],
-      },
-      {
-        id: `stacks-rotating-${cache}`,
-        label: `GET /stacks/nodes/{${ROTATING_NODES} ids}`,
-        server: '',
-        paths: rotating.map((n) => `/stacks/nodes/${n}`),
-      },
-      {
-        id: `stacks-rotating-fill-${cache}`,
-        label: `GET /stacks/nodes/{${ROTATING_NODES} ids}?min_fill_fraction=0.9`,
-        server: '',
-        paths: rotating.map((n) => `/stacks/nodes/${n}?min_fill_fraction=0.9`),
-      },
-    ];
+    const stackRows = (cache: string) => stackRowsFor(ds.params.nodes, cache);
     log(
       `\n[3/4] daemon --database-url, response cache on (default --cache-mb), pinned to CPU 0; ${tool} on CPU 1`,
     );
