@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { CLIENT_COMMANDS, clientHelp, runClient } from '../src/cli/index.ts';
-import { BIN, cleanEnv, type Finished, ROOT, run, waitExit } from './helpers/process.ts';
+import { cleanEnv, type Finished, run, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /** The client commands against real daemons: in-process through runClient, and through bin/node-daemon.js. */
@@ -97,29 +97,8 @@ async function closedPort(): Promise<number> {
  * `node-daemon start` until it listens, like startDaemon in helpers/process.ts but with no 60-second
  * limit on its life: the binary scenario may take longer on a loaded machine.
  */
-async function listening(
-  args: string[],
-): Promise<{ child: ChildProcess; url: string; exited: Promise<Finished> }> {
-  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...args], {
-    env: cleanEnv(),
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = waitExit(child, 600_000);
-  const url = await new Promise<string>((resolve, reject) => {
-    let seen = '';
-    const onData = (d: Buffer) => {
-      seen += String(d);
-      const match = /listening on (http:\/\/[^\s"]+)/.exec(seen);
-      if (match) {
-        child.stderr?.off('data', onData);
-        resolve(match[1]!);
-      }
-    };
-    child.stderr?.on('data', onData);
-    exited.then((f) => reject(new Error(`daemon exited early (${f.code}): ${f.stderr}`)), reject);
-  });
-  return { child, url, exited };
+function listening(args: string[]): Promise<{ child: ChildProcess; url: string; exited: Promise<Finished> }> {
+  return startDaemon(args, {}, 600_000);
 }
 
 /** A running daemon on the dev network, empty (--no-demo), attesters always sampled (k = 1). */

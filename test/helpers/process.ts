@@ -60,13 +60,15 @@ export function run(
 export async function startDaemon(
   args: string[],
   env: Record<string, string> = {},
+  /** How long the daemon may live before the helper kills it (a test that keeps it longer says so). */
+  lifetimeMs = 60_000,
 ): Promise<{ child: ChildProcess; url: string; exited: Promise<Finished> }> {
   const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...args], {
     env: cleanEnv(env),
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const exited = waitExit(child, 60_000);
+  const exited = waitExit(child, lifetimeMs);
   const url = await new Promise<string>((resolve, reject) => {
     let seen = '';
     const onData = (d: Buffer) => {
