@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import type { Store } from '../src/store/store.ts';
 import { datasetStack, EventFactory } from './events.ts';
 import { applyStream } from './ingest.ts';
 
@@ -25,6 +26,31 @@ export interface Dataset {
 }
 
 /** The fill fraction (in hundredths) the data set gives stack s: (s * 37) % 101, so 0 to 100. */
+/**
+ * Applies the data set's events (tasks, then stacks over the nodes) to a store through the indexer's
+ * applyPage, logging progress every 10 s; both engines build it this way.
+ */
+export async function ingestDataset(
+  store: Store,
+  params: DatasetParams,
+  total: number,
+  log: (line: string) => void,
+): Promise<{ events: number; seconds: number }> {
+  const factory = new EventFactory(params.seed);
+  function* stream(): Generator<unknown> {
+    for (let t = 1; t <= params.tasks; t++) yield factory.task(t);
+    const stacks = params.nodes * params.stacksPerNode;
+    for (let s = 1; s <= stacks; s++) yield factory.stack(datasetStack(s, params.nodes, params.tasks));
+  }
+  let lastLog = performance.now();
+  return applyStream(store, 'bench:dataset', stream(), (events) => {
+    if (performance.now() - lastLog > 10_000) {
+      lastLog = performance.now();
+      log(`  ${events.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} events`);
+    }
+  });
+}
+
 export const fillPercent = (s: number) => (s * 37) % 101;
 
 /** How many of node's stacks have a fill fraction of at least minPercent/100. */
@@ -86,19 +112,7 @@ export async function prepareDataset(
   const store = new SqliteStore({ dataDir: dir });
   let built: { events: number; seconds: number };
   try {
-    const factory = new EventFactory(params.seed);
-    function* stream(): Generator<unknown> {
-      for (let t = 1; t <= params.tasks; t++) yield factory.task(t);
-      const stacks = params.nodes * params.stacksPerNode;
-      for (let s = 1; s <= stacks; s++) yield factory.stack(datasetStack(s, params.nodes, params.tasks));
-    }
-    let lastLog = performance.now();
-    built = await applyStream(store, 'bench:dataset', stream(), (events) => {
-      if (performance.now() - lastLog > 10_000) {
-        lastLog = performance.now();
-        log(`  ${events.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} events`);
-      }
-    });
+    built = await ingestDataset(store, params, total, log);
   } finally {
     await store.close();
   }

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { PostgresStore } from '../src/store/postgres.ts';
-import type { Dataset, DatasetParams } from './dataset.ts';
-import { datasetStack, EventFactory } from './events.ts';
-import { applyStream, type FreshStore } from './ingest.ts';
+import { type Dataset, type DatasetParams, ingestDataset } from './dataset.ts';
+import type { FreshStore } from './ingest.ts';
 
 /** The server the PostgreSQL run uses unless --database-url says otherwise (trust authentication). */
 export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -114,19 +113,7 @@ export async function preparePostgresDataset(
   const store = await PostgresStore.open({ url, applicationName: 'node-daemon bench' });
   let built: { events: number; seconds: number };
   try {
-    const factory = new EventFactory(params.seed);
-    function* stream(): Generator<unknown> {
-      for (let t = 1; t <= params.tasks; t++) yield factory.task(t);
-      const stacks = params.nodes * params.stacksPerNode;
-      for (let s = 1; s <= stacks; s++) yield factory.stack(datasetStack(s, params.nodes, params.tasks));
-    }
-    let lastLog = performance.now();
-    built = await applyStream(store, 'bench:dataset', stream(), (events) => {
-      if (performance.now() - lastLog > 10_000) {
-        lastLog = performance.now();
-        log(`  ${events.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} events`);
-      }
-    });
+    built = await ingestDataset(store, params, total, log);
   } finally {
     await store.close();
   }
