@@ -745,29 +745,7 @@ async function main(): Promise<number> {
       new Set([2, 3, 4, 5, 6, 7, 8]),
     ),
   );
-  log('');
-  log(
-    table(
-      ['Target', 'goal', 'measured', 'result'],
-      targets.map((t) => [
-        t.name,
-        t.goal,
-        t.value,
-        (t.pass === undefined ? 'NOT MEASURED' : t.pass ? 'PASS' : 'MISS') +
-          (t.disturbed ? ' (disturbed)' : ''),
-      ]),
-      new Set(),
-    ),
-  );
-  const disturbedCount =
-    rows.filter((r) => isDisturbed(r.otherLoad)).length +
-    ingest.filter((r) => isDisturbed(r.otherLoad)).length;
-  if (disturbedCount > 0) {
-    notes.push(
-      `${disturbedCount} measurement(s) ran while other processes used >= ${DISTURBED_PERCENT}% of a core ` +
-        '(column "other CPU"): repeat the run on a quiet machine before trusting them.',
-    );
-  }
+  reportTargets('Target', targets, [...rows, ...ingest], notes);
   const floor = byId('floor-stacks-bare');
   if (floor?.result) {
     notes.push(
@@ -1119,29 +1097,7 @@ async function postgresRun(
       new Set([2, 3, 4, 5, 6, 7, 8, 9]),
     ),
   );
-  log('');
-  log(
-    table(
-      ['PostgreSQL target', 'goal', 'measured', 'result'],
-      targets.map((t) => [
-        t.name,
-        t.goal,
-        t.value,
-        (t.pass === undefined ? 'NOT MEASURED' : t.pass ? 'PASS' : 'MISS') +
-          (t.disturbed ? ' (disturbed)' : ''),
-      ]),
-      new Set(),
-    ),
-  );
-  const disturbedCount =
-    rows.filter((r) => isDisturbed(r.otherLoad)).length +
-    ingest.filter((r) => isDisturbed(r.otherLoad)).length;
-  if (disturbedCount > 0) {
-    notes.push(
-      `${disturbedCount} measurement(s) ran while other processes used >= ${DISTURBED_PERCENT}% of a core ` +
-        '(column "other CPU"): repeat the run on a quiet machine before trusting them.',
-    );
-  }
+  reportTargets('PostgreSQL target', targets, [...rows, ...ingest], notes);
   const misses = targets.filter((t) => t.pass === false).length;
   const passes = targets.filter((t) => t.pass === true).length;
   log(`\n${passes} PASS, ${misses} MISS, ${targets.length - passes - misses} not measured`);
@@ -1190,3 +1146,33 @@ main().then(
     process.exit(1);
   },
 );
+
+/** Prints the targets table and notes how many measurements other processes disturbed. */
+function reportTargets(
+  title: string,
+  targets: readonly Target[],
+  measured: readonly { otherLoad?: ForeignLoad | undefined }[],
+  notes: string[],
+): void {
+  log('');
+  log(
+    table(
+      [title, 'goal', 'measured', 'result'],
+      targets.map((t) => [
+        t.name,
+        t.goal,
+        t.value,
+        (t.pass === undefined ? 'NOT MEASURED' : t.pass ? 'PASS' : 'MISS') +
+          (t.disturbed ? ' (disturbed)' : ''),
+      ]),
+      new Set(),
+    ),
+  );
+  const disturbedCount = measured.filter((r) => isDisturbed(r.otherLoad)).length;
+  if (disturbedCount > 0) {
+    notes.push(
+      `${disturbedCount} measurement(s) ran while other processes used >= ${DISTURBED_PERCENT}% of a core ` +
+        '(column "other CPU"): repeat the run on a quiet machine before trusting them.',
+    );
+  }
+}
