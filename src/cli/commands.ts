@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CliError } from '../internal/exit-codes.ts';
+import { parseJson } from '../internal/json.ts';
 import {
   fillFraction,
   hash32,
@@ -30,7 +31,6 @@ import {
   table,
   yesNo,
 } from './format.ts';
-import { parseJson } from './json.ts';
 
 /** One option of a command, as node:util parseArgs takes it, with its help line. */
 export interface OptionSpec {

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONFIG_FLAG, type Config, loadConfig } from '../config.ts';
 import { CliError } from '../internal/exit-codes.ts';
+import { parseJson, stringifyJson } from '../internal/json.ts';
 import { VERSION } from '../internal/version.ts';
 import { ClientExitCode } from './exit-codes.ts';
-import { parseJson, stringifyJson } from './json.ts';
 
 /** The daemon settings the client reads to find the daemon: its address, its data dir, the config file. */
 export const CONNECTION_SETTINGS = ['host', 'port', 'data-dir', CONFIG_FLAG.flag] as const;

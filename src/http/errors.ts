@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { stringifyJson } from '../internal/json.ts';
 import { StoreError } from '../store/errors.ts';
 
 /**
@@ -134,21 +134,6 @@ export function sendProblem(
     .headers(options.headers ?? {})
     .type('application/problem+json')
     .send(stringifyJson(problemBody(request, code, detail, options)));
-}
-
-// A placeholder no real string can contain: it holds a per-process random token.
-const BIGINT_MARK = `bigint-${randomUUID()}-`;
-
-/** JSON.stringify that writes bigint values as exact JSON numbers. */
-export function stringifyJson(value: unknown): string {
-  const marks: string[] = [];
-  const text = JSON.stringify(value, (_key, v) => {
-    if (typeof v !== 'bigint') return v;
-    marks.push(v.toString());
-    return `${BIGINT_MARK}${marks.length - 1}`;
-  });
-  if (marks.length === 0) return text;
-  return text.replace(new RegExp(`"${BIGINT_MARK}(\\d+)"`, 'g'), (_m, i: string) => marks[Number(i)]!);
 }
 
 const LOCATIONS: Record<string, string> = {

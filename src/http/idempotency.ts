@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { stringifyJson } from '../internal/json.ts';
 import type { Store } from '../store/store.ts';
-import { ERRORS, ProblemError, problemBody, refuse, stringifyJson } from './errors.ts';
+import { ERRORS, ProblemError, problemBody, refuse } from './errors.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 const IN_FLIGHT_WAIT_MS = 30_000;

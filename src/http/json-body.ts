@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { parseJson } from '../internal/json.ts';
 import { U64_MAX } from '../internal/u64.ts';
 import { ProblemError } from './errors.ts';
 
@@ -19,7 +20,7 @@ export function installJsonBody(app: FastifyInstance): void {
       return;
     }
     try {
-      done(null, JSON.parse(text, exactIntegers));
+      done(null, parseJson(text));
     } catch (error) {
       done(
         new ProblemError('malformed_json', `the body is not valid JSON: ${(error as Error).message}`),
@@ -27,18 +28,6 @@ export function installJsonBody(app: FastifyInstance): void {
       );
     }
   });
-}
-
-function exactIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
-  if (
-    typeof value === 'number' &&
-    !Number.isSafeInteger(value) &&
-    context?.source &&
-    /^-?[0-9]+$/.test(context.source)
-  ) {
-    return BigInt(context.source);
-  }
-  return value;
 }
 
 /** The Ajv keyword `u64: true`: a non-negative safe integer, or a bigint up to 2^64 - 1. */

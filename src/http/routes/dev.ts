@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { App } from '../../app.ts';
+import { stringifyJson } from '../../internal/json.ts';
 import type { DevActors } from '../../operations/dev-actors.ts';
-import { stringifyJson } from '../errors.ts';
 import { MAX_SAFE, ProblemSchema } from '../schemas.ts';
 
 const SmallId = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_SAFE, description });

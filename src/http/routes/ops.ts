@@ -2,11 +2,12 @@ import { Type } from 'typebox';
 import type { App } from '../../app.ts';
 import type { Chain } from '../../chain/chain.ts';
 import type { LiveIndexer } from '../../indexer/run.ts';
+import { stringifyJson } from '../../internal/json.ts';
 import type { Metrics } from '../../internal/metrics.ts';
 import { VERSION } from '../../internal/version.ts';
 import type { Writes } from '../../operations/writes.ts';
 import type { Store } from '../../store/store.ts';
-import { ProblemError, stringifyJson } from '../errors.ts';
+import { ProblemError } from '../errors.ts';
 import { ProblemSchema } from '../schemas.ts';
 
 export interface OpsDeps {

@@ -2,9 +2,10 @@ import type { FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { App } from '../../app.ts';
 import type { Network } from '../../config.ts';
+import { stringifyJson } from '../../internal/json.ts';
 import type { Writes } from '../../operations/writes.ts';
 import type { Store } from '../../store/store.ts';
-import { ProblemError, stringifyJson } from '../errors.ts';
+import { ProblemError } from '../errors.ts';
 import { respond } from '../idempotency.ts';
 import {
   BadgesSchema,

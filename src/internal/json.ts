@@ -1,7 +1,7 @@
 /**
- * JSON for the client: u64 values above 2^53 - 1 stay exact both ways. Parsing turns an integer literal
- * that a double cannot hold into a bigint (the reviver sees the literal's source text); serializing
- * writes a bigint as its exact digits.
+ * JSON with exact u64 values both ways, for every edge where JSON meets the daemon (request bodies, stored
+ * responses, the client). Parsing turns an integer literal that a double cannot hold into a bigint (the
+ * reviver sees the literal's source text); serializing writes a bigint as its exact digits.
  */
 
 type Reviver = (this: unknown, key: string, value: unknown, context?: { source?: string }) => unknown;
@@ -20,6 +20,6 @@ export function parseJson(text: string): unknown {
 }
 
 /** JSON.stringify that writes bigints as exact JSON numbers. */
-export function stringifyJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? rawJson(v.toString()) : v));
+export function stringifyJson(value: unknown, space?: number): string {
+  return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? rawJson(v.toString()) : v), space);
 }
