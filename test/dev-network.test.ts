@@ -24,7 +24,7 @@ import {
   readEnvelope,
 } from '../src/indexer/events.ts';
 import { type U64, U64_MAX } from '../src/internal/u64.ts';
-import { commitmentFor, leafFor } from '../src/operations/proofs.ts';
+import { commitmentFor, leafFor } from '../src/protocol/proofs.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import { tempDir } from './helpers/tmp.ts';

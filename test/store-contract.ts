@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { U64 } from '../src/internal/u64.ts';
-import { EMPTY_HASH, extendHash } from '../src/operations/proofs.ts';
+import { EMPTY_HASH, extendHash } from '../src/protocol/proofs.ts';
 import {
   IDEMPOTENCY_TTL_MS,
   type IndexerTx,

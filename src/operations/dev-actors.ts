@@ -4,8 +4,8 @@ import { refuse } from '../http/errors.ts';
 import { readEnvelope } from '../indexer/events.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { compareU64, type U64, u64ToString } from '../internal/u64.ts';
+import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../protocol/proofs.ts';
 import type { Store } from '../store/store.ts';
-import { EMPTY_HASH, extendHash, syntheticRequestHash } from './proofs.ts';
 import { abortProblem, submissionProblem } from './writes.ts';
 
 /**

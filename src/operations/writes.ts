@@ -16,18 +16,15 @@ import { readEnvelope } from '../indexer/events.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
+import { REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
+import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from '../protocol/proofs.ts';
 import type { Stack, Store } from '../store/store.ts';
-import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from './proofs.ts';
 
 /**
  * The write operations: each validates everything it can against the indexed state before anything is
  * signed (a refusal is a 400/404/409 and nothing is submitted), then submits under the signer's lock,
  * and returns once the transaction is final and, within a bounded wait, its events are indexed.
  */
-
-/** The reputation every node has at contract HEAD (contracts.md §1.4): no code ever changes it. */
-const NODE_REPUTATION = 50;
-const SECURITY_CONFIDENTIAL = 1;
 
 export interface TxResult {
   tx_digest: string;
@@ -290,10 +287,10 @@ export class Writes {
       const badge = await this.#badge(input.node_badge_id);
       const task = await this.#activeTask(input.task_small_id, 'subscribe to');
       const min = task.minimum_reputation_score ?? 0;
-      if (min > NODE_REPUTATION) {
+      if (min > REPUTATION_SCORE_START) {
         throw refuse(
           'requirements_not_met',
-          `task ${input.task_small_id} requires a reputation of ${min}; every node has ${NODE_REPUTATION} on this contract`,
+          `task ${input.task_small_id} requires a reputation of ${min}; every node has ${REPUTATION_SCORE_START} on this contract`,
           { parameter: 'task_small_id' },
         );
       }
@@ -537,7 +534,7 @@ export class Writes {
         const ticket = await this.#chain.getTicket(id);
         if (!ticket) {
           const task = await this.#store.getTask(stack.task_small_id);
-          if (task?.security_level === SECURITY_CONFIDENTIAL) {
+          if (task?.security_level === SecurityLevel.ConfidentialCompute) {
             direct.push({ badge, id, units: stack.already_computed_units });
           } else {
             notClaimable.push({

@@ -1,10 +1,18 @@
 import { createHash } from 'node:crypto';
 import { Client, type ClientBase, DatabaseError, Pool, type PoolClient, type QueryResult } from 'pg';
-import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
-import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
+import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { ticketLeaves } from '../protocol/proofs.ts';
 import { fromPostgresError, StoreError } from './errors.ts';
 import { type AppliedMigration, checkApplied, loadMigrations } from './migrations.ts';
-import { idList, parseIdList, rowMappers } from './rows.ts';
+import {
+  attestedRow,
+  DISPUTE_COLUMNS,
+  idList,
+  rowMappers,
+  STACK_COLUMNS,
+  TICKET_COLUMNS,
+  usageChange,
+} from './rows.ts';
 import type {
   Attestation,
   AttestationOutcome,
@@ -30,7 +38,6 @@ import type {
 import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord } from './store.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/postgres/', import.meta.url);
-const SLOT = 32;
 const DEFAULT_POOL_SIZE = 10;
 /** How long opening a connection may take; pg would otherwise wait for the OS (minutes on a dead host). */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -256,15 +263,6 @@ interface Statement {
   name: string;
   text: string;
 }
-
-const STACK_COLUMNS = `owner_address, stack_small_id, stack_id, task_small_id, selected_node_id, num_compute_units,
-  price_per_one_million_compute_units, already_computed_units, in_settle_period, num_total_messages, is_claimed,
-  is_locked_for_claim, is_confidential, user_refund_amount`;
-const TICKET_COLUMNS = `stack_small_id, selected_node_id, num_claimed_compute_units, requested_attestation_nodes,
-  committed_stack_proofs, stack_merkle_leaves, dispute_settled_at_epoch, already_attested_nodes, is_in_dispute,
-  user_refund_amount, is_claimed, claim_path`;
-const DISPUTE_COLUMNS =
-  'stack_small_id, attestation_commitment, attestation_node_id, original_node_id, original_commitment';
 
 function statements<K extends string>(texts: Record<K, string>): Record<K, Statement> {
   const out = {} as Record<K, Statement>;
@@ -671,8 +669,7 @@ export class PostgresStore implements Store {
         ]);
       },
       putTicket: async (t: TrySettle) => {
-        const leaves = new Uint8Array(SLOT * (1 + t.requested_attestation_nodes.length));
-        leaves.set(t.stack_merkle_leaf.subarray(0, SLOT));
+        const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
         await write(S.putTicket, [
           enc(t.stack_small_id),
           enc(t.selected_node_id),
@@ -687,19 +684,9 @@ export class PostgresStore implements Store {
         // this one's slots.
         const [row] = (await run(S.lockTicket, [enc(a.stack_small_id)])).rows;
         if (!row) return 'no_ticket';
-        const requested = parseIdList(row.requested_attestation_nodes as string);
-        const index = requested.indexOf(u64ToString(a.attestation_node_id));
-        if (index === -1) return 'not_requested';
-        const current = row.stack_merkle_leaves as Uint8Array;
-        const leaves = new Uint8Array(Math.max(current.length, SLOT * (index + 2)));
-        leaves.set(current);
-        leaves.fill(0, SLOT * (index + 1), SLOT * (index + 2));
-        leaves.set(a.stack_merkle_leaf.subarray(0, SLOT), SLOT * (index + 1));
-        const attested = [
-          ...parseIdList(row.already_attested_nodes as string),
-          u64ToString(a.attestation_node_id),
-        ];
-        await write(S.attest, [leaves, `[${attested.join(',')}]`, enc(a.stack_small_id)]);
+        const attested = attestedRow(row, a);
+        if (attested === 'not_requested') return attested;
+        await write(S.attest, [attested.leaves, attested.attested, enc(a.stack_small_id)]);
         return 'applied';
       },
       settleTicket: async (t: TicketSettled) => {
@@ -812,29 +799,18 @@ export class PostgresStore implements Store {
           const [row] = stack.rows;
           const [previous] = hash.rows;
           if (!row) return { status: 'not_found' };
-          const capacity = dec(row.num_compute_units);
-          const total = BigInt(dec(row.already_computed_units)) + BigInt(computeUnits);
-          if (total > BigInt(capacity)) {
-            return {
-              status: 'over_capacity',
-              already_computed_units: dec(row.already_computed_units),
-              num_compute_units: capacity,
-            };
+          const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash);
+          if (write) {
+            const { already, messages, record } = write;
+            await this.#exec(client, S.setUsage, [
+              id,
+              enc(already),
+              enc(messages),
+              record.total_hash,
+              enc(record.num_requests),
+            ]);
           }
-          const messages = normalizeU64(BigInt(dec(row.num_total_messages)) + 1n);
-          const already = normalizeU64(total);
-          const runningHash = extendHash(
-            previous ? (previous.total_hash as Uint8Array) : EMPTY_HASH,
-            requestHash,
-          );
-          const requests = previous ? normalizeU64(BigInt(dec(previous.num_requests)) + 1n) : 1;
-          await this.#exec(client, S.setUsage, [id, enc(already), enc(messages), runningHash, enc(requests)]);
-          return {
-            status: 'recorded',
-            already_computed_units: already,
-            num_compute_units: capacity,
-            num_total_messages: messages,
-          };
+          return outcome;
         },
         (outcome) => outcome.status === 'recorded',
       ),

@@ -1,6 +1,9 @@
 import type { U64 } from '../internal/u64.ts';
 import { u64ToString } from '../internal/u64.ts';
+import { withAttesterLeaf } from '../protocol/proofs.ts';
+import { addUsage, type RequestRecord } from '../protocol/usage.ts';
 import type {
+  Attestation,
   ClaimPath,
   CursorState,
   NodeSubscription,
@@ -8,6 +11,7 @@ import type {
   StackAttestationDispute,
   StackSettlementTicket,
   Task,
+  UsageOutcome,
 } from './store.ts';
 
 /**
@@ -17,6 +21,16 @@ import type {
  */
 
 type Row = Record<string, unknown>;
+
+/** The columns of each listed row type, in the order both engines select them. */
+export const STACK_COLUMNS = `owner_address, stack_small_id, stack_id, task_small_id, selected_node_id, num_compute_units,
+  price_per_one_million_compute_units, already_computed_units, in_settle_period, num_total_messages, is_claimed,
+  is_locked_for_claim, is_confidential, user_refund_amount`;
+export const TICKET_COLUMNS = `stack_small_id, selected_node_id, num_claimed_compute_units, requested_attestation_nodes,
+  committed_stack_proofs, stack_merkle_leaves, dispute_settled_at_epoch, already_attested_nodes, is_in_dispute,
+  user_refund_amount, is_claimed, claim_path`;
+export const DISPUTE_COLUMNS =
+  'stack_small_id, attestation_commitment, attestation_node_id, original_node_id, original_commitment';
 
 /** A JSON array of small ids, as upstream keeps them in text columns: exact digits. */
 export function idList(ids: readonly U64[]): string {
@@ -107,5 +121,67 @@ export function rowMappers(dec: (value: unknown) => U64) {
       orphaned: Number(r.orphaned),
       updatedAt: String(r.updated_at),
     }),
+  };
+}
+
+/**
+ * An attestation applied to its ticket row (requested_attestation_nodes, stack_merkle_leaves,
+ * already_attested_nodes): the attester's leaf in its slot and its id appended; 'not_requested' when the
+ * ticket did not ask it.
+ */
+export function attestedRow(
+  row: Row,
+  attestation: Attestation,
+): 'not_requested' | { leaves: Uint8Array; attested: string } {
+  const node = u64ToString(attestation.attestation_node_id);
+  const index = parseIdList(row.requested_attestation_nodes as string).indexOf(node);
+  if (index === -1) return 'not_requested';
+  const leaves = withAttesterLeaf(
+    row.stack_merkle_leaves as Uint8Array,
+    index,
+    attestation.stack_merkle_leaf,
+  );
+  const attested = [...parseIdList(row.already_attested_nodes as string), node];
+  return { leaves, attested: `[${attested.join(',')}]` };
+}
+
+/**
+ * A usage report applied to a stack's row (num_compute_units, already_computed_units, num_total_messages)
+ * and its request record row (total_hash, num_requests), if any: the outcome to answer, and the values to
+ * write when it is recorded.
+ */
+export function usageChange(
+  dec: (value: unknown) => U64,
+  stack: Row,
+  record: Row | undefined,
+  units: U64,
+  requestHash: Uint8Array,
+): { outcome: UsageOutcome; write?: { already: U64; messages: U64; record: RequestRecord } } {
+  const usage = {
+    num_compute_units: dec(stack.num_compute_units),
+    already_computed_units: dec(stack.already_computed_units),
+    num_total_messages: dec(stack.num_total_messages),
+  };
+  const previous = record && {
+    total_hash: record.total_hash as Uint8Array,
+    num_requests: dec(record.num_requests),
+  };
+  const change = addUsage(usage, previous, units, requestHash);
+  if (change.status === 'over_capacity') {
+    const { num_compute_units, already_computed_units } = usage;
+    return { outcome: { status: 'over_capacity', already_computed_units, num_compute_units } };
+  }
+  return {
+    outcome: {
+      status: 'recorded',
+      already_computed_units: change.already_computed_units,
+      num_compute_units: usage.num_compute_units,
+      num_total_messages: change.num_total_messages,
+    },
+    write: {
+      already: change.already_computed_units,
+      messages: change.num_total_messages,
+      record: change.record,
+    },
   };
 }

@@ -1,11 +1,19 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
-import { EMPTY_HASH, extendHash } from '../operations/proofs.ts';
+import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { ticketLeaves } from '../protocol/proofs.ts';
 import { fromSqliteError, StoreError } from './errors.ts';
 import { checkApplied, loadMigrations } from './migrations.ts';
-import { idList, parseIdList, rowMappers } from './rows.ts';
+import {
+  attestedRow,
+  DISPUTE_COLUMNS,
+  idList,
+  rowMappers,
+  STACK_COLUMNS,
+  TICKET_COLUMNS,
+  usageChange,
+} from './rows.ts';
 import type {
   Attestation,
   AttestationOutcome,
@@ -32,7 +40,6 @@ import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord } from './store.ts';
 
 export const SQLITE_FILE = 'node-daemon.sqlite';
 const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
-const SLOT = 32;
 /** Event keys claimed per statement (SQLite allows 32766 parameters). */
 const CLAIM_CHUNK = 500;
 
@@ -240,8 +247,7 @@ export class SqliteStore implements Store {
       );
     },
     putTicket: async (t: TrySettle) => {
-      const leaves = new Uint8Array(SLOT * (1 + t.requested_attestation_nodes.length));
-      leaves.set(t.stack_merkle_leaf.subarray(0, SLOT));
+      const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
       this.#guard(() => {
         this.#w.putTicket!.run(
           enc(t.stack_small_id),
@@ -258,19 +264,9 @@ export class SqliteStore implements Store {
       this.#guard(() => {
         const row = this.#w.getTicket!.get(enc(a.stack_small_id));
         if (!row) return 'no_ticket';
-        const requested = parseIdList(row.requested_attestation_nodes as string);
-        const index = requested.indexOf(u64ToString(a.attestation_node_id));
-        if (index === -1) return 'not_requested';
-        const current = row.stack_merkle_leaves as Uint8Array;
-        const leaves = new Uint8Array(Math.max(current.length, SLOT * (index + 2)));
-        leaves.set(current);
-        leaves.fill(0, SLOT * (index + 1), SLOT * (index + 2));
-        leaves.set(a.stack_merkle_leaf.subarray(0, SLOT), SLOT * (index + 1));
-        const attested = [
-          ...parseIdList(row.already_attested_nodes as string),
-          u64ToString(a.attestation_node_id),
-        ];
-        this.#w.attest!.run(leaves, `[${attested.join(',')}]`, enc(a.stack_small_id));
+        const attested = attestedRow(row, a);
+        if (attested === 'not_requested') return attested;
+        this.#w.attest!.run(attested.leaves, attested.attested, enc(a.stack_small_id));
         return 'applied';
       }),
     settleTicket: async (t: TicketSettled) => {
@@ -379,28 +375,17 @@ export class SqliteStore implements Store {
       this.#guard((): UsageOutcome => {
         const row = this.#w.getUsage!.get(enc(stackSmallId));
         if (!row) return { status: 'not_found' };
-        const capacity = dec(row.num_compute_units);
-        const total = BigInt(dec(row.already_computed_units)) + BigInt(computeUnits);
-        if (total > BigInt(capacity)) {
-          return {
-            status: 'over_capacity',
-            already_computed_units: dec(row.already_computed_units),
-            num_compute_units: capacity,
-          };
-        }
-        const messages = normalizeU64(BigInt(dec(row.num_total_messages)) + 1n);
-        const already = normalizeU64(total);
-        this.#w.setUsage!.run(enc(already), enc(messages), enc(stackSmallId));
         const previous = this.#w.getStackHash!.get(enc(stackSmallId));
-        const hash = extendHash(previous ? (previous.total_hash as Uint8Array) : EMPTY_HASH, requestHash);
-        const requests = previous ? normalizeU64(BigInt(dec(previous.num_requests)) + 1n) : 1;
-        this.#w.putStackHash!.run(enc(stackSmallId), hash, enc(requests));
-        return {
-          status: 'recorded',
-          already_computed_units: already,
-          num_compute_units: capacity,
-          num_total_messages: messages,
-        };
+        const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash);
+        if (write) {
+          this.#w.setUsage!.run(enc(write.already), enc(write.messages), enc(stackSmallId));
+          this.#w.putStackHash!.run(
+            enc(stackSmallId),
+            write.record.total_hash,
+            enc(write.record.num_requests),
+          );
+        }
+        return outcome;
       }),
     );
   }
@@ -523,15 +508,6 @@ function openConnection(file: string): DatabaseSync {
   db.exec('PRAGMA wal_autocheckpoint = 10000');
   return db;
 }
-
-const STACK_COLUMNS = `owner_address, stack_small_id, stack_id, task_small_id, selected_node_id, num_compute_units,
-  price_per_one_million_compute_units, already_computed_units, in_settle_period, num_total_messages, is_claimed,
-  is_locked_for_claim, is_confidential, user_refund_amount`;
-const TICKET_COLUMNS = `stack_small_id, selected_node_id, num_claimed_compute_units, requested_attestation_nodes,
-  committed_stack_proofs, stack_merkle_leaves, dispute_settled_at_epoch, already_attested_nodes, is_in_dispute,
-  user_refund_amount, is_claimed, claim_path`;
-const DISPUTE_COLUMNS =
-  'stack_small_id, attestation_commitment, attestation_node_id, original_node_id, original_commitment';
 
 function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
   return {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
 import type { EventPage, EventSource } from '../../indexer/apply.ts';
 import { normalizeU64, type U64 } from '../../internal/u64.ts';
-import { commitmentFor, leafFor } from '../../operations/proofs.ts';
+import { DEFAULT_PARAMETERS } from '../../protocol/constants.ts';
+import { commitmentFor, leafFor } from '../../protocol/proofs.ts';
 import { asciiArg, bytesArg, u64Arg, uintArg } from '../arguments.ts';
 import {
   type Badge,
@@ -60,13 +61,8 @@ export const GENESIS_MODELS: readonly { name: string; echelons: readonly number[
   { name: 'Qwen/QwQ-32B', echelons: [1] },
 ];
 
-/** Contract defaults (contracts.md §6) that the options do not set. */
-const DEFAULTS = {
-  sampling_consensus_charge_permille: 1200n,
-  cross_validation_extra_nodes_charge_permille: 12n,
-  permille_to_slash_node_on_timeout: 100n,
-  settlement_timeout_ms: 60_000n,
-};
+/** The echelons' settlement timeout at genesis (legacy prompt flow; contracts.md §6). */
+const SETTLEMENT_TIMEOUT_MS = 60_000n;
 
 export interface DevNetworkOptions {
   dataDir: string;
@@ -839,7 +835,7 @@ function genesis(ledger: Ledger, random: (bound: number) => number): WorldObject
         is_disabled: false,
         echelons: m.echelons.map((e) => ({
           id: BigInt(e),
-          settlement_timeout_ms: DEFAULTS.settlement_timeout_ms,
+          settlement_timeout_ms: SETTLEMENT_TIMEOUT_MS,
           input_fee_per_token: 1n,
           output_fee_per_token: 1n,
           relative_performance: 1n,
@@ -853,11 +849,7 @@ function genesis(ledger: Ledger, random: (bound: number) => number): WorldObject
         next_stack_small_id: 1n,
         fee_treasury: 0n,
         communal_treasury: 0n,
-        cross_validation_probability_permille: 10n,
-        cross_validation_extra_nodes_count: 1n,
-        sampling_consensus_charge_permille: DEFAULTS.sampling_consensus_charge_permille,
-        cross_validation_extra_nodes_charge_permille: DEFAULTS.cross_validation_extra_nodes_charge_permille,
-        permille_to_slash_node_on_timeout: DEFAULTS.permille_to_slash_node_on_timeout,
+        ...DEFAULT_PARAMETERS,
         is_registration_disabled: false,
         models,
       };

@@ -2,8 +2,9 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { base58 } from '../../internal/base58.ts';
 import { normalizeU64 } from '../../internal/u64.ts';
+import { U64ArithmeticError } from '../../protocol/arithmetic.ts';
 import { ChainUnavailableError, type GasUsed, type MoveAbort, type Submission } from '../chain.ts';
-import { MoveAbortError } from './aborts.ts';
+import { arithmeticAbort, MoveAbortError } from './aborts.ts';
 import type { TxContext } from './rules.ts';
 import { decodeState, encodeState, hex, key, type SystemObject } from './state.ts';
 
@@ -159,8 +160,9 @@ export class Ledger {
   }
 
   /**
-   * Executes one transaction. A MoveAbortError from the body makes it a failed transaction (recorded, no
-   * effects, no events); any other error is a bug and propagates with nothing recorded.
+   * Executes one transaction. A MoveAbortError (or u64 arithmetic error) from the body makes it a failed
+   * transaction (recorded, no effects, no events); any other error is a bug and propagates with nothing
+   * recorded.
    */
   execute<T>(request: ExecuteRequest<T>): { submission: Submission; result: T | undefined } {
     const seq = this.#nextTxSeq;
@@ -189,8 +191,9 @@ export class Ledger {
     try {
       result = request.body(overlay);
     } catch (error) {
-      if (!(error instanceof MoveAbortError)) throw error;
-      abort = error.abort;
+      const failure = error instanceof U64ArithmeticError ? arithmeticAbort(error.message) : (error as Error);
+      if (!(failure instanceof MoveAbortError)) throw error;
+      abort = failure.abort;
     }
     const events = abort ? [] : overlay.events;
     const changes = abort ? [] : overlay.changes();

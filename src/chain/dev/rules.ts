@@ -1,16 +1,25 @@
-import { blake2b } from '@noble/hashes/blake2.js';
+import { add, div, mul, sub } from '../../protocol/arithmetic.ts';
+import {
+  BYTES_PER_HASH_COMMITMENT,
+  COMPUTE_UNITS_PER_STACK,
+  isSecurityLevel,
+  MAX_REPUTATION_SCORE,
+  MAX_TASK_ROLE,
+  PERMILLE,
+  REPUTATION_SCORE_START,
+  SecurityLevel,
+  STACK_DISPUTE_SETTLEMENT_DELAY,
+} from '../../protocol/constants.ts';
+import { attesterReward, stackFeeAmount, stackPaymentAmount } from '../../protocol/fees.ts';
+import { hashLeaves, ticketLeaves, withAttesterLeaf } from '../../protocol/proofs.ts';
 import { abort, fieldDoesNotExist, notEnough } from './aborts.ts';
 import {
   type AtomaDbObject,
-  add,
   type CoinObject,
-  div,
   hex,
   key,
-  mul,
   type NodeObject,
   type StackObject,
-  sub,
   type TaskObject,
   type TicketObject,
   unhex,
@@ -37,17 +46,6 @@ export interface TxContext {
   newId(): string;
   emit(name: string, parsedJson: Record<string, unknown>): void;
 }
-
-const ONE_MILLION_COMPUTE_UNITS = 1_000_000n;
-const COMPUTE_UNITS_PER_STACK = 1_000_000n;
-const STACK_DISPUTE_SETTLEMENT_DELAY = 1n;
-const BYTES_PER_HASH_COMMITMENT = 32;
-const REPUTATION_SCORE_START = 50;
-const MAX_TASK_ROLE = 7;
-const MAX_REPUTATION_SCORE = 100;
-const PERMILLE = 1000n;
-
-export const SecurityLevel = { NoSecurity: 0, ConfidentialCompute: 1, SamplingConsensus: 2 } as const;
 
 // --- parsedJson rendering (Sui JSON-RPC): u64 as decimal strings, newtypes as objects ----------------------
 
@@ -96,26 +94,7 @@ function splitFeeTreasury(tx: TxContext, amount: bigint): void {
   db.fee_treasury -= amount;
 }
 
-// --- fees (contracts.md §4) ---------------------------------------------------------------------------------
-
-/** What a buyer pays for a stack (§4.1): SamplingConsensus adds both surcharges (1.212x by default). */
-export function stackPaymentAmount(db: AtomaDbObject, level: number, price: bigint, units: bigint): bigint {
-  const base = div(mul(price, units), ONE_MILLION_COMPUTE_UNITS);
-  if (level !== SecurityLevel.SamplingConsensus) return base;
-  const charge = add(db.sampling_consensus_charge_permille, db.cross_validation_extra_nodes_charge_permille);
-  return div(mul(base, charge), PERMILLE);
-}
-
-/** calculate_stack_fee_amount (§4.2): only the 1.2x sampling charge is paid out, never the 12‰. */
-export function stackFeeAmount(db: AtomaDbObject, level: number, price: bigint, units: bigint): bigint {
-  if (level === SecurityLevel.SamplingConsensus) {
-    return div(
-      mul(mul(units, price), db.sampling_consensus_charge_permille),
-      ONE_MILLION_COMPUTE_UNITS * PERMILLE,
-    );
-  }
-  return div(mul(units, price), ONE_MILLION_COMPUTE_UNITS);
-}
+// --- fees (contracts.md §4: src/protocol/fees.ts) ----------------------------------------------------
 
 /** attribute_fee_to_node (§4.4): fees of an earlier epoch unlock into available_fee_amount. */
 function attributeFeeToNode(tx: TxContext, node: NodeObject, fee: bigint): void {
@@ -393,9 +372,7 @@ export function trySettleStack(
     if (r <= db.cross_validation_probability_permille) requested = sampleAttestationNodes(tx, task, stack);
   }
   // Slot 0 is the settler's leaf; k zeroed slots follow, k as it is now (§1.8), whatever was sampled.
-  const k = Number(db.cross_validation_extra_nodes_count);
-  const leaves = new Uint8Array(BYTES_PER_HASH_COMMITMENT * (1 + k));
-  leaves.set(leaf);
+  const leaves = ticketLeaves(leaf, Number(db.cross_validation_extra_nodes_count));
   const ticket: TicketObject = {
     id: tx.newId(),
     stack_small_id: stackId,
@@ -447,8 +424,7 @@ export function submitStackSettlementAttestation(
     return;
   }
   // Neither "already attested" nor "already in dispute" is checked here (§2.7).
-  const leaves = unhex(ticket.stack_merkle_leaves_vector);
-  leaves.set(leaf, (index + 1) * BYTES_PER_HASH_COMMITMENT);
+  const leaves = withAttesterLeaf(unhex(ticket.stack_merkle_leaves_vector), index, leaf);
   ticket.stack_merkle_leaves_vector = hex(leaves);
   ticket.already_attested_nodes.push(nodeId);
   const attestation = {
@@ -461,7 +437,7 @@ export function submitStackSettlementAttestation(
     tx.emit('NewStackSettlementAttestationEvent', attestation);
     return;
   }
-  if (hex(blake2b(leaves, { dkLen: 32 })) !== ticket.committed_stack_proof) {
+  if (hex(hashLeaves(leaves)) !== ticket.committed_stack_proof) {
     // The dispute's "attestation commitment" is then the settler's own proof.
     startAttestationDispute(tx, nodeId, stackId, unhex(ticket.committed_stack_proof));
     return;
@@ -554,11 +530,10 @@ export function claimFunds(tx: TxContext, nodeId: bigint, stackIds: bigint[]): v
 function rewardAndSlashAttesters(tx: TxContext, ticket: TicketObject, fee: bigint): void {
   if (ticket.requested_attestation_nodes.length === 0) return;
   const db = atomaDb(tx);
-  const reward = div(fee, db.cross_validation_extra_nodes_count);
   for (const attester of ticket.requested_attestation_nodes) {
     const node = borrowNode(tx, attester);
     if (ticket.already_attested_nodes.includes(attester)) {
-      node.entry.available_fee_amount = add(node.entry.available_fee_amount, reward);
+      node.entry.available_fee_amount = add(node.entry.available_fee_amount, attesterReward(db, fee));
     } else {
       // ceil(collateral * permille / 1000) of a collateral that is always 0 at HEAD (§4.5).
       const slashed = div(
@@ -582,6 +557,7 @@ export function claimFundsForStacks(
   units: bigint[],
 ): void {
   if (stackIds.length !== units.length) abort('EInvalidNumClaimedComputeUnitsPerStack');
+  const db = atomaDb(tx);
   let total = 0n;
   for (const [i, stackId] of stackIds.entries()) {
     const claimed = units[i]!;
@@ -592,8 +568,8 @@ export function claimFundsForStacks(
     const task = borrowTask(tx, stack.task_small_id);
     if (task.security_level !== SecurityLevel.ConfidentialCompute) abort('ETaskIsNotConfidentialCompute');
     const price = stack.price_per_one_million_compute_units;
-    const fee = div(mul(claimed, price), ONE_MILLION_COMPUTE_UNITS);
-    const refund = div(mul(sub(stack.num_compute_units, claimed), price), ONE_MILLION_COMPUTE_UNITS);
+    const fee = stackFeeAmount(db, task.security_level, price, claimed);
+    const refund = stackFeeAmount(db, task.security_level, price, sub(stack.num_compute_units, claimed));
     total = add(total, fee);
     splitFeeTreasury(tx, refund);
     credit(tx, stack.owner, refund);
@@ -624,8 +600,7 @@ export function createTask(
   },
 ): { task_small_id: bigint; task_id: string; badge_id: string } {
   if (args.role > MAX_TASK_ROLE) abort('EInvalidTaskRole');
-  if (!Object.values(SecurityLevel).includes(args.security_level as 0 | 1 | 2))
-    abort('EInvalidSecurityLevel');
+  if (!isSecurityLevel(args.security_level)) abort('EInvalidSecurityLevel');
   if (args.minimum_reputation_score !== null && args.minimum_reputation_score > MAX_REPUTATION_SCORE) {
     abort('EInvalidMinimumReputationScore');
   }

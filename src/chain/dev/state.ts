@@ -1,6 +1,3 @@
-import { U64_MAX } from '../../internal/u64.ts';
-import { arithmeticError } from './aborts.ts';
-
 /**
  * The dev network's state objects. Each is one JSON row of the `objects` table, keyed as below; u64 values
  * are bigints in memory and `{ "$u64": "…" }` in JSON. The shapes follow contracts.md §1, keeping only the
@@ -166,31 +163,6 @@ export function decodeState<T>(text: string): T {
     }
     return v;
   }) as T;
-}
-
-// --- u64 arithmetic as Move does it: overflow, underflow and division by zero abort ------------------------
-
-export function add(a: bigint, b: bigint): bigint {
-  const r = a + b;
-  if (r > U64_MAX) arithmeticError(`u64 overflow in ${a} + ${b}`);
-  return r;
-}
-
-export function sub(a: bigint, b: bigint): bigint {
-  if (b > a) arithmeticError(`u64 underflow in ${a} - ${b}`);
-  return a - b;
-}
-
-export function mul(a: bigint, b: bigint): bigint {
-  const r = a * b;
-  if (r > U64_MAX) arithmeticError(`u64 overflow in ${a} * ${b}`);
-  return r;
-}
-
-/** Move's `/`: floor division, aborting on zero. */
-export function div(a: bigint, b: bigint): bigint {
-  if (b === 0n) arithmeticError(`division by zero: ${a} / 0`);
-  return a / b;
 }
 
 export const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex');

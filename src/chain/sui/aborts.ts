@@ -1,26 +1,13 @@
 import { GrpcTypes } from '@mysten/sui/grpc';
+import { abortName } from '../../protocol/aborts.ts';
 import type { MoveAbort } from '../chain.ts';
-import { dbErrorName } from '../dev/aborts.ts';
 
 /**
  * Names a failed Sui execution the way the daemon reports it (MoveAbort: name, code, module): a Move abort
- * in the Atoma db module by the contract's error name (contracts.md §2.21, codes from src/chain/dev/aborts.ts),
+ * in the Atoma db module by the contract's error name (contracts.md §2.21, codes from src/protocol/aborts.ts),
  * the framework aborts the contract can reach (§2.20) by theirs, and any other failure by its execution
  * error kind.
  */
-
-/** Framework aborts the contract reaches (contracts.md §2.20), by module and code. */
-const FRAMEWORK_NAMES: Record<string, Record<number, string>> = {
-  dynamic_field: { 0: 'EFieldAlreadyExists', 1: 'EFieldDoesNotExist', 2: 'EFieldTypeMismatch' },
-  balance: { 2: 'ENotEnough' },
-  option: { 262145: 'EOPTION_NOT_SET' },
-};
-
-/** The daemon's name for an abort code raised in `module`: the contract's or the framework's, else 'unknown'. */
-export function abortName(module: string, code: number): string {
-  if (module === 'db') return dbErrorName(code) ?? 'unknown';
-  return FRAMEWORK_NAMES[module]?.[code] ?? 'unknown';
-}
 
 /** A failed execution (the gRPC ExecutionError) as the Submission's MoveAbort; other failures by their kind. */
 export function decodeExecutionError(error: GrpcTypes.ExecutionError | undefined): MoveAbort {

@@ -1,4 +1,5 @@
 import { blake2b } from '@noble/hashes/blake2.js';
+import { BYTES_PER_HASH_COMMITMENT as HASH_BYTES } from './constants.ts';
 
 /**
  * Stack proofs, built as the contract checks them (contracts.md §2.6): a ticket holds 1 + k slots of 32
@@ -7,10 +8,14 @@ import { blake2b } from '@noble/hashes/blake2.js';
  * holds the same running hash of them, so each computes its own slot's leaf, and the proof, from it.
  */
 
-export const HASH_BYTES = 32;
 export const EMPTY_HASH: Uint8Array = new Uint8Array(HASH_BYTES);
 
 const hash = (data: Uint8Array) => blake2b(data, { dkLen: HASH_BYTES });
+
+/** blake2b-256 of a ticket's leaves vector: what the contract compares with the committed proof. */
+export function hashLeaves(leaves: Uint8Array): Uint8Array {
+  return hash(leaves);
+}
 
 /** The running hash after one more request: blake2b-256(previous || request hash). */
 export function extendHash(total: Uint8Array, requestHash: Uint8Array): Uint8Array {
@@ -34,10 +39,29 @@ export function leafFor(total: Uint8Array, slot: number): Uint8Array {
 export function commitmentFor(total: Uint8Array, k: number): Uint8Array {
   const slots = new Uint8Array(HASH_BYTES * (k + 1));
   for (let slot = 0; slot <= k; slot++) slots.set(leafFor(total, slot), slot * HASH_BYTES);
-  return hash(slots);
+  return hashLeaves(slots);
 }
 
 /** A request hash for usage reported without one: blake2b-256 of the stack id, units and message index. */
 export function syntheticRequestHash(stackSmallId: string, units: string, message: string): Uint8Array {
   return hash(new TextEncoder().encode(`usage:${stackSmallId}:${units}:${message}`));
+}
+
+/** A new ticket's leaves vector: the settler's leaf in slot 0, then `attesterSlots` zeroed slots. */
+export function ticketLeaves(leaf: Uint8Array, attesterSlots: number): Uint8Array {
+  const leaves = new Uint8Array(HASH_BYTES * (1 + attesterSlots));
+  leaves.set(leaf.subarray(0, HASH_BYTES));
+  return leaves;
+}
+
+/**
+ * The leaves with the attester at `index` of requested_attestation_nodes in its slot, index + 1 (the
+ * contract uses the attester's first index). The vector grows when it is too short for the slot.
+ */
+export function withAttesterLeaf(leaves: Uint8Array, index: number, leaf: Uint8Array): Uint8Array {
+  const next = new Uint8Array(Math.max(leaves.length, HASH_BYTES * (index + 2)));
+  next.set(leaves);
+  next.fill(0, HASH_BYTES * (index + 1), HASH_BYTES * (index + 2));
+  next.set(leaf.subarray(0, HASH_BYTES), HASH_BYTES * (index + 1));
+  return next;
 }
