@@ -32,7 +32,7 @@ import { decodePayload, isEventName, readEnvelope } from '../../src/indexer/even
 import { catchUp, LiveIndexer } from '../../src/indexer/run.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { abortProblem } from '../../src/operations/writes.ts';
-import { abortName, dbErrorCode } from '../../src/protocol/aborts.ts';
+import { dbErrorCode } from '../../src/protocol/aborts.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { captureLogger } from '../helpers/capture-log.ts';
 import { tempDir } from '../helpers/tmp.ts';
