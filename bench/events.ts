@@ -1,4 +1,4 @@
-import type { EventPage, RawEvent } from '../src/indexer/apply.ts';
+import type { EventPage, RawEvent } from '../src/chain/chain.ts';
 
 /**
  * Deterministic SuiEvent streams for the benchmark, in the fullnode's JSON-RPC form (see

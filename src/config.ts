@@ -52,9 +52,9 @@ export interface Config {
 }
 
 export const NETWORKS = ['dev', 'sui', 'none'] as const;
-export type Network = (typeof NETWORKS)[number];
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+export type Network = (typeof NETWORKS)[number];
 
 type Key = Exclude<keyof Config, 'configFile'>;
 type Parsed = { ok: true; value: unknown } | { ok: false; accepted: string };

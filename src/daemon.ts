@@ -2,7 +2,6 @@ import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { type App, buildApp } from './app.ts';
 import { type Chain, ChainUnavailableError } from './chain/chain.ts';
-import { startDemo } from './chain/demo.ts';
 import { DevNetwork } from './chain/dev/dev-network.ts';
 import { instrumentChain } from './chain/instrument.ts';
 import { loadOrCreateSigner } from './chain/signer.ts';
@@ -15,7 +14,9 @@ import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { Mutex } from './internal/mutex.ts';
 import { isLoopback } from './internal/net.ts';
+import { startDemo } from './operations/demo.ts';
 import { DevActors } from './operations/dev-actors.ts';
+import { Submitter } from './operations/submit.ts';
 import { Writes } from './operations/writes.ts';
 import { instrumentStore } from './store/instrument.ts';
 import { openStore } from './store/open.ts';
@@ -74,14 +75,12 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
   const unsubscribe = raw.onNewEvents(() => indexer.wake());
   indexer.start();
   const chain = instrumentChain(raw, metrics);
-  const writes = new Writes({
-    chain,
-    store,
+  const submitter = new Submitter({
     indexer,
-    lock: new Mutex(),
-    log: logger.child({ component: 'writes' }),
     indexWaitMs: INDEX_WAIT_MS,
+    log: logger.child({ component: 'writes' }),
   });
+  const writes = new Writes({ chain, store, submitter, lock: new Mutex() });
   const stopDemo =
     dev && config.demo
       ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
@@ -93,7 +92,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     dev,
     indexer,
     writes,
-    devActors: dev && new DevActors({ dev, store, indexer, indexWaitMs: INDEX_WAIT_MS }),
+    devActors: dev && new DevActors({ dev, store, submitter }),
     async close() {
       stopDemo();
       unsubscribe();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { ERRORS } from '../src/http/errors.ts';
+import { ERRORS } from '../src/problems/catalog.ts';
 
 describe('error catalog', () => {
   it('docs/ERRORS.md lists exactly the catalog codes, with their statuses', () => {

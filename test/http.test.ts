@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type App, BODY_LIMIT, buildApp } from '../src/app.ts';
-import { ERRORS } from '../src/http/errors.ts';
 import { applyPage } from '../src/indexer/apply.ts';
 import { createLogger } from '../src/internal/logger.ts';
+import { ERRORS } from '../src/problems/catalog.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { bytes, event, hexId, inner, node, stack, subscribe, task, trySettle } from './helpers/sui-events.ts';

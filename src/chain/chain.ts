@@ -1,10 +1,32 @@
-import type { EventSource } from '../indexer/apply.ts';
 import type { U64 } from '../internal/u64.ts';
 
 /**
  * The chain, whichever network runs: the HTTP layer and the indexer use only this interface. The dev
  * network (src/chain/dev/) and the Sui adapter (src/chain/sui/) implement it.
  */
+
+/** One event as a source delivers it: the SuiEvent JSON, or why the source could not parse it. */
+export interface RawEvent {
+  /** Where the event came from, for logs: a file line or a chain cursor. */
+  position: string;
+  raw?: unknown;
+  parseError?: string;
+}
+
+export interface EventPage {
+  events: RawEvent[];
+  /** The cursor after this page; saved in the same transaction as the page's effects. */
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+/** Where events come from: a chain network's event source, or a JSON-lines file (node-daemon replay). */
+export interface EventSource {
+  /** Stable name under which the cursor is saved. */
+  readonly id: string;
+  readPage(cursor: string | null): Promise<EventPage>;
+  close?(): Promise<void>;
+}
 
 /** A NodeBadge owned by the signer. */
 export interface Badge {
@@ -102,6 +124,23 @@ export class ChainUnavailableError extends Error {
     super(message, options);
     this.name = 'ChainUnavailableError';
     this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
+ * The transaction was sent but whether it executed is unknown (the connection failed or timed out after the
+ * request left). It must not be retried blindly: the network resolves it before its next transaction (the
+ * Sui adapter re-sends the same signed bytes, which cannot execute twice), and the digest can be looked
+ * up meanwhile.
+ */
+export class ChainOutcomeUnknownError extends Error {
+  readonly digest: string;
+  constructor(digest: string, detail: string) {
+    super(
+      `transaction ${digest} was sent but its outcome is unknown (${detail}); look it up by digest before retrying`,
+    );
+    this.name = 'ChainOutcomeUnknownError';
+    this.digest = digest;
   }
 }
 

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { stringifyJson } from '../internal/json.ts';
+import { ERRORS, ProblemError, refuse } from '../problems/catalog.ts';
 import type { Store } from '../store/store.ts';
-import { ERRORS, ProblemError, problemBody, refuse } from './errors.ts';
+import { problemBody, problemHeaders } from './errors.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 const IN_FLIGHT_WAIT_MS = 30_000;
@@ -98,7 +99,7 @@ export async function respond(
     // Sent, but with no known outcome: the key stays reserved, so a retry cannot submit twice.
     if (error.code === 'chain_outcome_unknown') throw error;
     status = ERRORS[error.code].status;
-    headers = error.headers;
+    headers = problemHeaders(error);
     text = stringifyJson(
       problemBody(request, error.code, error.message, {
         parameter: error.parameter,

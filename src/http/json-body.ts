@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { parseJson } from '../internal/json.ts';
 import { U64_MAX } from '../internal/u64.ts';
-import { ProblemError } from './errors.ts';
+import { ProblemError } from '../problems/catalog.ts';
 
 /**
  * JSON bodies keep integers exact: JSON.parse would round 18446744073709551615 to ...552000, a silent

@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from 'typebox';
-import { ERRORS } from './errors.ts';
+import { ERRORS } from '../problems/catalog.ts';
 
 /**
  * Request and response schemas: one definition gives validation, the TypeScript types and the OpenAPI

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { ProblemError } from './errors.ts';
+import { ProblemError } from '../problems/catalog.ts';
 
 /**
  * Path and query parameters arrive as strings. Ajv's coercion is lax (it reads " 7", "0x10" and "1e3" as

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { EventPage, RawEvent } from '../chain/chain.ts';
 import type { IndexerCounts, IndexerTx, Store } from '../store/store.ts';
 import {
   type DecodedEvent,
@@ -9,29 +10,6 @@ import {
   MalformedEventError,
   readEnvelope,
 } from './events.ts';
-
-/** One event as a source delivers it: the SuiEvent JSON, or why the source could not parse it. */
-export interface RawEvent {
-  /** Where the event came from, for logs: a file line or a chain cursor. */
-  position: string;
-  raw?: unknown;
-  parseError?: string;
-}
-
-export interface EventPage {
-  events: RawEvent[];
-  /** The cursor after this page; saved in the same transaction as the page's effects. */
-  nextCursor: string | null;
-  hasMore: boolean;
-}
-
-/** Where events come from: a chain adapter, or a JSON-lines file. */
-export interface EventSource {
-  /** Stable name under which the cursor is saved. */
-  readonly id: string;
-  readPage(cursor: string | null): Promise<EventPage>;
-  close?(): Promise<void>;
-}
 
 interface Decoded {
   envelope: EventEnvelope;

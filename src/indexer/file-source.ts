@@ -1,7 +1,7 @@
 import { createReadStream, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { EventPage, EventSource, RawEvent } from './apply.ts';
+import type { EventPage, EventSource, RawEvent } from '../chain/chain.ts';
 
 /**
  * Events from a JSON-lines file, one SuiEvent per line. The cursor is the number of lines consumed, so a

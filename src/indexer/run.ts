@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
+import type { EventSource } from '../chain/chain.ts';
 import type { IndexerCounts, Lease, Store } from '../store/store.ts';
-import { addCounts, applyPage, type EventSource, emptyCounts } from './apply.ts';
+import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
 /** Capped exponential back-off with full jitter: never a hot loop, never a thundering herd. */
 export function backoffDelay(attempt: number, baseMs = 250, capMs = 30_000, random = Math.random): number {

@@ -1,6 +1,5 @@
-import { type DestinationStream, type Logger, pino } from 'pino';
+import { type DestinationStream, type LevelWithSilent, type Logger, pino } from 'pino';
 import pretty from 'pino-pretty';
-import type { LogLevel } from '../config.ts';
 
 /** Paths that may hold secrets; pino replaces their values before anything is written. */
 export const REDACTED_PATHS = [
@@ -15,7 +14,7 @@ export const REDACTED_PATHS = [
  * command output (replay's summary, the client commands' tables).
  */
 export function createLogger(
-  level: LogLevel,
+  level: LevelWithSilent,
   destination?: DestinationStream,
   options: { pretty?: boolean } = {},
 ): Logger {

@@ -1,12 +1,10 @@
 import type { Submission } from '../chain/chain.ts';
 import { DevActorError, type DevNetwork } from '../chain/dev/dev-network.ts';
-import { refuse } from '../http/errors.ts';
-import { readEnvelope } from '../indexer/events.ts';
-import type { LiveIndexer } from '../indexer/run.ts';
 import { compareU64, type U64, u64ToString } from '../internal/u64.ts';
+import { refuse } from '../problems/catalog.ts';
 import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../protocol/proofs.ts';
 import type { Store } from '../store/store.ts';
-import { abortProblem, submissionProblem } from './writes.ts';
+import type { Submitter } from './submit.ts';
 
 /**
  * The other actors of the dev network (admin, peer nodes, users), for local use and tests. Each action is
@@ -16,14 +14,12 @@ import { abortProblem, submissionProblem } from './writes.ts';
 export class DevActors {
   readonly #dev: DevNetwork;
   readonly #store: Store;
-  readonly #indexer: LiveIndexer;
-  readonly #indexWaitMs: number;
+  readonly #submitter: Submitter;
 
-  constructor(deps: { dev: DevNetwork; store: Store; indexer: LiveIndexer; indexWaitMs: number }) {
+  constructor(deps: { dev: DevNetwork; store: Store; submitter: Submitter }) {
     this.#dev = deps.dev;
     this.#store = deps.store;
-    this.#indexer = deps.indexer;
-    this.#indexWaitMs = deps.indexWaitMs;
+    this.#submitter = deps.submitter;
   }
 
   /** Runs one dev action: refusals and aborts become problems; waits until its events are indexed. */
@@ -31,20 +27,18 @@ export class DevActors {
     what: string,
     action: () => Promise<T>,
   ): Promise<{ result: T; tx_digests: string[]; indexed: boolean }> {
-    let result: T;
-    try {
-      result = await action();
-    } catch (error) {
-      if (error instanceof DevActorError) {
-        throw refuse(error.code === 'not_found' ? 'not_found' : 'invalid_body', error.message);
-      }
-      throw submissionProblem(error) ?? error;
-    }
-    const submissions = result.submissions ?? (result.submission ? [result.submission] : []);
-    const failed = submissions.find((s) => s.status === 'failure');
-    if (failed) throw abortProblem(failed, what);
-    const keys = submissions.flatMap((s) => s.events.map((e) => readEnvelope(e).key));
-    const indexed = await this.#indexer.waitFor(keys, this.#indexWaitMs);
+    const { result, submissions, indexed } = await this.#submitter.run(
+      what,
+      async () => {
+        try {
+          return await action();
+        } catch (error) {
+          if (!(error instanceof DevActorError)) throw error;
+          throw refuse(error.code === 'not_found' ? 'not_found' : 'invalid_body', error.message);
+        }
+      },
+      (r) => r.submissions ?? (r.submission ? [r.submission] : []),
+    );
     return { result, tx_digests: submissions.map((s) => s.digest), indexed };
   }
 

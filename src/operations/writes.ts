@@ -1,24 +1,12 @@
-import type { Logger } from 'pino';
-import {
-  type Badge,
-  type Chain,
-  ChainRejectedError,
-  ChainUnavailableError,
-  type GasOptions,
-  type GasUsed,
-  type MoveAbort,
-  type Operation,
-  type Submission,
-} from '../chain/chain.ts';
-import { ChainOutcomeUnknownError } from '../chain/sui/sui-network.ts';
-import { ProblemError, refuse } from '../http/errors.ts';
-import { readEnvelope } from '../indexer/events.ts';
-import type { LiveIndexer } from '../indexer/run.ts';
+import type { Badge, Chain, GasOptions, GasUsed, MoveAbort, Operation, Submission } from '../chain/chain.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
+import { ProblemError, refuse } from '../problems/catalog.ts';
+import { problemFromError } from '../problems/from-error.ts';
 import { REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from '../protocol/proofs.ts';
 import type { Stack, Store } from '../store/store.ts';
+import type { Submitter } from './submit.ts';
 
 /**
  * The write operations: each validates everything it can against the indexed state before anything is
@@ -80,69 +68,22 @@ export interface UsageResult {
 export interface WritesDeps {
   chain: Chain;
   store: Store;
-  indexer: LiveIndexer;
+  submitter: Submitter;
   lock: Mutex;
-  log: Logger;
-  /** How long a write waits for its events to be indexed before answering anyway. */
-  indexWaitMs: number;
-}
-
-/** Turns a failed or unreachable submission into the problem the API answers with. */
-export function submissionProblem(error: unknown): ProblemError | undefined {
-  if (error instanceof ChainUnavailableError) {
-    // Nothing was executed, so retrying (even with the same Idempotency-Key) is safe.
-    return refuse('chain_unavailable', `the chain cannot be reached: ${error.message}; retry shortly`, {
-      headers: { 'retry-after': String(error.retryAfterSeconds) },
-    });
-  }
-  if (error instanceof ChainOutcomeUnknownError) {
-    // The transaction was sent and may have executed: never safe to retry blindly.
-    return new ProblemError(
-      'chain_outcome_unknown',
-      `the transaction ${error.digest} was sent but its outcome is unknown (${error.message}); check it on chain before retrying`,
-      { extensions: { tx_digest: error.digest } },
-    );
-  }
-  if (error instanceof ChainRejectedError) {
-    const parameter = error.code.startsWith('gas_budget')
-      ? 'gas_budget'
-      : error.code.startsWith('gas_price')
-        ? 'gas_price'
-        : 'gas';
-    return refuse('gas_rejected', error.message, { parameter });
-  }
-  return undefined;
-}
-
-export function abortProblem(submission: Submission, what: string): ProblemError {
-  const abort = submission.abort ?? { name: 'unknown', code: 0, module: 'unknown' };
-  return new ProblemError(
-    'transaction_failed',
-    `${what} failed on chain: ${abort.name} (abort code ${abort.code} in ${abort.module}); transaction ${submission.digest}`,
-    { extensions: { tx_digest: submission.digest, abort, gas_used: submission.gas_used } },
-  );
-}
-
-function eventKeys(submission: Submission): string[] {
-  return submission.events.map((event) => readEnvelope(event).key);
 }
 
 export class Writes {
   readonly #chain: Chain;
   readonly #store: Store;
-  readonly #indexer: LiveIndexer;
+  readonly #submitter: Submitter;
   readonly #lock: Mutex;
-  readonly #log: Logger;
-  readonly #indexWaitMs: number;
   #badges: Badge[] | undefined;
 
   constructor(deps: WritesDeps) {
     this.#chain = deps.chain;
     this.#store = deps.store;
-    this.#indexer = deps.indexer;
+    this.#submitter = deps.submitter;
     this.#lock = deps.lock;
-    this.#log = deps.log;
-    this.#indexWaitMs = deps.indexWaitMs;
   }
 
   get signerAddress(): string {
@@ -172,7 +113,7 @@ export class Writes {
           compareU64(a.node_small_id, b.node_small_id),
         );
       } catch (error) {
-        throw submissionProblem(error) ?? error;
+        throw problemFromError(error) ?? error;
       }
     }
     return this.#badges;
@@ -214,24 +155,12 @@ export class Writes {
     gas: GasOptions,
     what: string,
   ): Promise<{ submission: Submission; indexed: boolean }> {
-    let submission: Submission;
-    try {
-      submission = await this.#chain.submit(operation, gas);
-    } catch (error) {
-      throw submissionProblem(error) ?? error;
-    }
-    this.#log.info(
-      {
-        operation: operation.kind,
-        digest: submission.digest,
-        status: submission.status,
-        abort: submission.abort,
-      },
-      'transaction executed',
+    const { result, indexed } = await this.#submitter.run(
+      what,
+      () => this.#chain.submit(operation, gas),
+      (submission) => [submission],
     );
-    if (submission.status === 'failure') throw abortProblem(submission, what);
-    const indexed = await this.#indexer.waitFor(eventKeys(submission), this.#indexWaitMs);
-    return { submission, indexed };
+    return { submission: result, indexed };
   }
 
   #one({ submission, indexed }: { submission: Submission; indexed: boolean }): TxResult {

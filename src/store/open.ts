@@ -1,4 +1,3 @@
-import type { Config } from '../config.ts';
 import { CliError } from '../internal/exit-codes.ts';
 import { StoreError } from './errors.ts';
 import { describeUrl, PostgresStore } from './postgres.ts';
@@ -6,7 +5,10 @@ import { SqliteStore } from './sqlite.ts';
 import type { Store } from './store.ts';
 
 /** Opens the configured store and applies its pending migrations. Throws CliError with one line. */
-export async function openStore(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<Store> {
+export async function openStore(config: {
+  dataDir: string;
+  databaseUrl: string | undefined;
+}): Promise<Store> {
   if (config.databaseUrl !== undefined) return openPostgres(config.databaseUrl);
   try {
     return new SqliteStore({ dataDir: config.dataDir });

@@ -12,6 +12,7 @@ import { fromBase64, toBase64 } from '@mysten/sui/utils';
 import { verifyTransactionSignature } from '@mysten/sui/verify';
 import {
   type Badge,
+  ChainOutcomeUnknownError,
   ChainRejectedError,
   ChainUnavailableError,
   type Operation,
@@ -20,18 +21,17 @@ import {
 import { DB_EVENT_LAYOUTS, parsedJsonFromBcs } from '../../src/chain/sui/event-bcs.ts';
 import { KeystoreError, loadKeystore } from '../../src/chain/sui/keystore.ts';
 import {
-  ChainOutcomeUnknownError,
   DEFAULT_GAS_BUDGET_CAP,
   SuiConfigError,
   SuiNetwork,
   type SuiNetworkOptions,
 } from '../../src/chain/sui/sui-network.ts';
-import { ERRORS } from '../../src/http/errors.ts';
 import { applyPage } from '../../src/indexer/apply.ts';
 import { decodePayload, isEventName, readEnvelope } from '../../src/indexer/events.ts';
 import { catchUp, LiveIndexer } from '../../src/indexer/run.ts';
 import { createLogger } from '../../src/internal/logger.ts';
-import { abortProblem } from '../../src/operations/writes.ts';
+import { ERRORS } from '../../src/problems/catalog.ts';
+import { abortProblem } from '../../src/problems/from-error.ts';
 import { dbErrorCode } from '../../src/protocol/aborts.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { captureLogger } from '../helpers/capture-log.ts';

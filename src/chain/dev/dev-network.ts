@@ -2,7 +2,6 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
-import type { EventPage, EventSource } from '../../indexer/apply.ts';
 import { normalizeU64, type U64 } from '../../internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../../protocol/constants.ts';
 import { commitmentFor, leafFor } from '../../protocol/proofs.ts';
@@ -14,6 +13,8 @@ import {
   ChainRejectedError,
   type ChainTicket,
   ChainUnavailableError,
+  type EventPage,
+  type EventSource,
   type GasOptions,
   type GasUsed,
   type Operation,

@@ -16,20 +16,23 @@ import {
   SUI_RANDOM_OBJECT_ID,
 } from '@mysten/sui/utils';
 import type { Logger } from 'pino';
-import type { EventPage, EventSource, RawEvent } from '../../indexer/apply.ts';
 import { Mutex } from '../../internal/mutex.ts';
 import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
 import { asciiArg, bytesArg, u64Arg } from '../arguments.ts';
 import {
   type Badge,
   type Chain,
+  ChainOutcomeUnknownError,
   type ChainParameters,
   ChainRejectedError,
   type ChainTicket,
   ChainUnavailableError,
+  type EventPage,
+  type EventSource,
   type GasOptions,
   type GasUsed,
   type Operation,
+  type RawEvent,
   type Submission,
 } from '../chain.ts';
 import { decodeExecutionError } from './aborts.ts';
@@ -105,22 +108,6 @@ export class SuiConfigError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'SuiConfigError';
-  }
-}
-
-/**
- * The transaction was sent but whether it executed is unknown (the connection failed or timed out after the
- * request left). It must not be retried blindly: the daemon resolves it before its next transaction
- * (re-sending the same signed bytes, which cannot execute twice), and the digest can be looked up meanwhile.
- */
-export class ChainOutcomeUnknownError extends Error {
-  readonly digest: string;
-  constructor(digest: string, detail: string) {
-    super(
-      `transaction ${digest} was sent but its outcome is unknown (${detail}); look it up by digest before retrying`,
-    );
-    this.name = 'ChainOutcomeUnknownError';
-    this.digest = digest;
   }
 }
 

@@ -6,8 +6,8 @@ import { stringifyJson } from '../../internal/json.ts';
 import type { Metrics } from '../../internal/metrics.ts';
 import { VERSION } from '../../internal/version.ts';
 import type { Writes } from '../../operations/writes.ts';
+import { ProblemError } from '../../problems/catalog.ts';
 import type { Store } from '../../store/store.ts';
-import { ProblemError } from '../errors.ts';
 import { ProblemSchema } from '../schemas.ts';
 
 export interface OpsDeps {
@@ -44,7 +44,7 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
         await store.dataVersion();
       } catch (error) {
         throw new ProblemError('not_ready', `the store does not answer: ${(error as Error).message}`, {
-          headers: { 'retry-after': '5' },
+          retryAfterSeconds: 5,
         });
       }
       if (!indexer) return { status: 'ready' as const, indexer_lag_seconds: null };
@@ -54,7 +54,7 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
           'not_ready',
           'the indexer has not caught up with the chain since the daemon started',
           {
-            headers: { 'retry-after': '2' },
+            retryAfterSeconds: 2,
           },
         );
       }
@@ -62,7 +62,7 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
         throw new ProblemError(
           'not_ready',
           `the indexer is ${lag.toFixed(1)} s behind the chain head (more than --ready-max-lag ${deps.readyMaxLag})${indexer.lastError ? `; last error: ${indexer.lastError.message}` : ''}`,
-          { headers: { 'retry-after': '5' } },
+          { retryAfterSeconds: 5 },
         );
       }
       return { status: 'ready' as const, indexer_lag_seconds: lag };

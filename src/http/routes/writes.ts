@@ -4,8 +4,8 @@ import type { App } from '../../app.ts';
 import type { Network } from '../../config.ts';
 import { stringifyJson } from '../../internal/json.ts';
 import type { Writes } from '../../operations/writes.ts';
+import { ProblemError } from '../../problems/catalog.ts';
 import type { Store } from '../../store/store.ts';
-import { ProblemError } from '../errors.ts';
 import { respond } from '../idempotency.ts';
 import {
   BadgesSchema,

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
+import type { DevNetwork } from '../chain/dev/dev-network.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { compareU64, type U64 } from '../internal/u64.ts';
-import type { Writes } from '../operations/writes.ts';
 import type { Store } from '../store/store.ts';
-import type { DevNetwork } from './dev/dev-network.ts';
+import type { Writes } from './writes.ts';
 
 /**
  * The demo world of `npm start`: on a fresh dev network, three tasks and three peer nodes with stacks of

@@ -1,0 +1,89 @@
+/**
+ * The error catalog: every problem the daemon can answer with, whichever layer finds it. Each code is stable
+ * (clients may branch on it), with the HTTP status and title it is served with. docs/ERRORS.md documents
+ * each one; a test keeps the two in sync. Nothing here knows about HTTP beyond the status number.
+ */
+export const ERRORS = {
+  invalid_parameter: { status: 400, title: 'Invalid parameter' },
+  invalid_body: { status: 400, title: 'Invalid request body' },
+  malformed_json: { status: 400, title: 'Malformed JSON' },
+  bad_request: { status: 400, title: 'Bad request' },
+  token_in_query: { status: 400, title: 'Token in the URL' },
+  invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key' },
+  gas_rejected: { status: 400, title: 'Gas settings rejected' },
+  unauthorized: { status: 401, title: 'Token required' },
+  forbidden: { status: 403, title: 'Wrong token' },
+  host_not_allowed: { status: 403, title: 'Host not allowed' },
+  not_found: { status: 404, title: 'Not found' },
+  badge_not_found: { status: 404, title: 'Badge not found' },
+  task_not_found: { status: 404, title: 'Task not found' },
+  stack_not_found: { status: 404, title: 'Stack not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  no_badge: { status: 409, title: 'No node badge' },
+  task_inactive: { status: 409, title: 'Task not active' },
+  requirements_not_met: { status: 409, title: 'Task requirements not met' },
+  already_subscribed: { status: 409, title: 'Already subscribed' },
+  not_subscribed: { status: 409, title: 'Not subscribed' },
+  stack_not_ours: { status: 409, title: 'Stack of another node' },
+  already_settled: { status: 409, title: 'Stack already settled' },
+  over_capacity: { status: 409, title: 'Beyond stack capacity' },
+  nothing_to_attest: { status: 409, title: 'Nothing to attest' },
+  nothing_to_claim: { status: 409, title: 'Nothing to claim' },
+  idempotency_key_reused: { status: 409, title: 'Idempotency-Key reused' },
+  idempotency_key_in_flight: { status: 409, title: 'Idempotency-Key in flight' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  transaction_failed: { status: 422, title: 'Transaction failed' },
+  internal_error: { status: 500, title: 'Internal error' },
+  no_network: { status: 503, title: 'No network configured' },
+  chain_unavailable: { status: 503, title: 'Chain unavailable' },
+  chain_outcome_unknown: { status: 504, title: 'Transaction outcome unknown' },
+  not_ready: { status: 503, title: 'Not ready' },
+  overloaded: { status: 503, title: 'Overloaded' },
+  store_unavailable: { status: 503, title: 'Store unavailable' },
+  shutting_down: { status: 503, title: 'Shutting down' },
+} as const;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface ProblemOptions {
+  /** The offending parameter, query parameter, body field or header. */
+  parameter?: string | undefined;
+  /** Extra members of the problem (RFC 9457 extensions), e.g. a failed transaction's abort and digest. */
+  extensions?: Record<string, unknown>;
+  /** When the same request may succeed again (the chain or the store was busy or unreachable). */
+  retryAfterSeconds?: number | undefined;
+  /** Nothing was submitted to the chain: the request may be retried as is once the cause is fixed. */
+  refusal?: boolean;
+}
+
+/**
+ * A problem with a stable code from the catalog: thrown by the operations (refusals, failed
+ * transactions) and by the HTTP layer (bad input). The HTTP layer renders it as RFC 9457 problem details;
+ * the CLI prints its detail.
+ */
+export class ProblemError extends Error {
+  readonly code: ErrorCode;
+  readonly parameter: string | undefined;
+  readonly extensions: Record<string, unknown>;
+  readonly retryAfterSeconds: number | undefined;
+  readonly refusal: boolean;
+  constructor(code: ErrorCode, detail: string, options: ProblemOptions = {}) {
+    super(detail);
+    this.name = 'ProblemError';
+    this.code = code;
+    this.parameter = options.parameter;
+    this.extensions = options.extensions ?? {};
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.refusal = options.refusal ?? false;
+  }
+}
+
+/** A refusal: checked before anything was signed, so nothing reached the chain. */
+export function refuse(
+  code: ErrorCode,
+  detail: string,
+  options: Omit<ProblemOptions, 'refusal'> = {},
+): ProblemError {
+  return new ProblemError(code, detail, { ...options, refusal: true });
+}
