@@ -2,7 +2,7 @@ import type { EventPage, RawEvent } from '../src/chain/chain.ts';
 
 /**
  * Deterministic SuiEvent streams for the benchmark, in the fullnode's JSON-RPC form (see
- * src/indexer/events.ts): u64 as decimal strings, small ids as { inner }, object ids and addresses as
+ * src/protocol/events.ts): u64 as decimal strings, small ids as { inner }, object ids and addresses as
  * 0x + 64 hex digits, txDigest as base58 of 32 bytes. Same seed, same stream, byte for byte.
  */
 

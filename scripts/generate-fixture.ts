@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { blake2b } from '@noble/hashes/blake2.js';
-import { EVENT_NAMES } from '../src/indexer/events.ts';
+import { EVENT_NAMES } from '../src/protocol/events.ts';
 
 type Json = string | number | null | Json[] | { [key: string]: Json };
 type Payload = { [field: string]: Json };

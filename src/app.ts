@@ -16,13 +16,13 @@ import type { Chain } from './chain/chain.ts';
 import type { Config } from './config.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
+import { toOpenApi31 } from './http/openapi.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { devRoutes } from './http/routes/dev.ts';
 import { metaRoutes } from './http/routes/meta.ts';
 import { opsRoutes } from './http/routes/ops.ts';
 import { readRoutes } from './http/routes/reads.ts';
 import { writeRoutes } from './http/routes/writes.ts';
-import { toOpenApi31 } from './http/schemas.ts';
 import { createGuard, loggableUrl, type SecurityOptions } from './http/security.ts';
 import { installStrictParams } from './http/strict-params.ts';
 import type { LiveIndexer } from './indexer/run.ts';
@@ -211,8 +211,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 
-  metaRoutes(app);
-  opsRoutes(app, {
+  await app.register(metaRoutes);
+  await app.register(opsRoutes, {
     network: config.network,
     store,
     metrics,
@@ -222,8 +222,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     readyMaxLag: config.readyMaxLag,
     startedAt: Date.now(),
   });
-  readRoutes(app, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
-  writeRoutes(app, { network: config.network, writes, store });
-  if (dev) devRoutes(app, dev);
+  await app.register(readRoutes, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
+  await app.register(writeRoutes, { network: config.network, writes, store });
+  if (dev) await app.register(devRoutes, { dev });
   return app;
 }

@@ -15,6 +15,7 @@ import {
   GENESIS_USER_USDC,
 } from '../src/chain/dev/dev-network.ts';
 import { addCounts, applyPage, emptyCounts } from '../src/indexer/apply.ts';
+import { type U64, U64_MAX } from '../src/internal/u64.ts';
 import {
   type DecodedEvent,
   decodePayload,
@@ -22,8 +23,7 @@ import {
   isEventName,
   type Payload,
   readEnvelope,
-} from '../src/indexer/events.ts';
-import { type U64, U64_MAX } from '../src/internal/u64.ts';
+} from '../src/protocol/events.ts';
 import { commitmentFor, leafFor } from '../src/protocol/proofs.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { captureLogger } from './helpers/capture-log.ts';

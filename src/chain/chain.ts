@@ -1,4 +1,9 @@
 import type { U64 } from '../internal/u64.ts';
+import type { Abort, GasOptions, GasUsed } from '../schemas/writes.ts';
+
+export type { GasOptions, GasUsed };
+/** A Move abort, decoded to the contract's error name (e.g. ETaskNotFound, or EFieldDoesNotExist). */
+export type MoveAbort = Abort;
 
 /**
  * The chain, whichever network runs: the HTTP layer and the indexer use only this interface. The dev
@@ -32,13 +37,6 @@ export interface EventSource {
 export interface Badge {
   badge_id: string;
   node_small_id: U64;
-}
-
-/** The caller's gas choices (all optional; the chain picks sensible defaults). */
-export interface GasOptions {
-  gas?: string | undefined;
-  gas_budget?: U64 | undefined;
-  gas_price?: U64 | undefined;
 }
 
 /** One entry-function call of the Atoma db module, as the node operator's signer makes it. */
@@ -88,21 +86,6 @@ export type Operation =
     };
 
 export type OperationKind = Operation['kind'];
-
-/** A Move abort, decoded to the contract's error name where the code is one of the contract's. */
-export interface MoveAbort {
-  /** e.g. ETaskNotFound, or a framework name such as EFieldDoesNotExist. */
-  name: string;
-  code: number;
-  /** The module that aborted, e.g. db or dynamic_field. */
-  module: string;
-}
-
-export interface GasUsed {
-  computation_cost: U64;
-  storage_cost: U64;
-  storage_rebate: U64;
-}
 
 /** The outcome of a transaction that reached the chain (executed, successfully or not). */
 export interface Submission {

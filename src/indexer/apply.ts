@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { EventPage, RawEvent } from '../chain/chain.ts';
-import type { IndexerCounts, IndexerTx, Store } from '../store/store.ts';
 import {
   type DecodedEvent,
   decodePayload,
@@ -9,7 +8,8 @@ import {
   isEventName,
   MalformedEventError,
   readEnvelope,
-} from './events.ts';
+} from '../protocol/events.ts';
+import type { IndexerCounts, IndexerTx, Store } from '../store/store.ts';
 
 interface Decoded {
   envelope: EventEnvelope;

@@ -3,6 +3,12 @@ import { DevActorError, type DevNetwork } from '../chain/dev/dev-network.ts';
 import { compareU64, type U64, u64ToString } from '../internal/u64.ts';
 import { refuse } from '../problems/catalog.ts';
 import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../protocol/proofs.ts';
+import type {
+  BuyStackRequest,
+  CreatePeerRequest,
+  CreateTaskRequest,
+  PeerTrySettleRequest,
+} from '../schemas/dev.ts';
 import type { Store } from '../store/store.ts';
 import type { Submitter } from './submit.ts';
 
@@ -42,13 +48,7 @@ export class DevActors {
     return { result, tx_digests: submissions.map((s) => s.digest), indexed };
   }
 
-  async createTask(input: {
-    role: number;
-    model_name?: string | null | undefined;
-    security_level: number;
-    minimum_reputation_score?: number | null | undefined;
-    is_public?: boolean | undefined;
-  }) {
+  async createTask(input: CreateTaskRequest) {
     const { result, tx_digests, indexed } = await this.#run('create_task_entry', () =>
       this.#dev.createTask({
         role: input.role,
@@ -75,21 +75,14 @@ export class DevActors {
     return { tx_digest: tx_digests[0]!, indexed };
   }
 
-  async createPeerNode(input: {
-    subscriptions?: { task_small_id: U64; price_per_one_million_compute_units: U64 }[] | undefined;
-  }) {
+  async createPeerNode(input: CreatePeerRequest) {
     const { result, tx_digests, indexed } = await this.#run('register_node_entry', () =>
       this.#dev.createPeerNode({ subscriptions: input.subscriptions ?? [] }),
     );
     return { node_small_id: result.node_small_id!, tx_digests, indexed };
   }
 
-  async buyStack(input: {
-    task_small_id: U64;
-    num_compute_units: U64;
-    price_per_one_million_compute_units: U64;
-    selected_node_id?: U64 | undefined;
-  }) {
+  async buyStack(input: BuyStackRequest) {
     const { result, tx_digests, indexed } = await this.#run('acquire_new_stack_entry', () =>
       this.#dev.buyStack(input),
     );
@@ -106,7 +99,7 @@ export class DevActors {
    * operator's node is asked to attest, this also records that its inference server re-ran those requests,
    * so POST /nodes/submit-attestations can attest honestly.
    */
-  async peerTrySettle(stackSmallId: U64, input: { num_claimed_compute_units?: U64 | undefined }) {
+  async peerTrySettle(stackSmallId: U64, input: PeerTrySettleRequest) {
     const stack = await this.#store.getStack(stackSmallId);
     if (!stack)
       throw refuse('stack_not_found', `no stack ${stackSmallId} is known to this daemon`, {

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Submission } from '../chain/chain.ts';
-import { readEnvelope } from '../indexer/events.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { abortProblem, problemFromError } from '../problems/from-error.ts';
+import { readEnvelope } from '../protocol/events.ts';
 
 /**
  * Submit and wait, for every action that sends transactions (the operator's writes and the dev network's

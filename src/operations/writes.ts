@@ -1,10 +1,25 @@
-import type { Badge, Chain, GasOptions, GasUsed, MoveAbort, Operation, Submission } from '../chain/chain.ts';
+import type { Badge, Chain, GasOptions, MoveAbort, Operation, Submission } from '../chain/chain.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
 import { ProblemError, refuse } from '../problems/catalog.ts';
 import { problemFromError } from '../problems/from-error.ts';
 import { REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from '../protocol/proofs.ts';
+import type {
+  ClaimFundsRequest,
+  ClaimResult,
+  ModelSubscribeRequest,
+  MultiTxResult,
+  NotClaimable,
+  RegisterResult,
+  StackResult,
+  SubmitAttestationsRequest,
+  TaskSubscribeRequest,
+  TaskUnsubscribeRequest,
+  TrySettleRequest,
+  TxResult,
+  UsageResult,
+} from '../schemas/writes.ts';
 import type { Stack, Store } from '../store/store.ts';
 import type { Submitter } from './submit.ts';
 
@@ -13,57 +28,6 @@ import type { Submitter } from './submit.ts';
  * signed (a refusal is a 400/404/409 and nothing is submitted), then submits under the signer's lock,
  * and returns once the transaction is final and, within a bounded wait, its events are indexed.
  */
-
-export interface TxResult {
-  tx_digest: string;
-  status: 'success';
-  gas_used: GasUsed;
-  /** Whether the daemon's store reflected the transaction's events when it answered. */
-  indexed: boolean;
-}
-
-export interface StackResult {
-  stack_small_id: U64;
-  status: 'success' | 'failed' | 'skipped';
-  tx_digest?: string;
-  num_claimed_compute_units?: U64;
-  error?: { code: string; detail: string; abort?: MoveAbort };
-}
-
-export interface MultiTxResult {
-  tx_digests: string[];
-  results: StackResult[];
-  indexed: boolean;
-}
-
-export interface NotClaimable {
-  stack_small_id: U64;
-  reason: 'not_settled' | 'dispute_period' | 'in_dispute' | 'already_claimed';
-  detail: string;
-  /** For dispute_period: the first epoch in which the stack can be claimed. */
-  claimable_from_epoch?: U64;
-}
-
-export interface ClaimResult {
-  tx_digest: string;
-  tx_digests: string[];
-  status: 'success';
-  claimed: {
-    stack_small_id: U64;
-    path: 'settlement_ticket' | 'confidential_compute';
-    num_claimed_compute_units?: U64;
-  }[];
-  not_claimable: NotClaimable[];
-  indexed: boolean;
-}
-
-export interface UsageResult {
-  stack_small_id: U64;
-  already_computed_units: U64;
-  num_compute_units: U64;
-  num_total_messages: U64;
-  fill_fraction: number;
-}
 
 export interface WritesDeps {
   chain: Chain;
@@ -167,7 +131,7 @@ export class Writes {
     return { tx_digest: submission.digest, status: 'success', gas_used: submission.gas_used, indexed };
   }
 
-  register(gas: GasOptions): Promise<TxResult & { node_small_id: U64 | null; badge_id: string | null }> {
+  register(gas: GasOptions): Promise<RegisterResult> {
     return this.#serialized(async () => {
       const result = await this.#submit({ kind: 'register_node' }, gas, 'register_node_entry');
       await this.badges(true);
@@ -185,9 +149,7 @@ export class Writes {
     });
   }
 
-  modelSubscribe(
-    input: { model_name: string; echelon_id: U64; node_badge_id?: string | undefined } & GasOptions,
-  ): Promise<TxResult> {
+  modelSubscribe(input: ModelSubscribeRequest): Promise<TxResult> {
     return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       if (!/^[\x20-\x7e]+$/.test(input.model_name)) {
@@ -205,13 +167,7 @@ export class Writes {
     });
   }
 
-  taskSubscribe(
-    input: {
-      task_small_id: U64;
-      price_per_one_million_compute_units: U64;
-      node_badge_id?: string | undefined;
-    } & GasOptions,
-  ): Promise<TxResult> {
+  taskSubscribe(input: TaskSubscribeRequest): Promise<TxResult> {
     return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       const task = await this.#activeTask(input.task_small_id, 'subscribe to');
@@ -241,13 +197,7 @@ export class Writes {
     });
   }
 
-  updateSubscription(
-    input: {
-      task_small_id: U64;
-      price_per_one_million_compute_units: U64;
-      node_badge_id?: string | undefined;
-    } & GasOptions,
-  ): Promise<TxResult> {
+  updateSubscription(input: TaskSubscribeRequest): Promise<TxResult> {
     return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
@@ -263,9 +213,7 @@ export class Writes {
     });
   }
 
-  unsubscribe(
-    input: { task_small_id: U64; node_badge_id?: string | undefined } & GasOptions,
-  ): Promise<TxResult> {
+  unsubscribe(input: TaskUnsubscribeRequest): Promise<TxResult> {
     return this.#serialized(async () => {
       const badge = await this.#badge(input.node_badge_id);
       await this.#activeTask(input.task_small_id, 'unsubscribe from');
@@ -279,14 +227,7 @@ export class Writes {
    * Try-settles each stack in its own transaction (the contract takes one stack per call). Claimed units
    * default to the recorded usage; the proof and leaf come from the stack's running request hash.
    */
-  trySettle(
-    input: {
-      stack_small_ids: U64[];
-      num_claimed_compute_units?: U64 | undefined;
-      num_claimed_compute_units_by_stack?: Record<string, U64> | undefined;
-      node_badge_id?: string | undefined;
-    } & GasOptions,
-  ): Promise<MultiTxResult> {
+  trySettle(input: TrySettleRequest): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
       const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
@@ -357,9 +298,7 @@ export class Writes {
    * built from its record of the stack's requests. Stacks it was not asked to attest, or has no record
    * of, get a per-stack error and no transaction.
    */
-  submitAttestations(
-    input: { stack_small_ids: U64[]; node_small_id?: U64 | undefined } & GasOptions,
-  ): Promise<MultiTxResult> {
+  submitAttestations(input: SubmitAttestationsRequest): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       let badges = await this.#actingBadges(undefined);
       if (input.node_small_id !== undefined) {
@@ -441,9 +380,7 @@ export class Writes {
    * recorded usage. Stacks not claimable yet are reported with the reason (and the epoch from which they
    * will be); when none is claimable, nothing is submitted.
    */
-  claimFunds(
-    input: { stack_small_ids: U64[]; node_badge_id?: string | undefined } & GasOptions,
-  ): Promise<ClaimResult> {
+  claimFunds(input: ClaimFundsRequest): Promise<ClaimResult> {
     return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
       const epoch = await this.#chain.currentEpoch();

@@ -1,76 +1,22 @@
 import type { U64 } from '../internal/u64.ts';
+import type { Payload } from '../protocol/events.ts';
+import type {
+  NodeSubscription,
+  Stack,
+  StackAttestationDispute,
+  StackSettlementTicket,
+  Task,
+} from '../schemas/model.ts';
 
-/** A task as served by GET /tasks (upstream field names; is_removed and removed_at_epoch are additions). */
-export interface Task {
-  task_small_id: U64;
-  task_id: string;
-  role: number;
-  model_name: string | null;
-  is_deprecated: boolean;
-  valid_until_epoch: U64 | null;
-  deprecated_at_epoch: U64 | null;
-  security_level: number;
-  minimum_reputation_score: number | null;
-  is_removed: boolean;
-  removed_at_epoch: U64 | null;
-}
-
-/** A node's subscription to a task. `valid` turns false when the task is removed on chain. */
-export interface NodeSubscription {
-  node_small_id: U64;
-  task_small_id: U64;
-  price_per_one_million_compute_units: U64;
-  max_num_compute_units: U64;
-  valid: boolean;
-}
-
-/** A stack bought by a user and assigned to a node, with the node's off-chain usage. */
-export interface Stack {
-  owner_address: string;
-  stack_small_id: U64;
-  stack_id: string;
-  task_small_id: U64;
-  selected_node_id: U64;
-  num_compute_units: U64;
-  price_per_one_million_compute_units: U64;
-  already_computed_units: U64;
-  in_settle_period: boolean;
-  num_total_messages: U64;
-  is_claimed: boolean;
-  is_locked_for_claim: boolean;
-  is_confidential: boolean;
-  user_refund_amount: U64 | null;
-}
-
-export type ClaimPath = 'settlement_ticket' | 'confidential_compute';
-
-/**
- * A settlement ticket. requested_attestation_nodes and already_attested_nodes are strings holding JSON
- * arrays, as upstream serves them. committed_stack_proofs is the 32-byte proof; stack_merkle_leaves holds
- * 32 bytes for the settling node followed by 32 per requested attester.
- */
-export interface StackSettlementTicket {
-  stack_small_id: U64;
-  selected_node_id: U64;
-  num_claimed_compute_units: U64;
-  requested_attestation_nodes: string;
-  committed_stack_proofs: number[];
-  stack_merkle_leaves: number[];
-  dispute_settled_at_epoch: U64 | null;
-  already_attested_nodes: string;
-  is_in_dispute: boolean;
-  user_refund_amount: U64;
-  is_claimed: boolean;
-  claim_path: ClaimPath | null;
-}
-
-export interface StackAttestationDispute {
-  stack_small_id: U64;
-  attestation_commitment: number[];
-  attestation_node_id: U64;
-  original_node_id: U64;
-  original_commitment: number[];
-}
+/** The read model's rows are the API's types (src/schemas/model.ts). */
+export type {
+  ClaimPath,
+  NodeSubscription,
+  Stack,
+  StackAttestationDispute,
+  StackSettlementTicket,
+  Task,
+} from '../schemas/model.ts';
 
 export type UsageOutcome =
   | { status: 'recorded'; already_computed_units: U64; num_compute_units: U64; num_total_messages: U64 }
@@ -104,75 +50,17 @@ export interface CursorState extends IndexerCounts {
   updatedAt: string;
 }
 
-export interface NewTask {
-  task_small_id: U64;
-  task_id: string;
-  role: number;
-  model_name: string | null;
-  security_level: number;
-  minimum_reputation_score: number | null;
-}
-
-export interface NewStack {
-  stack_small_id: U64;
-  stack_id: string;
-  owner_address: string;
-  task_small_id: U64;
-  selected_node_id: U64;
-  num_compute_units: U64;
-  price_per_one_million_compute_units: U64;
-}
-
-export interface TrySettle {
-  stack_small_id: U64;
-  selected_node_id: U64;
-  requested_attestation_nodes: U64[];
-  committed_stack_proof: Uint8Array;
-  stack_merkle_leaf: Uint8Array;
-  num_claimed_compute_units: U64;
-}
-
-export interface Attestation {
-  stack_small_id: U64;
-  attestation_node_id: U64;
-  committed_stack_proof: Uint8Array;
-  stack_merkle_leaf: Uint8Array;
-}
-
+/** What the indexer writes: the decoded payloads of the chain's events (contracts.md §2.22). */
+export type NewTask = Payload<'TaskRegisteredEvent'>;
+export type NewStack = Omit<Payload<'StackCreatedEvent'>, 'owner'> & { owner_address: string };
+export type TrySettle = Payload<'StackTrySettleEvent'>;
+export type Attestation = Payload<'NewStackSettlementAttestationEvent'>;
 /** applied; or the ticket is unknown (orphan); or the node was not requested as an attester. */
 export type AttestationOutcome = 'applied' | 'no_ticket' | 'not_requested';
-
-export interface TicketSettled {
-  stack_small_id: U64;
-  selected_node_id: U64;
-  num_claimed_compute_units: U64;
-  requested_attestation_nodes: U64[];
-  dispute_settled_at_epoch: U64;
-  committed_stack_proof: Uint8Array;
-}
-
-export interface TicketClaimed {
-  stack_small_id: U64;
-  selected_node_id: U64;
-  attestation_nodes: U64[];
-  num_claimed_compute_units: U64;
-  user_refund_amount: U64;
-}
-
-export interface StackClaimed {
-  stack_small_id: U64;
-  selected_node_id: U64;
-  num_claimed_compute_units: U64;
-  user_refund_amount: U64;
-}
-
-export interface Dispute {
-  stack_small_id: U64;
-  attestation_commitment: Uint8Array;
-  attestation_node_id: U64;
-  original_node_id: U64;
-  original_commitment: Uint8Array;
-}
+export type TicketSettled = Payload<'StackSettlementTicketEvent'>;
+export type TicketClaimed = Payload<'StackSettlementTicketClaimedEvent'>;
+export type StackClaimed = Payload<'ClaimedStackEvent'>;
+export type Dispute = Payload<'StackAttestationDisputeEvent'>;
 
 /**
  * The writes the indexer makes inside one transaction. Each method is one idempotent statement or a small

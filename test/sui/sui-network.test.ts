@@ -27,12 +27,12 @@ import {
   type SuiNetworkOptions,
 } from '../../src/chain/sui/sui-network.ts';
 import { applyPage } from '../../src/indexer/apply.ts';
-import { decodePayload, isEventName, readEnvelope } from '../../src/indexer/events.ts';
 import { catchUp, LiveIndexer } from '../../src/indexer/run.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { ERRORS } from '../../src/problems/catalog.ts';
 import { abortProblem } from '../../src/problems/from-error.ts';
 import { dbErrorCode } from '../../src/protocol/aborts.ts';
+import { decodePayload, isEventName, readEnvelope } from '../../src/protocol/events.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { captureLogger } from '../helpers/capture-log.ts';
 import { tempDir } from '../helpers/tmp.ts';

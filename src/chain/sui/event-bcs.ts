@@ -3,7 +3,7 @@ import { bcs } from '@mysten/sui/bcs';
 /**
  * The BCS layouts of the db module's events (contracts.md §2.22: fields in declaration order, which is the
  * BCS order), at contract commit 9e53429. Parsing an event's BCS contents with its layout gives exactly the
- * JSON-RPC `parsedJson` rendering the indexer decodes (src/indexer/events.ts): u64 as decimal strings, u8
+ * JSON-RPC `parsedJson` rendering the indexer decodes (src/protocol/events.ts): u64 as decimal strings, u8
  * and u16 as numbers, IDs and addresses as 0x + 64 hex, vector<u8> as arrays of numbers, Option<T> as the
  * value or null, and the small-id newtypes as { inner } (EchelonId as { id }).
  *

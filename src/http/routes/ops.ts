@@ -1,14 +1,13 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
 import type { Chain } from '../../chain/chain.ts';
 import type { LiveIndexer } from '../../indexer/run.ts';
-import { stringifyJson } from '../../internal/json.ts';
 import type { Metrics } from '../../internal/metrics.ts';
 import { VERSION } from '../../internal/version.ts';
 import type { Writes } from '../../operations/writes.ts';
 import { ProblemError } from '../../problems/catalog.ts';
+import { ProblemSchema, ReadySchema, type Status, StatusSchema } from '../../schemas/ops.ts';
 import type { Store } from '../../store/store.ts';
-import { ProblemSchema } from '../schemas.ts';
 
 export interface OpsDeps {
   network: string;
@@ -23,7 +22,7 @@ export interface OpsDeps {
 }
 
 /** Readiness, status and metrics: what an operator (or a supervisor) asks of a daemon that runs for months. */
-export function opsRoutes(app: App, deps: OpsDeps): void {
+export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) => {
   const { store, indexer, metrics } = deps;
 
   app.get('/ready', {
@@ -31,13 +30,7 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
       tags: ['meta'],
       summary:
         'Ready when the store answers and the indexer is within --ready-max-lag seconds of the chain head',
-      response: {
-        200: Type.Object({
-          status: Type.Literal('ready'),
-          indexer_lag_seconds: Type.Union([Type.Number(), Type.Null()]),
-        }),
-        503: ProblemSchema,
-      },
+      response: { 200: ReadySchema, 503: ProblemSchema },
     },
     handler: async () => {
       try {
@@ -73,11 +66,12 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
     schema: {
       tags: ['meta'],
       summary: 'Version, network, signer, badges, store, indexer position and lag, balances, uptime',
+      response: { 200: StatusSchema },
     },
-    handler: async (_request, reply) => {
+    handler: async (): Promise<Status> => {
       const cursor = indexer ? await store.getCursor(indexer.sourceId) : undefined;
       const pending = indexer ? await indexer.pendingEvents().catch(() => undefined) : undefined;
-      const status = {
+      return {
         version: VERSION,
         network: deps.network,
         uptime_seconds: Math.round((Date.now() - deps.startedAt) / 1000),
@@ -107,16 +101,20 @@ export function opsRoutes(app: App, deps: OpsDeps): void {
           : null,
         balances: deps.chain?.balances ? await deps.chain.balances().catch(() => null) : null,
       };
-      reply.type('application/json; charset=utf-8').send(stringifyJson(status) as never);
     },
   });
 
   app.get('/metrics', {
-    schema: { tags: ['meta'], summary: 'Prometheus metrics (text exposition format)' },
+    schema: {
+      tags: ['meta'],
+      summary: 'Prometheus metrics (text exposition format)',
+      response: { 200: Type.String({ description: 'Prometheus text exposition format 0.0.4' }) },
+    },
     handler: async (_request, reply) => {
       const lag = indexer?.lagSeconds();
       if (lag !== undefined) metrics.indexerLag.set(lag);
-      reply.type(metrics.registry.contentType).send((await metrics.registry.metrics()) as never);
+      reply.type(metrics.registry.contentType);
+      return metrics.registry.metrics();
     },
   });
-}
+};

@@ -1,22 +1,25 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { App } from '../../app.ts';
-import type { Store } from '../../store/store.ts';
-import { type ResponseCache, sendCached } from '../response-cache.ts';
 import {
   NodeIdParamsSchema,
   NodeSubscriptionSchema,
-  ProblemSchema,
   StackAttestationDisputeSchema,
   StackSchema,
   StackSettlementTicketSchema,
   StacksQuerySchema,
   TaskSchema,
-} from '../schemas.ts';
+} from '../../schemas/model.ts';
+import { ProblemSchema } from '../../schemas/ops.ts';
+import type { Store } from '../../store/store.ts';
+import { type ResponseCache, sendCached } from '../response-cache.ts';
 
 const badRequest = { 400: ProblemSchema };
 
 /** The read API: every list comes from the store, sorted by its small id, wire-compatible with upstream. */
-export function readRoutes(app: App, { store, cache }: { store: Store; cache: ResponseCache }): void {
+export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: ResponseCache }> = async (
+  app,
+  { store, cache },
+) => {
   const version = () => store.dataVersion();
 
   // Every route also answers with a trailing slash (/tasks/ as upstream's spec has it).
@@ -97,4 +100,4 @@ export function readRoutes(app: App, { store, cache }: { store: Store; cache: Re
       return sendCached(reply, cache, version, `own:${node}`, () => store.listDisputesOwn(node));
     },
   });
-}
+};

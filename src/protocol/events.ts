@@ -1,6 +1,8 @@
+import { isObjectId, normalizeObjectId } from '../internal/formats.ts';
 import { toU64, type U64 } from '../internal/u64.ts';
 
 /**
+ * The Atoma `db` module's events (contracts.md §2.22), as the chain delivers them, decoded field by field.
  * Decoding of Atoma `db` module events in the fullnode's JSON-RPC SuiEvent form:
  * { id: { txDigest, eventSeq }, packageId, transactionModule, sender, type, parsedJson, timestampMs }.
  * parsedJson follows Sui's rendering: u64 as decimal strings, u8/u16 as numbers, IDs and addresses as
@@ -45,10 +47,8 @@ function uint(bits: 8 | 16): Codec<number> {
 
 /** Object IDs and addresses, normalised to 0x + 64 lower-case hex digits, as Sui prints them. */
 const address: Codec<string> = (value, path) => {
-  if (typeof value !== 'string' || !/^0x[0-9a-fA-F]{1,64}$/.test(value)) {
-    throw new MalformedEventError(path, 'a 0x-prefixed hex id', value);
-  }
-  return `0x${value.slice(2).toLowerCase().padStart(64, '0')}`;
+  if (!isObjectId(value)) throw new MalformedEventError(path, 'a 0x-prefixed hex id', value);
+  return normalizeObjectId(value);
 };
 
 const MAX_BYTES = 1 << 20;

@@ -1,0 +1,71 @@
+import { type Static, Type } from 'typebox';
+import { ERRORS } from '../problems/catalog.ts';
+import { Nullable, U64 } from './common.ts';
+
+/** The operator's view of the daemon itself: liveness, readiness, status, and the problem body. */
+
+export const HealthSchema = Type.Object({ status: Type.Literal('ok') });
+
+export const ReadySchema = Type.Object({
+  status: Type.Literal('ready'),
+  indexer_lag_seconds: Nullable(Type.Number(), 'Seconds since the indexer was last at the chain head'),
+});
+
+const BadgeSchema = Type.Object({ badge_id: Type.String(), node_small_id: U64() });
+
+const IndexerEventsSchema = Type.Object({
+  applied: Type.Integer(),
+  duplicate: Type.Integer(),
+  ignored: Type.Integer(),
+  unknown: Type.Integer(),
+  malformed: Type.Integer(),
+  orphaned: Type.Integer(),
+});
+
+export const StatusSchema = Type.Object({
+  version: Type.String(),
+  network: Type.String({ description: 'dev, sui or none' }),
+  uptime_seconds: Type.Integer(),
+  signer_address: Nullable(Type.String()),
+  badges: Nullable(Type.Array(BadgeSchema), "The signer's NodeBadges; null when the chain cannot be asked"),
+  store: Type.Object({ engine: Type.String(), location: Type.String() }),
+  indexer: Nullable(
+    Type.Object({
+      source: Type.String(),
+      leader: Type.Boolean({ description: 'This daemon holds the indexer lease (it applies the events)' }),
+      cursor: Nullable(Type.String()),
+      events: Nullable(IndexerEventsSchema),
+      lag_seconds: Nullable(Type.Number()),
+      lag_events: Nullable(Type.Integer()),
+      lag_events_capped: Nullable(Type.Boolean()),
+      last_error: Nullable(Type.Object({ message: Type.String(), at: Type.String() })),
+    }),
+  ),
+  balances: Nullable(
+    Type.Record(Type.String(), U64(), {
+      description: "The signer's balances by coin, smallest unit",
+    }),
+  ),
+});
+
+export const BadgesSchema = Type.Object({
+  signer_address: Type.String(),
+  badges: Type.Array(BadgeSchema),
+});
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ description: 'urn:node-daemon:problem:<code>' }),
+    title: Type.String(),
+    status: Type.Integer(),
+    code: Type.String({ enum: Object.keys(ERRORS), description: 'Stable machine-readable error code' }),
+    detail: Type.String({ description: 'What went wrong and what to change' }),
+    instance: Type.String({ description: 'The request path' }),
+    parameter: Type.Optional(Type.String({ description: 'The offending parameter or field' })),
+    request_id: Type.String(),
+  },
+  { description: 'RFC 9457 problem details (application/problem+json)' },
+);
+
+export type Status = Static<typeof StatusSchema>;
+export type Badges = Static<typeof BadgesSchema>;

@@ -1,0 +1,170 @@
+import { type Static, Type } from 'typebox';
+import { Hash32, Nullable, ObjectId, SmallId, Strict, StringEnum, U64, U64In } from './common.ts';
+
+/**
+ * The write API: upstream's request bodies (plus the additions marked so) and our responses. The
+ * operations take and return these types.
+ */
+
+// --- write requests (upstream request bodies) -------------------------------------------------------------
+
+const Gas = {
+  gas: Type.Optional(ObjectId('Gas coin to pay with; default: chosen by the daemon')),
+  gas_budget: Type.Optional(U64In('Gas budget in MIST; default: estimated')),
+  gas_price: Type.Optional(U64In('Gas price in MIST; default: the reference gas price')),
+};
+const Badge = {
+  node_badge_id: Type.Optional(ObjectId("NodeBadge object id; default: the signer's first badge")),
+};
+const StackIds = Type.Array(SmallId('Stack small id'), { minItems: 1, maxItems: 1000, uniqueItems: true });
+
+export const RegisterRequestSchema = Type.Object({ ...Gas }, Strict);
+export const ModelSubscribeRequestSchema = Type.Object(
+  {
+    model_name: Type.String({ minLength: 1, maxLength: 256 }),
+    echelon_id: U64In('Echelon id'),
+    ...Badge,
+    ...Gas,
+  },
+  Strict,
+);
+export const TaskSubscribeRequestSchema = Type.Object(
+  {
+    task_small_id: SmallId('Task small id'),
+    price_per_one_million_compute_units: U64In('Asking price per 1,000,000 compute units, greater than 0'),
+    ...Badge,
+    ...Gas,
+  },
+  Strict,
+);
+export const TaskUnsubscribeRequestSchema = Type.Object(
+  { task_small_id: SmallId('Task small id'), ...Badge, ...Gas },
+  Strict,
+);
+export const TrySettleRequestSchema = Type.Object(
+  {
+    stack_small_ids: StackIds,
+    num_claimed_compute_units: Type.Optional(
+      U64In("Claimed units for every listed stack; default: each stack's recorded usage"),
+    ),
+    num_claimed_compute_units_by_stack: Type.Optional(
+      Type.Record(Type.String({ pattern: '^[0-9]+$' }), U64In('Claimed units'), {
+        description: 'Addition: claimed units per stack small id, overriding the default for those stacks',
+      }),
+    ),
+    ...Badge,
+    ...Gas,
+  },
+  Strict,
+);
+export const SubmitAttestationsRequestSchema = Type.Object(
+  {
+    stack_small_ids: StackIds,
+    node_small_id: Type.Optional(
+      SmallId("The attesting node; default: any of the signer's nodes that was asked"),
+    ),
+    ...Gas,
+  },
+  Strict,
+);
+export const ClaimFundsRequestSchema = Type.Object({ stack_small_ids: StackIds, ...Badge, ...Gas }, Strict);
+export const UsageParamsSchema = Type.Object({ stack_small_id: SmallId('Stack small id') }, Strict);
+export const UsageRequestSchema = Type.Object(
+  {
+    compute_units: U64In('Compute units the request used'),
+    request_hash: Type.Optional(
+      Hash32('32-byte hash of the request and its response (hex); default: derived from the stack and units'),
+    ),
+  },
+  Strict,
+);
+
+// --- write responses ------------------------------------------------------------------------------------
+
+export const GasUsedSchema = Type.Object({
+  computation_cost: U64(),
+  storage_cost: U64(),
+  storage_rebate: U64(),
+});
+const Indexed = Type.Boolean({ description: "Whether the daemon's reads already reflect the transaction" });
+export const AbortSchema = Type.Object({
+  name: Type.String({ description: "The contract's error name, e.g. ETaskNotFound, or a framework name" }),
+  code: Type.Integer({ description: 'The numeric abort code' }),
+  module: Type.String({ description: 'The module that aborted, e.g. db or dynamic_field' }),
+});
+
+export const TxResultSchema = Type.Object({
+  tx_digest: Type.String({ description: 'Base58 transaction digest' }),
+  status: Type.Literal('success'),
+  gas_used: GasUsedSchema,
+  indexed: Indexed,
+});
+export const RegisterResultSchema = Type.Object({
+  ...TxResultSchema.properties,
+  node_small_id: Nullable(U64(), 'The new node small id'),
+  badge_id: Nullable(Type.String(), 'The new NodeBadge object id'),
+});
+export const StackResultSchema = Type.Object({
+  stack_small_id: U64(),
+  status: StringEnum(['success', 'failed', 'skipped']),
+  tx_digest: Type.Optional(Type.String()),
+  num_claimed_compute_units: Type.Optional(U64()),
+  error: Type.Optional(
+    Type.Object({ code: Type.String(), detail: Type.String(), abort: Type.Optional(AbortSchema) }),
+  ),
+});
+export const MultiTxResultSchema = Type.Object({
+  tx_digests: Type.Array(Type.String()),
+  results: Type.Array(StackResultSchema),
+  indexed: Indexed,
+});
+export const ClaimResultSchema = Type.Object({
+  tx_digest: Type.String({ description: 'The first transaction (upstream field)' }),
+  tx_digests: Type.Array(Type.String(), {
+    description: 'claim_funds and, for confidential-compute stacks, claim_funds_for_stacks',
+  }),
+  status: Type.Literal('success'),
+  claimed: Type.Array(
+    Type.Object({
+      stack_small_id: U64(),
+      path: StringEnum(['settlement_ticket', 'confidential_compute']),
+      num_claimed_compute_units: Type.Optional(U64()),
+    }),
+  ),
+  not_claimable: Type.Array(
+    Type.Object({
+      stack_small_id: U64(),
+      reason: StringEnum(['not_settled', 'dispute_period', 'in_dispute', 'already_claimed']),
+      detail: Type.String(),
+      claimable_from_epoch: Type.Optional(U64()),
+    }),
+  ),
+  indexed: Indexed,
+});
+export const UsageResultSchema = Type.Object({
+  stack_small_id: U64(),
+  already_computed_units: U64(),
+  num_compute_units: U64(),
+  num_total_messages: U64(),
+  fill_fraction: Type.Number({
+    description: 'already_computed_units / num_compute_units (1 for zero capacity)',
+  }),
+});
+
+export type GasOptions = Static<typeof RegisterRequestSchema>;
+export type ModelSubscribeRequest = Static<typeof ModelSubscribeRequestSchema>;
+export type TaskSubscribeRequest = Static<typeof TaskSubscribeRequestSchema>;
+export type TaskUnsubscribeRequest = Static<typeof TaskUnsubscribeRequestSchema>;
+export type TrySettleRequest = Static<typeof TrySettleRequestSchema>;
+export type SubmitAttestationsRequest = Static<typeof SubmitAttestationsRequestSchema>;
+export type ClaimFundsRequest = Static<typeof ClaimFundsRequestSchema>;
+export type UsageRequest = Static<typeof UsageRequestSchema>;
+export type GasUsed = Static<typeof GasUsedSchema>;
+export type Abort = Static<typeof AbortSchema>;
+export type TxResult = Static<typeof TxResultSchema>;
+export type RegisterResult = Static<typeof RegisterResultSchema>;
+export type StackResult = Static<typeof StackResultSchema>;
+export type MultiTxResult = Static<typeof MultiTxResultSchema>;
+export type ClaimResult = Static<typeof ClaimResultSchema>;
+export type NotClaimable = ClaimResult['not_claimable'][number];
+export type UsageResult = Static<typeof UsageResultSchema>;
