@@ -4,6 +4,7 @@ import { stringifyJson } from '../internal/json.ts';
 import { ERRORS, ProblemError, refuse } from '../problems/catalog.ts';
 import type { Store } from '../store/store.ts';
 import { problemBody, problemHeaders } from './errors.ts';
+import { serialized } from './serialized.ts';
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
 const IN_FLIGHT_WAIT_MS = 30_000;
@@ -43,7 +44,7 @@ export async function respond(
 ): Promise<void> {
   const header = request.headers['idempotency-key'];
   if (header === undefined) {
-    send(reply, 200, stringifyJson(await run()));
+    send(reply, 200, serialized(reply, await run()));
     return;
   }
   const key = Array.isArray(header) ? '' : header;
@@ -89,7 +90,8 @@ export async function respond(
   let status = 200;
   let headers: Record<string, string> = {};
   try {
-    text = stringifyJson(await run());
+    // The route's serializer: the recorded text is exactly what the first answer sent.
+    text = serialized(reply, await run());
   } catch (error) {
     if (!(error instanceof ProblemError)) throw error;
     if (error.refusal) {

@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { serialized } from './serialized.ts';
 
 /**
  * Serialized read responses, keyed by a canonical request key and valid for one store data version. Any
@@ -61,13 +62,13 @@ export async function sendCached(
 ): Promise<void> {
   reply.type('application/json; charset=utf-8');
   if (!cache.enabled) {
-    reply.send(reply.serialize(await load()) as string);
+    reply.send(serialized(reply, await load()));
     return;
   }
   const current = await version();
   let body = cache.get(current, key);
   if (body === undefined) {
-    body = Buffer.from(reply.serialize(await load()) as string);
+    body = Buffer.from(serialized(reply, await load()));
     cache.set(current, key, body);
   }
   reply.send(body);
