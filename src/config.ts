@@ -3,18 +3,21 @@ import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CliError } from './internal/exit-codes.ts';
+import { isObjectId, normalizeObjectId, parseFraction } from './internal/formats.ts';
 import { isLoopback } from './internal/net.ts';
 
 /**
  * The daemon's settings. Each comes from, in order of precedence: a command-line flag, an environment
  * variable, the JSON config file, then the default. They are validated once, frozen and passed down;
- * nothing else in the code base reads process.env.
+ * nothing else in the code base reads process.env. The network's own settings are present by type
+ * where that network runs: `config.sui` exists only when `config.network === 'sui'`.
  */
-export interface Config {
+export type Config = CommonConfig & (DevNetworkConfig | SuiNetworkConfig | NoNetworkConfig);
+
+export interface CommonConfig {
   readonly host: string;
   readonly port: number;
   readonly dataDir: string;
-  readonly network: Network;
   readonly databaseUrl: string | undefined;
   readonly configFile: string | undefined;
   readonly logLevel: LogLevel;
@@ -22,12 +25,6 @@ export interface Config {
   readonly shutdownTimeout: number;
   /** Megabytes of serialized read responses kept in memory; 0 turns the cache off. */
   readonly cacheMb: number;
-  /** Dev network: the chance (0 to 1) that a SamplingConsensus try-settle samples attesters. */
-  readonly devSamplingProbability: number;
-  /** Dev network: how many attesters a sampled try-settle requests (cross_validation_extra_nodes_count). */
-  readonly devAttestationNodes: number;
-  /** Dev network: create a small demo world on first start. */
-  readonly demo: boolean;
   /** Which requests need the API token: writes (default), all, or none (loopback binds only). */
   readonly auth: 'writes' | 'all' | 'none';
   /** Extra host names the daemon answers to (besides its bind address and localhost). */
@@ -40,14 +37,61 @@ export interface Config {
   readonly readyMaxLag: number;
   /** The most events the indexer applies in one transaction while it catches up. */
   readonly indexerBatchEvents: number;
-  /** Sui: the fullnode's gRPC URL, the Atoma package and AtomaDb ids, the keystore and signing address. */
+}
+
+export interface DevNetworkConfig {
+  readonly network: 'dev';
+  readonly dev: DevSettings;
+}
+
+export interface DevSettings {
+  /** The chance (0 to 1) that a SamplingConsensus try-settle samples attesters. */
+  readonly samplingProbability: number;
+  /** How many attesters a sampled try-settle requests (cross_validation_extra_nodes_count). */
+  readonly attestationNodes: number;
+  /** Create a small demo world on first start. */
+  readonly demo: boolean;
+}
+
+export interface SuiNetworkConfig {
+  readonly network: 'sui';
+  readonly sui: SuiSettings;
+}
+
+/** Where the Sui fullnode and the Atoma deployment are, and which key signs: validated and normalized. */
+export interface SuiSettings {
+  /** The fullnode's gRPC(-web) URL, e.g. https://fullnode.testnet.sui.io:443, without a trailing slash. */
+  readonly url: string;
+  /** The Atoma package whose db module is called (the latest version, after an upgrade): 0x + 64 hex. */
+  readonly packageId: string;
+  /** The shared AtomaDb object: 0x + 64 hex. */
+  readonly atomaDbId: string;
+  /** AtomaDb's initial shared version, to check against the object's; discovered when not given. */
+  readonly atomaDbInitialSharedVersion: bigint | undefined;
+  /** A Sui CLI keystore file (sui.keystore). */
+  readonly keystore: string;
+  /** The keystore address that signs (0x + 64 hex); the keystore's first key when not given. */
+  readonly address: string | undefined;
+  /** The most MIST one transaction may spend on gas. */
+  readonly gasBudgetCap: bigint;
+}
+
+export interface NoNetworkConfig {
+  readonly network: 'none';
+}
+
+/** Every flat setting, as the table below parses it; loadConfig assembles the Config from them. */
+interface Settings extends CommonConfig {
+  readonly network: Network;
+  readonly devSamplingProbability: number;
+  readonly devAttestationNodes: number;
+  readonly demo: boolean;
   readonly suiUrl: string | undefined;
   readonly suiPackageId: string | undefined;
   readonly suiAtomaDbId: string | undefined;
   readonly suiAtomaDbInitialSharedVersion: number | undefined;
   readonly suiKeystore: string;
   readonly suiAddress: string | undefined;
-  /** Sui: the most MIST one transaction may spend on gas. */
   readonly suiGasBudgetCap: number;
 }
 
@@ -56,7 +100,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 export type Network = (typeof NETWORKS)[number];
 
-type Key = Exclude<keyof Config, 'configFile'>;
+type Key = Exclude<keyof Settings, 'configFile'>;
 type Parsed = { ok: true; value: unknown } | { ok: false; accepted: string };
 
 interface Setting {
@@ -96,10 +140,8 @@ const HOSTNAME =
 
 function fraction(raw: unknown): Parsed {
   const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
-  const value = Number(text);
-  return /^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/.test(text) && value >= 0 && value <= 1
-    ? ok(value)
-    : no('a number from 0 to 1, like 0.01');
+  const value = parseFraction(text);
+  return value === undefined ? no('a number from 0 to 1, like 0.01') : ok(value);
 }
 
 function boolean(raw: unknown): Parsed {
@@ -128,15 +170,15 @@ function origin(text: string): boolean {
 }
 
 function objectId(raw: unknown): Parsed {
-  return typeof raw === 'string' && /^0x[0-9a-fA-F]{1,64}$/.test(raw.trim())
-    ? ok(raw.trim())
-    : no('a 0x-prefixed hex object id');
+  const text = typeof raw === 'string' ? raw.trim() : raw;
+  return isObjectId(text) ? ok(normalizeObjectId(text)) : no('a 0x-prefixed hex object id');
 }
 
 function httpUrl(raw: unknown): Parsed {
   try {
     const url = new URL(String(raw).trim());
-    if (url.protocol === 'http:' || url.protocol === 'https:') return ok(String(raw).trim());
+    if (url.protocol === 'http:' || url.protocol === 'https:')
+      return ok(String(raw).trim().replace(/\/+$/, ''));
   } catch {
     // Falls through to the refusal.
   }
@@ -403,27 +445,72 @@ export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
     }
     values[setting.key] = parsed.value;
   }
-  const config = Object.freeze(values) as unknown as Config;
-  checkExposure(config);
-  checkSui(config);
-  return config;
+  const settings = values as unknown as Settings;
+  checkExposure(settings);
+  return Object.freeze(assemble(settings));
 }
 
-/** --network sui needs to know which fullnode and which Atoma deployment. */
-function checkSui(config: Config): void {
-  if (config.network !== 'sui') return;
-  const missing = [
-    config.suiUrl === undefined ? '--sui-url' : undefined,
-    config.suiPackageId === undefined ? '--sui-package-id' : undefined,
-    config.suiAtomaDbId === undefined ? '--sui-atoma-db-id' : undefined,
-  ].filter(Boolean);
-  if (missing.length > 0) {
-    throw new CliError(`--network sui needs ${missing.join(', ')} (see docs/SUI.md for where to find them)`);
+/** The Config of the chosen network, from the flat settings. */
+function assemble(settings: Settings): Config {
+  const common: CommonConfig = {
+    host: settings.host,
+    port: settings.port,
+    dataDir: settings.dataDir,
+    databaseUrl: settings.databaseUrl,
+    configFile: settings.configFile,
+    logLevel: settings.logLevel,
+    shutdownTimeout: settings.shutdownTimeout,
+    cacheMb: settings.cacheMb,
+    auth: settings.auth,
+    allowedHosts: settings.allowedHosts,
+    corsOrigins: settings.corsOrigins,
+    maxInFlight: settings.maxInFlight,
+    readyMaxLag: settings.readyMaxLag,
+    indexerBatchEvents: settings.indexerBatchEvents,
+  };
+  switch (settings.network) {
+    case 'dev':
+      return {
+        ...common,
+        network: 'dev',
+        dev: Object.freeze({
+          samplingProbability: settings.devSamplingProbability,
+          attestationNodes: settings.devAttestationNodes,
+          demo: settings.demo,
+        }),
+      };
+    case 'sui':
+      return { ...common, network: 'sui', sui: Object.freeze(suiSettings(settings)) };
+    case 'none':
+      return { ...common, network: 'none' };
   }
 }
 
+/** --network sui needs to know which fullnode and which Atoma deployment. */
+function suiSettings(settings: Settings): SuiSettings {
+  const { suiUrl: url, suiPackageId: packageId, suiAtomaDbId: atomaDbId } = settings;
+  if (url === undefined || packageId === undefined || atomaDbId === undefined) {
+    const missing = [
+      url === undefined ? '--sui-url' : undefined,
+      packageId === undefined ? '--sui-package-id' : undefined,
+      atomaDbId === undefined ? '--sui-atoma-db-id' : undefined,
+    ].filter(Boolean);
+    throw new CliError(`--network sui needs ${missing.join(', ')} (see docs/SUI.md for where to find them)`);
+  }
+  const version = settings.suiAtomaDbInitialSharedVersion;
+  return {
+    url,
+    packageId,
+    atomaDbId,
+    atomaDbInitialSharedVersion: version === undefined ? undefined : BigInt(version),
+    keystore: settings.suiKeystore,
+    address: settings.suiAddress,
+    gasBudgetCap: BigInt(settings.suiGasBudgetCap),
+  };
+}
+
 /** The daemon signs with the operator's wallet: off loopback, every request must carry the token. */
-function checkExposure(config: Config): void {
+function checkExposure(config: Settings): void {
   if (isLoopback(config.host)) return;
   if (config.auth === 'none') {
     throw new CliError(

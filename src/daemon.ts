@@ -7,7 +7,7 @@ import { instrumentChain } from './chain/instrument.ts';
 import { loadOrCreateSigner } from './chain/signer.ts';
 import { KeystoreError } from './chain/sui/keystore.ts';
 import { SuiConfigError, SuiNetwork } from './chain/sui/sui-network.ts';
-import type { Config } from './config.ts';
+import type { Config, DevSettings, SuiSettings } from './config.ts';
 import { loadOrCreateToken } from './http/security.ts';
 import { LiveIndexer } from './indexer/run.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
@@ -56,10 +56,10 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
   let dev: DevNetwork | undefined;
   try {
     if (config.network === 'dev') {
-      dev = openDevNetwork(config, logger);
+      dev = openDevNetwork(config.dataDir, config.dev, logger);
       raw = dev;
     } else {
-      raw = await openSui(config, logger);
+      raw = await openSui(config.sui, logger);
     }
   } catch (error) {
     await store.close();
@@ -82,7 +82,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
   });
   const writes = new Writes({ chain, store, submitter, lock: new Mutex() });
   const stopDemo =
-    dev && config.demo
+    dev && config.network === 'dev' && config.dev.demo
       ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
       : () => {};
   return {
@@ -103,44 +103,33 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
   };
 }
 
-function openDevNetwork(config: Config, logger: Logger): DevNetwork {
+function openDevNetwork(dataDir: string, settings: DevSettings, logger: Logger): DevNetwork {
   try {
-    const { signer, created, file } = loadOrCreateSigner(config.dataDir);
+    const { signer, created, file } = loadOrCreateSigner(dataDir);
     if (created) logger.info({ address: signer.address, file }, 'created the signer key');
     return DevNetwork.open({
-      dataDir: config.dataDir,
+      dataDir,
       signerAddress: signer.address,
-      samplingProbability: config.devSamplingProbability,
-      attestationNodes: config.devAttestationNodes,
+      samplingProbability: settings.samplingProbability,
+      attestationNodes: settings.attestationNodes,
     });
   } catch (error) {
     throw new CliError(
-      `cannot open the dev network in ${config.dataDir}: ${(error as Error).message}`,
+      `cannot open the dev network in ${dataDir}: ${(error as Error).message}`,
       ExitCode.failure,
     );
   }
 }
 
 /** Connects to the Sui fullnode; a setting it cannot use is a usage error, an unreachable node a failure. */
-async function openSui(config: Config, logger: Logger): Promise<SuiNetwork> {
+async function openSui(settings: SuiSettings, logger: Logger): Promise<SuiNetwork> {
   try {
-    return await SuiNetwork.open(
-      {
-        url: config.suiUrl!,
-        packageId: config.suiPackageId!,
-        atomaDbId: config.suiAtomaDbId!,
-        atomaDbInitialSharedVersion: config.suiAtomaDbInitialSharedVersion,
-        keystorePath: config.suiKeystore,
-        address: config.suiAddress,
-        gasBudgetCap: BigInt(config.suiGasBudgetCap),
-      },
-      logger.child({ component: 'sui' }),
-    );
+    return await SuiNetwork.open(settings, logger.child({ component: 'sui' }));
   } catch (error) {
     if (error instanceof SuiConfigError || error instanceof KeystoreError) throw new CliError(error.message);
     if (error instanceof ChainUnavailableError) {
       throw new CliError(
-        `cannot reach the Sui fullnode at ${config.suiUrl}: ${error.message}`,
+        `cannot reach the Sui fullnode at ${settings.url}: ${error.message}`,
         ExitCode.failure,
       );
     }

@@ -13,7 +13,11 @@ describe('configuration', () => {
     assert.equal(config.port, 3001);
     assert.equal(config.network, 'dev');
     assert.deepEqual(
-      [config.devSamplingProbability, config.devAttestationNodes, config.demo],
+      config.network === 'dev' && [
+        config.dev.samplingProbability,
+        config.dev.attestationNodes,
+        config.dev.demo,
+      ],
       [0.01, 1, true],
     );
     assert.equal(config.dataDir, join(homedir(), '.local', 'share', 'node-daemon'));
@@ -42,10 +46,38 @@ describe('configuration', () => {
   });
 
   it('reads switches as --demo / --no-demo and from the environment', () => {
-    assert.equal(loadConfig({ demo: false }, {}).demo, false);
-    assert.equal(loadConfig({}, { NODE_DAEMON_DEMO: 'false' }).demo, false);
-    assert.equal(loadConfig({ demo: true }, { NODE_DAEMON_DEMO: 'false' }).demo, true);
-    assert.equal(loadConfig({ 'dev-sampling-probability': '1' }, {}).devSamplingProbability, 1);
+    const dev = (flags: Record<string, string | boolean>, env: Record<string, string>) => {
+      const config = loadConfig(flags, env);
+      assert.equal(config.network, 'dev');
+      return config.network === 'dev' ? config.dev : undefined;
+    };
+    assert.equal(dev({ demo: false }, {})?.demo, false);
+    assert.equal(dev({}, { NODE_DAEMON_DEMO: 'false' })?.demo, false);
+    assert.equal(dev({ demo: true }, { NODE_DAEMON_DEMO: 'false' })?.demo, true);
+    assert.equal(dev({ 'dev-sampling-probability': '1' }, {})?.samplingProbability, 1);
+  });
+
+  it('gives the Sui settings only to --network sui, normalized', () => {
+    const id = `0x${'Ab'.repeat(2)}`;
+    const config = loadConfig(
+      {
+        network: 'sui',
+        'sui-url': 'https://fullnode.example:443/',
+        'sui-package-id': id,
+        'sui-atoma-db-id': '0x6',
+        'sui-address': id,
+      },
+      {},
+    );
+    assert.equal(config.network, 'sui');
+    if (config.network !== 'sui') return;
+    assert.equal(config.sui.url, 'https://fullnode.example:443');
+    assert.equal(config.sui.packageId, `0x${'0'.repeat(60)}abab`);
+    assert.equal(config.sui.atomaDbId, `0x${'0'.repeat(63)}6`);
+    assert.equal(config.sui.address, config.sui.packageId);
+    assert.equal(config.sui.gasBudgetCap, 1_000_000_000n);
+    assert.equal(config.sui.atomaDbInitialSharedVersion, undefined);
+    assert.equal('sui' in loadConfig({}, {}), false);
   });
 
   it('resolves the data directory to an absolute path', () => {
@@ -87,6 +119,16 @@ describe('configuration', () => {
       /invalid --dev-sampling-probability: "1.5".*a number from 0 to 1/,
     ],
     [{}, { NODE_DAEMON_DEMO: 'maybe' }, /invalid NODE_DAEMON_DEMO: "maybe".*true or false/],
+    [{ 'sui-package-id': 'xyz' }, {}, /invalid --sui-package-id: "xyz".*0x-prefixed hex object id/],
+    [
+      {},
+      { NODE_DAEMON_SUI_ATOMA_DB_ID: `0x${'g'.repeat(64)}` },
+      /invalid NODE_DAEMON_SUI_ATOMA_DB_ID: .*0x-prefixed hex object id/,
+    ],
+    [{ 'sui-url': 'fullnode' }, {}, /invalid --sui-url: "fullnode".*http:\/\/ or https:\/\/ URL/],
+    [{ 'sui-url': 'ftp://x' }, {}, /invalid --sui-url: "ftp:\/\/x".*http:\/\/ or https:\/\/ URL/],
+    [{ 'sui-gas-budget-cap': '0' }, {}, /invalid --sui-gas-budget-cap: "0".*from 1000000 to/],
+    [{ network: 'sui' }, {}, /^--network sui needs --sui-url, --sui-package-id, --sui-atoma-db-id/],
   ];
   for (const [flags, env, message] of refusals) {
     it(`refuses ${JSON.stringify({ ...flags, ...env })} in one line naming the setting`, () => {

@@ -5,7 +5,7 @@ import { blake2b } from '@noble/hashes/blake2.js';
 import { normalizeU64, type U64 } from '../../internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../../protocol/constants.ts';
 import { commitmentFor, leafFor } from '../../protocol/proofs.ts';
-import { asciiArg, bytesArg, u64Arg, uintArg } from '../arguments.ts';
+import { asciiArg, u64Arg, u64List, uintArg } from '../arguments.ts';
 import {
   type Badge,
   type Chain,
@@ -121,14 +121,6 @@ export interface DevNodeAccount {
 }
 
 const big = (value: bigint): U64 => normalizeU64(value);
-
-/** A u64 argument, as the transaction builder would refuse it before anything runs. */
-
-function u64List(value: unknown, name: string): bigint[] {
-  if (!Array.isArray(value))
-    throw new ChainRejectedError('invalid_argument', `${name} must be a list of u64`);
-  return value.map((v, i) => u64Arg(v, `${name}[${i}]`));
-}
 
 const ZERO_GAS: GasUsed = { computation_cost: 0, storage_cost: 0, storage_rebate: 0 };
 
@@ -439,7 +431,7 @@ export class DevNetwork implements Chain {
     return this.#serialized(() => {
       const stackId = u64Arg(stackSmallId, 'stack_small_id');
       const claimed = u64Arg(args.num_claimed_compute_units, 'num_claimed_compute_units');
-      const total = bytesArg(args.total_hash, 'total_hash');
+      const total = args.total_hash;
       const stack = this.#ledger.read<StackObject>(key.stack(stackId));
       if (!stack) throw new DevActorError('not_found', `stack ${stackId} does not exist`);
       const node = this.#peer(stack.selected_node_id);
@@ -467,7 +459,7 @@ export class DevNetwork implements Chain {
     return this.#serialized(() => {
       const stackId = u64Arg(stackSmallId, 'stack_small_id');
       const node = this.#peer(u64Arg(nodeSmallId, 'node_small_id'));
-      const total = bytesArg(totalHash, 'total_hash');
+      const total = totalHash;
       const ticket = this.#ledger.read<TicketObject>(key.ticket(stackId));
       const k = ticket
         ? ticket.stack_merkle_leaves_vector.length / 64 - 1
@@ -736,8 +728,8 @@ export class DevNetwork implements Chain {
       case 'try_settle_stack': {
         const stack = u64Arg(op.stack_small_id, 'stack_small_id');
         const claimed = u64Arg(op.num_claimed_compute_units, 'num_claimed_compute_units');
-        const proof = bytesArg(op.committed_stack_proof, 'committed_stack_proof');
-        const leaf = bytesArg(op.stack_merkle_leaf, 'stack_merkle_leaf');
+        const proof = op.committed_stack_proof;
+        const leaf = op.stack_merkle_leaf;
         return {
           items: 0,
           run: (tx, node) => void rules.trySettleStack(tx, node, stack, claimed, proof, leaf),
@@ -745,8 +737,8 @@ export class DevNetwork implements Chain {
       }
       case 'submit_stack_settlement_attestation': {
         const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-        const proof = bytesArg(op.committed_stack_proof, 'committed_stack_proof');
-        const leaf = bytesArg(op.stack_merkle_leaf, 'stack_merkle_leaf');
+        const proof = op.committed_stack_proof;
+        const leaf = op.stack_merkle_leaf;
         return {
           items: 0,
           run: (tx, node) => rules.submitStackSettlementAttestation(tx, node, stack, proof, leaf),
@@ -754,7 +746,7 @@ export class DevNetwork implements Chain {
       }
       case 'start_attestation_dispute': {
         const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-        const commitment = bytesArg(op.attestation_commitment, 'attestation_commitment');
+        const commitment = op.attestation_commitment;
         return { items: 0, run: (tx, node) => rules.startAttestationDispute(tx, node, stack, commitment) };
       }
       case 'claim_funds': {

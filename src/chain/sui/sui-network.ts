@@ -16,9 +16,10 @@ import {
   SUI_RANDOM_OBJECT_ID,
 } from '@mysten/sui/utils';
 import type { Logger } from 'pino';
+import type { SuiSettings } from '../../config.ts';
 import { Mutex } from '../../internal/mutex.ts';
 import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
-import { asciiArg, bytesArg, u64Arg } from '../arguments.ts';
+import { asciiArg, u64Arg, u64List } from '../arguments.ts';
 import {
   type Badge,
   type Chain,
@@ -82,21 +83,8 @@ const NOT_SENT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
 
-export interface SuiNetworkOptions {
-  /** The fullnode's gRPC(-web) endpoint, e.g. https://fullnode.testnet.sui.io:443. */
-  url: string;
-  /** The Atoma package whose db module is called (the latest version, after an upgrade). */
-  packageId: string;
-  /** The shared AtomaDb object. */
-  atomaDbId: string;
-  /** AtomaDb's initial shared version; discovered from the fullnode when not given. */
-  atomaDbInitialSharedVersion?: U64 | undefined;
-  /** A Sui CLI keystore file (sui.keystore). */
-  keystorePath: string;
-  /** The keystore address that signs; the keystore's first key when not given. */
-  address?: string | undefined;
-  /** The largest gas budget the daemon will send, in MIST (default 1 SUI). */
-  gasBudgetCap: U64;
+/** The validated settings (src/config.ts), and for tests a transport and a deadline of their own. */
+export interface SuiNetworkOptions extends SuiSettings {
   /** A protobuf-ts transport to use instead of gRPC-web over fetch (tests). */
   transport?: RpcTransport | undefined;
   /** The deadline of one fullnode call in milliseconds (default 15 000; an execution gets four times it). */
@@ -221,28 +209,11 @@ export class SuiNetwork implements Chain {
    * when the fullnode cannot be reached.
    */
   static async open(options: SuiNetworkOptions, log: Logger): Promise<SuiNetwork> {
-    const url = parseUrl(options.url);
-    const packageId = parseObjectId('package id', options.packageId);
-    const atomaDbId = parseObjectId('AtomaDb id', options.atomaDbId);
-    const cap = toU64(options.gasBudgetCap);
-    if (cap === undefined || BigInt(cap) === 0n) {
-      throw new SuiConfigError(
-        `gas budget cap "${String(options.gasBudgetCap)}" is not a positive u64 (MIST)`,
-      );
-    }
-    let configuredVersion: bigint | undefined;
-    if (options.atomaDbInitialSharedVersion !== undefined) {
-      const v = toU64(options.atomaDbInitialSharedVersion);
-      if (v === undefined || BigInt(v) === 0n) {
-        throw new SuiConfigError(
-          `AtomaDb initial shared version "${String(options.atomaDbInitialSharedVersion)}" is not a positive u64`,
-        );
-      }
-      configuredVersion = BigInt(v);
-    }
+    const { url, packageId, atomaDbId } = options;
+    const configuredVersion = options.atomaDbInitialSharedVersion;
     let signer: ReturnType<typeof loadKeystore>;
     try {
-      signer = loadKeystore(options.keystorePath, options.address);
+      signer = loadKeystore(options.keystore, options.address);
     } catch (error) {
       if (error instanceof KeystoreError) throw new SuiConfigError(error.message);
       throw error;
@@ -308,7 +279,7 @@ export class SuiNetwork implements Chain {
       log,
       url,
       timeoutMs,
-      cap: BigInt(cap),
+      cap: options.gasBudgetCap,
       packageId,
       atomaDbId,
       dbInitialSharedVersion: initialSharedVersion,
@@ -1138,8 +1109,8 @@ function moveCall(op: Operation): MoveCall {
     case 'try_settle_stack': {
       const stack = u64Arg(op.stack_small_id, 'stack_small_id');
       const claimed = u64Arg(op.num_claimed_compute_units, 'num_claimed_compute_units');
-      const proof = bytesArg(op.committed_stack_proof, 'committed_stack_proof');
-      const leaf = bytesArg(op.stack_merkle_leaf, 'stack_merkle_leaf');
+      const proof = op.committed_stack_proof;
+      const leaf = op.stack_merkle_leaf;
       return call(
         'try_settle_stack',
         op.badge,
@@ -1154,8 +1125,8 @@ function moveCall(op: Operation): MoveCall {
     }
     case 'submit_stack_settlement_attestation': {
       const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-      const proof = bytesArg(op.committed_stack_proof, 'committed_stack_proof');
-      const leaf = bytesArg(op.stack_merkle_leaf, 'stack_merkle_leaf');
+      const proof = op.committed_stack_proof;
+      const leaf = op.stack_merkle_leaf;
       return call('submit_stack_settlement_attestation', op.badge, (tx) => [
         tx.pure.u64(stack),
         tx.pure.vector('u8', proof),
@@ -1164,7 +1135,7 @@ function moveCall(op: Operation): MoveCall {
     }
     case 'start_attestation_dispute': {
       const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-      const commitment = bytesArg(op.attestation_commitment, 'attestation_commitment');
+      const commitment = op.attestation_commitment;
       return call('start_attestation_dispute', op.badge, (tx) => [
         tx.pure.u64(stack),
         tx.pure.vector('u8', commitment),
@@ -1189,37 +1160,7 @@ function moveCall(op: Operation): MoveCall {
   }
 }
 
-function u64List(value: unknown, name: string): bigint[] {
-  if (!Array.isArray(value))
-    throw new ChainRejectedError('invalid_argument', `${name} must be a list of u64`);
-  return value.map((v, i) => u64Arg(v, `${name}[${i}]`));
-}
-
 // --- helpers -----------------------------------------------------------------------------------------------
-
-function parseUrl(text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new SuiConfigError(
-      `Sui fullnode URL "${text}" is not a URL (e.g. https://fullnode.testnet.sui.io:443)`,
-    );
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new SuiConfigError(`Sui fullnode URL "${text}" must be http:// or https://`);
-  }
-  return text.replace(/\/+$/, '');
-}
-
-function parseObjectId(what: string, value: string): string {
-  if (typeof value !== 'string' || !OBJECT_ID.test(value)) {
-    throw new SuiConfigError(
-      `Sui ${what} "${String(value)}" is not an object id (0x and 1 to 64 hex digits)`,
-    );
-  }
-  return normalizeSuiObjectId(value);
-}
 
 function failureOf(error: unknown): Failure {
   if (!(error instanceof RpcError)) return 'unknown';
