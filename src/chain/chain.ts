@@ -16,6 +16,11 @@ export interface RawEvent {
   position: string;
   raw?: unknown;
   parseError?: string;
+  /**
+   * The epoch of the transaction that emitted it, when the source knows it (the SuiEvent JSON does not
+   * carry it): a try-settle's epoch decides when its stack can be claimed.
+   */
+  epoch?: U64 | undefined;
 }
 
 export interface EventPage {
@@ -23,6 +28,11 @@ export interface EventPage {
   /** The cursor after this page; saved in the same transaction as the page's effects. */
   nextCursor: string | null;
   hasMore: boolean;
+  /**
+   * The chain's current epoch as of this read, when the source knows it. Epochs pass without events;
+   * the indexer keeps this with its cursor, and claims are measured against it.
+   */
+  epoch?: U64 | undefined;
 }
 
 /** Where events come from: a chain network's event source, or a JSON-lines file (node-daemon replay). */

@@ -494,11 +494,15 @@ export class DevNetwork implements Chain {
     });
   }
 
-  /** Ends the epoch (a system event: no transaction record, no events). Resolves to the new epoch. */
+  /**
+   * Ends the epoch (a system event: no transaction record, no events); the event source's next page says
+   * so, and its listeners are told. Resolves to the new epoch.
+   */
   advanceEpoch(): Promise<U64> {
     return this.#serialized(() => {
       const next = this.#epoch() + 1n;
       this.#ledger.writeObjects([[key.system, { epoch: next } satisfies SystemObject]]);
+      this.#notify();
       return big(next);
     });
   }
@@ -627,16 +631,19 @@ export class DevNetwork implements Chain {
       packageId: this.#world.package_id,
       random: this.#random,
     });
-    if (outcome.submission.events.length > 0) {
-      for (const listener of this.#listeners) {
-        try {
-          listener();
-        } catch {
-          // A listener's failure is its own; the transaction is final.
-        }
+    if (outcome.submission.events.length > 0) this.#notify();
+    return outcome;
+  }
+
+  /** Tells the listeners that the event source has news (events, or a new epoch). */
+  #notify(): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener();
+      } catch {
+        // A listener's failure is its own; the transaction is final.
       }
     }
-    return outcome;
   }
 
   /** A dev actor's transaction: the reference gas price, never refused for gas. */
@@ -788,9 +795,14 @@ export class DevNetwork implements Chain {
     const rows = this.#ledger.readEvents(after, PAGE_SIZE + 1);
     const page = rows.slice(0, PAGE_SIZE);
     return {
-      events: page.map((row) => ({ position: `dev-network event ${row.seq}`, raw: row.raw })),
+      events: page.map((row) => ({
+        position: `dev-network event ${row.seq}`,
+        raw: row.raw,
+        epoch: row.epoch,
+      })),
       nextCursor: page.length > 0 ? String(page.at(-1)!.seq) : cursor,
       hasMore: rows.length > PAGE_SIZE,
+      epoch: big(this.#epoch()),
     };
   }
 }

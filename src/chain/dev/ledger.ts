@@ -89,7 +89,8 @@ export class Ledger {
         (seq, digest, sender, kind, input, status, abort, gas_used, epoch, timestamp_ms)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertEvent: db.prepare('INSERT INTO events (seq, tx_seq, json) VALUES (?, ?, ?)'),
-      events: db.prepare('SELECT seq, json FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+      events: db.prepare(`SELECT e.seq, e.json, t.epoch FROM events e JOIN transactions t ON t.seq = e.tx_seq
+        WHERE e.seq > ? ORDER BY e.seq LIMIT ?`),
       txByDigest: db.prepare('SELECT * FROM transactions WHERE digest = ?'),
       eventsOfTx: db.prepare('SELECT json FROM events WHERE tx_seq = ? ORDER BY seq'),
     };
@@ -240,11 +241,13 @@ export class Ledger {
     return { submission, result };
   }
 
-  /** Events after sequence number `after`, ascending, at most `limit`. */
-  readEvents(after: number, limit: number): { seq: number; raw: unknown }[] {
-    return this.#stmt.events
-      .all(after, limit)
-      .map((row) => ({ seq: Number(row.seq), raw: JSON.parse(row.json as string) as unknown }));
+  /** Events after sequence number `after`, ascending, at most `limit`, with their transaction's epoch. */
+  readEvents(after: number, limit: number): { seq: number; raw: unknown; epoch: number }[] {
+    return this.#stmt.events.all(after, limit).map((row) => ({
+      seq: Number(row.seq),
+      raw: JSON.parse(row.json as string) as unknown,
+      epoch: Number(row.epoch),
+    }));
   }
 
   transaction(digest: string): TransactionRecord | undefined {
