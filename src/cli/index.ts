@@ -1,16 +1,9 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { CliError } from '../internal/exit-codes.ts';
 import { seconds, usageError } from './args.ts';
-import {
-  COMMANDS,
-  CONNECTION_OPTIONS,
-  type CommandSpec,
-  type Context,
-  type OptionSpec,
-  type OptionValues,
-  oneLine,
-  sharedOptions,
-} from './commands.ts';
+import { DEV } from './commands/dev.ts';
+import { READS } from './commands/reads.ts';
+import { WRITES } from './commands/writes.ts';
 import {
   type Connection,
   type ConnectionFlags,
@@ -19,10 +12,23 @@ import {
   resolveConnection,
 } from './connection.ts';
 import { ClientExitCode } from './exit-codes.ts';
-import { clientHelp } from './help.ts';
+import { oneLine } from './format.ts';
+import { type CommandTable, helpText } from './help.ts';
+import { allOptions, type CommandSpec, type Context, type OptionValues } from './spec.ts';
 
 export { ClientExitCode } from './exit-codes.ts';
-export { clientHelp };
+
+/** Every client command, in the order of the help; the groups are the overview's sections. */
+export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...DEV];
+export const GROUPS: CommandTable['groups'] = { reads: READS, writes: WRITES, dev: DEV };
+
+/**
+ * The help of a client command (`stacks`, `dev stack buy`), of a group (`dev`, `dev task`), or with no
+ * argument the overview of all client commands, for `node-daemon --help`.
+ */
+export function clientHelp(command?: string): string {
+  return helpText({ commands: COMMANDS, groups: GROUPS }, command);
+}
 
 /** The top-level names of the client commands; `dev` takes subcommands. */
 export const CLIENT_COMMANDS: readonly string[] = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]!))];
@@ -132,13 +138,8 @@ function groupError(name: string, rest: string[]): CliError {
 }
 
 function parse(spec: CommandSpec, args: string[]): { values: OptionValues; positionals: string[] } {
-  const all: Record<string, OptionSpec> = {
-    ...spec.options,
-    ...sharedOptions(spec.kind),
-    ...CONNECTION_OPTIONS,
-  };
   const options: NonNullable<ParseArgsConfig['options']> = Object.fromEntries(
-    Object.entries(all).map(([name, o]) => [
+    Object.entries(allOptions(spec)).map(([name, o]) => [
       name,
       { type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}) },
     ]),

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { objectId, u64, usageError } from './args.ts';
+import type { Reply } from './connection.ts';
+import type { Json } from './replies.ts';
+import type { Context } from './spec.ts';
+
+/** How a command reads its options, asks the daemon, and prints the answer. */
+
+export const READ_TIMEOUT_MS = 10_000;
+export const WRITE_TIMEOUT_MS = 30_000;
+
+/** A string option's value, if given. */
+export function str(ctx: Context, name: string): string | undefined {
+  const value = ctx.values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A repeatable option's values, in the order given. */
+export function list(ctx: Context, name: string): string[] {
+  const value = ctx.values[name];
+  return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
+}
+
+export async function read(ctx: Context, path: string): Promise<Reply> {
+  return ctx.daemon().request('GET', path, { timeoutMs: ctx.timeoutMs ?? READ_TIMEOUT_MS });
+}
+
+/** A write of the operator's node: with an Idempotency-Key (the given one or a fresh one) and gas options. */
+export async function write(
+  ctx: Context,
+  method: 'POST' | 'DELETE',
+  path: string,
+  body: Json,
+  stacks = 1,
+): Promise<Reply> {
+  const given = str(ctx, 'idempotency-key');
+  if (given !== undefined && !/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(given)) {
+    throw usageError(ctx.command, '--idempotency-key must be 1 to 255 printable ASCII characters');
+  }
+  const key = given ?? `node-daemon-cli-${randomUUID()}`;
+  const gas: Json = {};
+  const budget = str(ctx, 'gas-budget');
+  const gasPrice = str(ctx, 'gas-price');
+  const coin = str(ctx, 'gas');
+  if (budget !== undefined) gas.gas_budget = u64(ctx.command, budget, '--gas-budget');
+  if (gasPrice !== undefined) gas.gas_price = u64(ctx.command, gasPrice, '--gas-price');
+  if (coin !== undefined) gas.gas = objectId(ctx.command, coin, '--gas');
+  const reply = await ctx.daemon().request(method, path, {
+    body: { ...body, ...gas },
+    idempotencyKey: key,
+    // One transaction per stack: allow a second for each beyond the first.
+    timeoutMs: ctx.timeoutMs ?? WRITE_TIMEOUT_MS + (stacks - 1) * 1000,
+  });
+  if (!ctx.json && reply.headers.get('idempotent-replayed') === 'true') {
+    await ctx.err(`the first result for Idempotency-Key ${key}; nothing was submitted again`);
+  }
+  return reply;
+}
+
+/** A dev network actor's write: no Idempotency-Key, no gas options (the dev network pays). */
+export async function devWrite(ctx: Context, path: string, body?: Json): Promise<Reply> {
+  return ctx.daemon().request('POST', path, {
+    ...(body === undefined ? {} : { body }),
+    timeoutMs: ctx.timeoutMs ?? WRITE_TIMEOUT_MS,
+  });
+}
+
+/** Prints the answer: the daemon's JSON as is with --json, else what `render` makes of it. */
+export async function show(ctx: Context, reply: Reply, render: (body: never) => string): Promise<void> {
+  await ctx.out(ctx.json ? reply.text.trim() : render(reply.body as never));
+}
