@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { objectId, u64, usageError } from './args.ts';
+import { idempotencyKey, objectId, u64 } from './args.ts';
 import type { Reply } from './connection.ts';
 import type { Json } from './replies.ts';
 import type { Context } from './spec.ts';
@@ -34,10 +34,7 @@ export async function write(
   stacks = 1,
 ): Promise<Reply> {
   const given = str(ctx, 'idempotency-key');
-  if (given !== undefined && !/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(given)) {
-    throw usageError(ctx.command, '--idempotency-key must be 1 to 255 printable ASCII characters');
-  }
-  const key = given ?? `node-daemon-cli-${randomUUID()}`;
+  const key = given === undefined ? `node-daemon-cli-${randomUUID()}` : idempotencyKey(ctx.command, given);
   const gas: Json = {};
   const budget = str(ctx, 'gas-budget');
   const gasPrice = str(ctx, 'gas-price');
