@@ -1,14 +1,18 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { runClient } from '../src/cli/index.ts';
+import { runClient, unknownCommand } from '../src/cli/index.ts';
+import { didYouMean, editDistance, nearest } from '../src/cli/suggest.ts';
 import { cleanEnv, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /** The client's arguments: its own parsing and messages, and its checks against the daemon's. */
 
 /** A client command in-process: its exit code and what it wrote. */
-async function client(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function client(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const text = { stdout: '', stderr: '' };
   const sink = (name: keyof typeof text) =>
     new Writable({
@@ -18,7 +22,10 @@ async function client(args: string[]): Promise<{ code: number; stdout: string; s
       },
     });
   const [command = '', ...rest] = args;
-  const code = await runClient(command, rest, cleanEnv(), { stdout: sink('stdout'), stderr: sink('stderr') });
+  const code = await runClient(command, rest, cleanEnv(env), {
+    stdout: sink('stdout'),
+    stderr: sink('stderr'),
+  });
   return { code, ...text };
 }
 
@@ -78,4 +85,102 @@ describe('Idempotency-Key: the client refuses exactly what the daemon refuses', 
       }
     });
   }
+});
+
+describe('suggestions', () => {
+  it('counts insertions, deletions, replacements and swaps of neighbours as one edit each', () => {
+    for (const [a, b, distance] of [
+      ['stacks', 'stacks', 0],
+      ['stakcs', 'stacks', 1],
+      ['prise', 'price', 1],
+      ['stack', 'stacks', 1],
+      ['stacks', 'tasks', 2],
+      ['', 'abc', 3],
+      ['abc', '', 3],
+      ['ca', 'abc', 3],
+    ] as const) {
+      assert.equal(editDistance(a, b), distance, `${a} → ${b}`);
+      assert.equal(editDistance(b, a), distance, `${b} → ${a}`);
+    }
+  });
+
+  it('suggests a near name or the only longer one, and nothing for what is far from all', () => {
+    const options = ['price', 'badge', 'min-fill', 'idempotency-key', 'json', 'url', 'token'];
+    assert.equal(nearest('prise', options), 'price');
+    assert.equal(nearest('PRICE', options), 'price');
+    assert.equal(nearest('min', options), 'min-fill');
+    assert.equal(nearest('idempotency', options), 'idempotency-key');
+    assert.equal(nearest('jsn', options), 'json');
+    assert.equal(nearest('colour', options), undefined);
+    assert.equal(nearest('x', options), undefined);
+    assert.equal(nearest('stakcs', ['stacks', 'tasks', 'status']), 'stacks');
+    assert.equal(didYouMean('prise', options, '--'), ' (did you mean --price?)');
+    assert.equal(didYouMean('frobnicate', options), '');
+    assert.equal(
+      unknownCommand('stakcs', ['start', 'replay']),
+      'unknown command stakcs (did you mean stacks?); see node-daemon --help',
+    );
+    assert.equal(
+      unknownCommand('strat', ['start', 'replay']),
+      'unknown command strat (did you mean start?); see node-daemon --help',
+    );
+  });
+});
+
+describe("parsing in the client's own words", () => {
+  const cases: [string[], RegExp][] = [
+    [
+      ['subscribe', '2', '--price', '-5'],
+      /^--price must be an integer amount .*; got "-5"; see node-daemon subscribe --help$/,
+    ],
+    [['subscribe', '2', '--price=-5'], /^--price must be an integer amount .*; got "-5";/],
+    [['usage', '12', '-3'], /^UNITS must be an integer from 0 to 2\^64 - 1; got "-3";/],
+    [['usage', '12', '-3.5'], /^UNITS must be an integer from 0 to 2\^64 - 1; got "-3\.5";/],
+    [['settle', '-1,2'], /^a stack id must be an integer from 0 to 2\^53 - 1; got "-1";/],
+    [['tasks', '-1'], /^tasks takes no arguments \(got -1\);/],
+    [
+      ['subscribe', '2', '--prise', '5'],
+      /^unknown option --prise \(did you mean --price\?\); see node-daemon subscribe --help$/,
+    ],
+    [['subscribe', '2', '--prise=5'], /^unknown option --prise \(did you mean --price\?\);/],
+    [['stacks', '--min', '90%'], /^unknown option --min \(did you mean --min-fill\?\);/],
+    [['tasks', '-json'], /^unknown option -json \(did you mean --json\?\);/],
+    [['tasks', '-x'], /^unknown option -x; see node-daemon tasks --help$/],
+    [['tasks', '-hx'], /^unknown option -hx;/],
+    [['tasks', '--colour'], /^unknown option --colour; see node-daemon tasks --help$/],
+    [['tasks', '--json=yes'], /^--json takes no value; got --json=yes;/],
+    [['subscribe', '2', '--price'], /^--price needs a value: --price P;/],
+    [
+      ['subscribe', '2', '--price', '--json'],
+      /^--price needs a value \(--price P\), not the option --json; a value that starts with -- goes as --price=--json;/,
+    ],
+    [['stakcs'], /^unknown command stakcs \(did you mean stacks\?\); see node-daemon --help$/],
+    [
+      ['dev', 'stack', 'biy'],
+      /^unknown command dev stack biy \(did you mean dev stack buy\?\); the dev stack commands are buy, settle, attest; see node-daemon dev stack --help$/,
+    ],
+    [['dev'], /^dev needs a command: task, node, stack, dispute, epoch;/],
+    [
+      ['disputes', 'agianst'],
+      /^the first argument must be "against" or "own"; got "agianst" \(did you mean against\?\);/,
+    ],
+  ];
+  for (const [args, pattern] of cases) {
+    it(args.join(' '), async () => {
+      // Nothing listens at port 1: a usage error is found before anything is sent.
+      const result = await client(args, { NODE_DAEMON_URL: 'http://127.0.0.1:1' });
+      assert.equal(result.code, 2, result.stderr);
+      assert.equal(result.stdout, '');
+      const lines = result.stderr.trimEnd().split('\n');
+      assert.equal(lines.length, 1, result.stderr);
+      assert.match(lines[0]!.replace(/^node-daemon: /, ''), pattern);
+    });
+  }
+
+  it('takes a value after -- and a value that starts with a dash as given', async () => {
+    const result = await client(['usage', '--url', 'http://127.0.0.1:1', '--', '12', '-3']);
+    assert.match(result.stderr, /UNITS must be an integer from 0 to 2\^64 - 1; got "-3"/);
+    const key = await client(['usage', '1', '2', '--idempotency-key', '-k-1', '--url', 'http://127.0.0.1:1']);
+    assert.equal(key.code, 5, key.stderr); // accepted, then nothing listens
+  });
 });

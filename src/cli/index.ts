@@ -1,4 +1,3 @@
-import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { CliError } from '../internal/exit-codes.ts';
 import { seconds, usageError } from './args.ts';
 import { DEV } from './commands/dev.ts';
@@ -14,7 +13,9 @@ import {
 import { ClientExitCode } from './exit-codes.ts';
 import { oneLine } from './format.ts';
 import { type CommandTable, helpText } from './help.ts';
-import { allOptions, type CommandSpec, type Context, type OptionValues } from './spec.ts';
+import { parseCommandLine } from './parse.ts';
+import type { CommandSpec, Context } from './spec.ts';
+import { didYouMean } from './suggest.ts';
 
 export { ClientExitCode } from './exit-codes.ts';
 
@@ -64,7 +65,7 @@ export async function runClient(
     }
     const spec = COMMANDS.find((c) => c.name === name);
     if (!spec) throw groupError(name, rest);
-    const { values, positionals } = parse(spec, rest);
+    const { values, positionals } = parseCommandLine(spec, rest);
     json = values.json === true;
     checkCount(spec, positionals);
     const timeout = typeof values.timeout === 'string' ? seconds(spec.name, values.timeout) : undefined;
@@ -104,9 +105,7 @@ export async function runClient(
 
 /** `dev task create ...` → the command `dev task create` and the arguments after it. */
 function resolveName(command: string, argv: string[]): { name: string; rest: string[] } {
-  if (!CLIENT_COMMANDS.includes(command)) {
-    throw new CliError(`unknown command "${command}"; see node-daemon --help`);
-  }
+  if (!CLIENT_COMMANDS.includes(command)) throw new CliError(unknownCommand(command, []));
   const path = [command];
   let i = 0;
   while (i < argv.length) {
@@ -132,25 +131,22 @@ function groupError(name: string, rest: string[]): CliError {
     ),
   ];
   const next = rest[0];
-  return next === undefined || next.startsWith('-')
-    ? usageError(name, `${name} needs a command: ${children.join(', ')}`)
-    : usageError(name, `unknown command "${name} ${next}"; the ${name} commands are ${children.join(', ')}`);
+  if (next === undefined || next.startsWith('-')) {
+    return usageError(name, `${name} needs a command: ${children.join(', ')}`);
+  }
+  const hint = didYouMean(next, children, `${name} `);
+  return usageError(
+    name,
+    `unknown command ${name} ${next}${hint}; the ${name} commands are ${children.join(', ')}`,
+  );
 }
 
-function parse(spec: CommandSpec, args: string[]): { values: OptionValues; positionals: string[] } {
-  const options: NonNullable<ParseArgsConfig['options']> = Object.fromEntries(
-    Object.entries(allOptions(spec)).map(([name, o]) => [
-      name,
-      { type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}) },
-    ]),
-  );
-  try {
-    const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-    return { values: parsed.values as OptionValues, positionals: parsed.positionals };
-  } catch (error) {
-    const message = (error as Error).message.split(/\n|\.\s/)[0]!.replace(/\.$/, '');
-    throw usageError(spec.name, message);
-  }
+/**
+ * The line for a command that is none of the client's nor of `daemonCommands` (start, replay, ...),
+ * naming the nearest one; for src/main.ts.
+ */
+export function unknownCommand(command: string, daemonCommands: readonly string[]): string {
+  return `unknown command ${command}${didYouMean(command, [...CLIENT_COMMANDS, ...daemonCommands])}; see node-daemon --help`;
 }
 
 function checkCount(spec: CommandSpec, positionals: string[]): void {

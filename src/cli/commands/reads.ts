@@ -20,6 +20,7 @@ import { nodeList, roleName, securityName } from '../render.ts';
 import type { Json } from '../replies.ts';
 import { read, show, str } from '../request.ts';
 import type { CommandSpec, Context } from '../spec.ts';
+import { didYouMean } from '../suggest.ts';
 
 /** The read commands: tasks, subscriptions, stacks, claimed stacks, disputes, badges, status. */
 
@@ -256,7 +257,7 @@ export const READS: CommandSpec[] = [
       if (side !== 'against' && side !== 'own') {
         throw usageError(
           ctx.command,
-          `the first argument must be "against" or "own"; got ${JSON.stringify(side)}`,
+          `the first argument must be "against" or "own"; got ${JSON.stringify(side)}${didYouMean(side, ['against', 'own'])}`,
         );
       }
       const node = await nodeArg(ctx, ctx.args[1]);
