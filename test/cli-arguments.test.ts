@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { runClient, unknownCommand } from '../src/cli/index.ts';
+import { COMMANDS, runClient, unknownCommand } from '../src/cli/index.ts';
+import { inCliWords, routePath } from '../src/cli/routes.ts';
 import { didYouMean, editDistance, nearest } from '../src/cli/suggest.ts';
 import { cleanEnv, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
@@ -182,5 +183,30 @@ describe("parsing in the client's own words", () => {
     assert.match(result.stderr, /UNITS must be an integer from 0 to 2\^64 - 1; got "-3"/);
     const key = await client(['usage', '1', '2', '--idempotency-key', '-k-1', '--url', 'http://127.0.0.1:1']);
     assert.equal(key.code, 5, key.stderr); // accepted, then nothing listens
+  });
+});
+
+describe('routes', () => {
+  it('every command has its own route, and a message naming it names the command', () => {
+    const routes = COMMANDS.map((c) => c.route);
+    assert.equal(new Set(routes).size, routes.length);
+    for (const spec of COMMANDS) {
+      const [method, template] = spec.route.split(' ') as [string, string];
+      const path = template.replace(/\{[^}]+\}/g, '7');
+      const text = inCliWords(`do it first with ${method} ${path}; then retry`, COMMANDS);
+      assert.match(
+        text,
+        new RegExp(`^do it first with \`node-daemon ${spec.name}[^\`]*\`; then retry$`),
+        spec.name,
+      );
+    }
+    assert.equal(
+      inCliWords('see GET /health, POST /tasks and GET /tasks.', COMMANDS),
+      'see GET /health, POST /tasks and `node-daemon tasks`.',
+    );
+    assert.equal(
+      routePath('GET /attestation_disputes/{side}/nodes/{node}', { side: 'own', node: 3 }),
+      '/attestation_disputes/own/nodes/3',
+    );
   });
 });

@@ -14,6 +14,7 @@ import { ClientExitCode } from './exit-codes.ts';
 import { oneLine } from './format.ts';
 import { type CommandTable, helpText } from './help.ts';
 import { parseCommandLine } from './parse.ts';
+import { inCliWords } from './routes.ts';
 import type { CommandSpec, Context } from './spec.ts';
 import { didYouMean } from './suggest.ts';
 
@@ -71,6 +72,7 @@ export async function runClient(
     const timeout = typeof values.timeout === 'string' ? seconds(spec.name, values.timeout) : undefined;
     const ctx: Context = {
       command: spec.name,
+      route: spec.route,
       values,
       args: positionals,
       json,
@@ -79,6 +81,7 @@ export async function runClient(
         daemon ??= new Daemon(resolveConnection(values as ConnectionFlags, env));
         return daemon;
       },
+      cliWords: (text) => inCliWords(oneLine(text), COMMANDS),
       out,
       err,
     };
@@ -180,7 +183,7 @@ export function describeProblem(
   const problem = error.problem ?? {};
   const detail =
     typeof problem.detail === 'string' && problem.detail !== ''
-      ? oneLine(problem.detail)
+      ? inCliWords(oneLine(problem.detail), COMMANDS)
       : `the daemon answered HTTP ${error.status} without a problem body`;
   const url = connection?.url ?? 'the daemon';
   if (error.status >= 400 && error.status < 500) {

@@ -2,12 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { idempotencyKey, objectId, u64 } from './args.ts';
 import type { Reply } from './connection.ts';
 import type { Json } from './replies.ts';
+import { routePath } from './routes.ts';
 import type { Context } from './spec.ts';
 
-/** How a command reads its options, asks the daemon, and prints the answer. */
+/** How a command reads its options, makes its request (its spec's route), and prints the answer. */
 
 export const READ_TIMEOUT_MS = 10_000;
 export const WRITE_TIMEOUT_MS = 30_000;
+
+type Params = Record<string, string | number>;
 
 /** A string option's value, if given. */
 export function str(ctx: Context, name: string): string | undefined {
@@ -21,17 +24,25 @@ export function list(ctx: Context, name: string): string[] {
   return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
 }
 
-export async function read(ctx: Context, path: string): Promise<Reply> {
-  return ctx.daemon().request('GET', path, { timeoutMs: ctx.timeoutMs ?? READ_TIMEOUT_MS });
+/** The command's GET, with its path parameters and a query string (`?min_fill_fraction=0.9`). */
+export async function read(ctx: Context, params: Params = {}, query = ''): Promise<Reply> {
+  return ctx.daemon().request('GET', `${routePath(ctx.route, params)}${query}`, {
+    timeoutMs: ctx.timeoutMs ?? READ_TIMEOUT_MS,
+  });
 }
 
-/** A write of the operator's node: with an Idempotency-Key (the given one or a fresh one) and gas options. */
+function method(ctx: Context): 'POST' | 'DELETE' {
+  return ctx.route.startsWith('DELETE ') ? 'DELETE' : 'POST';
+}
+
+/**
+ * A write of the operator's node: with an Idempotency-Key (the given one or a fresh one) and gas options.
+ * A write of several stacks waits a second longer for each stack beyond the first (one transaction each).
+ */
 export async function write(
   ctx: Context,
-  method: 'POST' | 'DELETE',
-  path: string,
   body: Json,
-  stacks = 1,
+  { params = {}, stacks = 1 }: { params?: Params; stacks?: number } = {},
 ): Promise<Reply> {
   const given = str(ctx, 'idempotency-key');
   const key = given === undefined ? `node-daemon-cli-${randomUUID()}` : idempotencyKey(ctx.command, given);
@@ -42,10 +53,9 @@ export async function write(
   if (budget !== undefined) gas.gas_budget = u64(ctx.command, budget, '--gas-budget');
   if (gasPrice !== undefined) gas.gas_price = u64(ctx.command, gasPrice, '--gas-price');
   if (coin !== undefined) gas.gas = objectId(ctx.command, coin, '--gas');
-  const reply = await ctx.daemon().request(method, path, {
+  const reply = await ctx.daemon().request(method(ctx), routePath(ctx.route, params), {
     body: { ...body, ...gas },
     idempotencyKey: key,
-    // One transaction per stack: allow a second for each beyond the first.
     timeoutMs: ctx.timeoutMs ?? WRITE_TIMEOUT_MS + (stacks - 1) * 1000,
   });
   if (!ctx.json && reply.headers.get('idempotent-replayed') === 'true') {
@@ -55,8 +65,8 @@ export async function write(
 }
 
 /** A dev network actor's write: no Idempotency-Key, no gas options (the dev network pays). */
-export async function devWrite(ctx: Context, path: string, body?: Json): Promise<Reply> {
-  return ctx.daemon().request('POST', path, {
+export async function devWrite(ctx: Context, body?: Json, params: Params = {}): Promise<Reply> {
+  return ctx.daemon().request(method(ctx), routePath(ctx.route, params), {
     ...(body === undefined ? {} : { body }),
     timeoutMs: ctx.timeoutMs ?? WRITE_TIMEOUT_MS,
   });

@@ -14,16 +14,26 @@ export interface OptionSpec {
 
 export type OptionValues = Record<string, string | boolean | string[] | undefined>;
 
+/**
+ * A request of the daemon's HTTP API: the method, then the path with {name} for each path parameter, as
+ * in `GET /stacks/nodes/{node}`.
+ */
+export type Route = `${'GET' | 'POST' | 'DELETE'} /${string}`;
+
 /** What a command runs with: its parsed arguments, the daemon, and the output streams. */
 export interface Context {
   /** The command's full name, e.g. `stacks` or `dev stack buy`. */
   command: string;
+  /** The request the command makes (its spec's route). */
+  route: Route;
   values: OptionValues;
   args: string[];
   json: boolean;
   /** --timeout in milliseconds, when given. */
   timeoutMs: number | undefined;
   daemon(): Daemon;
+  /** A message of the daemon on one line, naming the commands instead of the HTTP requests it names. */
+  cliWords(text: string): string;
   out(text: string): Promise<void>;
   err(text: string): Promise<void>;
 }
@@ -34,6 +44,8 @@ export type Kind = 'read' | 'chain-write' | 'usage-write' | 'dev';
 export interface CommandSpec {
   /** The full command name: `stacks`, `dev stack buy`. */
   name: string;
+  /** The request the command makes; messages of the daemon that name it name the command instead. */
+  route: Route;
   /** The synopsis after the name, e.g. `[node] [--min-fill F]`. */
   synopsis: string;
   summary: string;

@@ -12,6 +12,7 @@ const DEV_NOTE = 'Only on a daemon running the embedded dev network (--network d
 export const DEV: CommandSpec[] = [
   {
     name: 'dev task create',
+    route: 'POST /dev/tasks',
     synopsis: '--role R --security-level L [--model M] [--min-reputation N] [--private]',
     summary: 'the admin creates a task',
     description: [['The dev network admin creates a task (POST /dev/tasks).', DEV_NOTE]],
@@ -55,12 +56,13 @@ export const DEV: CommandSpec[] = [
       if (rep !== undefined)
         body.minimum_reputation_score = smallEnum(ctx.command, rep, '--min-reputation', {}, 255);
       if (ctx.values.private === true) body.is_public = false;
-      const reply = await devWrite(ctx, '/dev/tasks', body);
+      const reply = await devWrite(ctx, body);
       await show(ctx, reply, (b: Json) => txResult(`created task ${digits(b.task_small_id)}`, b));
     },
   },
   {
     name: 'dev task deprecate',
+    route: 'POST /dev/tasks/{task}/deprecate',
     synopsis: 'TASK',
     summary: "the task's badge holder deprecates it",
     description: [['Deprecates a task (POST /dev/tasks/{task}/deprecate).', DEV_NOTE]],
@@ -70,12 +72,13 @@ export const DEV: CommandSpec[] = [
     examples: ['node-daemon dev task deprecate 4'],
     async run(ctx) {
       const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
-      const reply = await devWrite(ctx, `/dev/tasks/${task}/deprecate`);
+      const reply = await devWrite(ctx, undefined, { task });
       await show(ctx, reply, (b: Json) => txResult(`deprecated task ${task}`, b));
     },
   },
   {
     name: 'dev task remove',
+    route: 'POST /dev/tasks/{task}/remove',
     synopsis: 'TASK',
     summary: "the task's badge holder removes it (one epoch after deprecation)",
     description: [['Removes a deprecated task (POST /dev/tasks/{task}/remove).', DEV_NOTE]],
@@ -85,12 +88,13 @@ export const DEV: CommandSpec[] = [
     examples: ['node-daemon dev task remove 4'],
     async run(ctx) {
       const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
-      const reply = await devWrite(ctx, `/dev/tasks/${task}/remove`);
+      const reply = await devWrite(ctx, undefined, { task });
       await show(ctx, reply, (b: Json) => txResult(`removed task ${task}`, b));
     },
   },
   {
     name: 'dev node create',
+    route: 'POST /dev/nodes',
     synopsis: '[--subscribe TASK:PRICE ...]',
     summary: 'a simulated peer node registers and subscribes to tasks',
     description: [['A peer node registers and subscribes to the given tasks (POST /dev/nodes).', DEV_NOTE]],
@@ -117,7 +121,7 @@ export const DEV: CommandSpec[] = [
           price_per_one_million_compute_units: priceArg(ctx.command, m[2]!, '--subscribe PRICE'),
         };
       });
-      const reply = await devWrite(ctx, '/dev/nodes', subscriptions.length === 0 ? {} : { subscriptions });
+      const reply = await devWrite(ctx, subscriptions.length === 0 ? {} : { subscriptions });
       await show(ctx, reply, (b: Json) =>
         txResult(
           `created peer node ${digits(b.node_small_id)}${subscriptions.length === 0 ? '' : `, subscribed to ${plural(subscriptions.length, 'task')}`}`,
@@ -128,6 +132,7 @@ export const DEV: CommandSpec[] = [
   },
   {
     name: 'dev stack buy',
+    route: 'POST /dev/stacks',
     synopsis: '--task T --units U --price P [--node N]',
     summary: 'a user buys a stack',
     description: [
@@ -171,7 +176,7 @@ export const DEV: CommandSpec[] = [
       };
       const node = str(ctx, 'node');
       if (node !== undefined) body.selected_node_id = smallId(ctx.command, node, '--node');
-      const reply = await devWrite(ctx, '/dev/stacks', body);
+      const reply = await devWrite(ctx, body);
       await show(ctx, reply, (b: Json) =>
         txResult(`bought stack ${digits(b.stack_small_id)} from node ${digits(b.selected_node_id)}`, b),
       );
@@ -179,6 +184,7 @@ export const DEV: CommandSpec[] = [
   },
   {
     name: 'dev stack settle',
+    route: 'POST /dev/stacks/{stack}/try-settle',
     synopsis: 'STACK [--claimed U]',
     summary: "the stack's peer node try-settles it",
     description: [
@@ -201,7 +207,7 @@ export const DEV: CommandSpec[] = [
       const claimed = str(ctx, 'claimed');
       const body =
         claimed === undefined ? {} : { num_claimed_compute_units: u64(ctx.command, claimed, '--claimed') };
-      const reply = await devWrite(ctx, `/dev/stacks/${stack}/try-settle`, body);
+      const reply = await devWrite(ctx, body, { stack });
       await show(ctx, reply, (b: Json) =>
         txResult(`the peer node settled stack ${stack}`, b, [
           ['attesters', nodeList(b.requested_attestation_nodes)],
@@ -211,6 +217,7 @@ export const DEV: CommandSpec[] = [
   },
   {
     name: 'dev stack attest',
+    route: 'POST /dev/stacks/{stack}/attest',
     synopsis: 'STACK --node N',
     summary: "a peer asked to attest the operator's stack attests it",
     description: [
@@ -230,12 +237,13 @@ export const DEV: CommandSpec[] = [
       const node = str(ctx, 'node');
       if (node === undefined) throw usageError(ctx.command, '--node N is required');
       const id = smallId(ctx.command, node, '--node');
-      const reply = await devWrite(ctx, `/dev/stacks/${stack}/attest`, { node_small_id: id });
+      const reply = await devWrite(ctx, { node_small_id: id }, { stack });
       await show(ctx, reply, (b: Json) => txResult(`node ${id} attested stack ${stack}`, b));
     },
   },
   {
     name: 'dev dispute',
+    route: 'POST /dev/disputes',
     synopsis: 'STACK --node N',
     summary: "a peer disputes a stack's settlement",
     description: [["A peer node disputes the stack's settlement (POST /dev/disputes).", DEV_NOTE]],
@@ -249,12 +257,13 @@ export const DEV: CommandSpec[] = [
       const node = str(ctx, 'node');
       if (node === undefined) throw usageError(ctx.command, '--node N is required');
       const id = smallId(ctx.command, node, '--node');
-      const reply = await devWrite(ctx, '/dev/disputes', { stack_small_id: stack, node_small_id: id });
+      const reply = await devWrite(ctx, { stack_small_id: stack, node_small_id: id });
       await show(ctx, reply, (b: Json) => txResult(`node ${id} disputed stack ${stack}`, b));
     },
   },
   {
     name: 'dev epoch',
+    route: 'POST /dev/epoch',
     synopsis: '',
     summary: 'the dev network moves to the next epoch',
     description: [['Advances the dev network by one epoch (POST /dev/epoch).', DEV_NOTE]],
@@ -262,7 +271,7 @@ export const DEV: CommandSpec[] = [
     positionals: { min: 0, max: 0 },
     examples: ['node-daemon dev epoch', 'node-daemon dev epoch --json'],
     async run(ctx) {
-      const reply = await devWrite(ctx, '/dev/epoch');
+      const reply = await devWrite(ctx);
       await show(ctx, reply, (b: Json) => `epoch ${digits(b.epoch)}`);
     },
   },

@@ -18,7 +18,7 @@ import {
 } from '../format.ts';
 import { nodeList, roleName, securityName } from '../render.ts';
 import type { Json } from '../replies.ts';
-import { read, show, str } from '../request.ts';
+import { READ_TIMEOUT_MS, read, show, str } from '../request.ts';
 import type { CommandSpec, Context } from '../spec.ts';
 import { didYouMean } from '../suggest.ts';
 
@@ -29,12 +29,14 @@ async function nodeArg(ctx: Context, raw: string | undefined): Promise<string> {
   if (raw !== undefined) return String(smallId(ctx.command, raw, 'node'));
   let reply: Reply;
   try {
-    reply = await read(ctx, '/nodes/badges');
+    reply = await ctx.daemon().request('GET', '/nodes/badges', {
+      timeoutMs: ctx.timeoutMs ?? READ_TIMEOUT_MS,
+    });
   } catch (error) {
     if (error instanceof DaemonProblem) {
       const exit = error.status >= 500 ? ClientExitCode.unavailable : ClientExitCode.refused;
       throw new CliError(
-        `cannot find the operator's node: ${oneLine(error.message)}; name the node instead: node-daemon ${ctx.command} NODE`,
+        `cannot find the operator's node: ${ctx.cliWords(error.message)}; name the node instead: node-daemon ${ctx.command} NODE`,
         exit,
       );
     }
@@ -77,6 +79,7 @@ const NODE_ARG: [string, string] = [
 export const READS: CommandSpec[] = [
   {
     name: 'tasks',
+    route: 'GET /tasks',
     synopsis: '',
     summary: 'every task of the network, deprecated and removed ones included',
     description: [
@@ -90,7 +93,7 @@ export const READS: CommandSpec[] = [
     positionals: { min: 0, max: 0 },
     examples: ['node-daemon tasks', "node-daemon tasks --json | jq '.[] | select(.is_deprecated | not)'"],
     async run(ctx) {
-      const reply = await read(ctx, '/tasks');
+      const reply = await read(ctx);
       await show(ctx, reply, (tasks: Json[]) =>
         tasks.length === 0
           ? empty('tasks yet')
@@ -108,6 +111,7 @@ export const READS: CommandSpec[] = [
   },
   {
     name: 'subscriptions',
+    route: 'GET /subscriptions/nodes/{node}',
     synopsis: '[node]',
     summary: "a node's task subscriptions and prices",
     description: [
@@ -123,7 +127,7 @@ export const READS: CommandSpec[] = [
     examples: ['node-daemon subscriptions', 'node-daemon subscriptions 7 --json'],
     async run(ctx) {
       const node = await nodeArg(ctx, ctx.args[0]);
-      const reply = await read(ctx, `/subscriptions/nodes/${node}`);
+      const reply = await read(ctx, { node });
       await show(ctx, reply, (subs: Json[]) =>
         subs.length === 0
           ? empty(`subscriptions for node ${node}`)
@@ -139,6 +143,7 @@ export const READS: CommandSpec[] = [
   },
   {
     name: 'stacks',
+    route: 'GET /stacks/nodes/{node}',
     synopsis: '[node] [--min-fill F]',
     summary: 'stacks assigned to a node, with their fill and state',
     description: [
@@ -168,7 +173,7 @@ export const READS: CommandSpec[] = [
       const fill = str(ctx, 'min-fill');
       const query = fill === undefined ? '' : `?min_fill_fraction=${fillFraction(ctx.command, fill)}`;
       const node = await nodeArg(ctx, ctx.args[0]);
-      const reply = await read(ctx, `/stacks/nodes/${node}${query}`);
+      const reply = await read(ctx, { node }, query);
       await show(ctx, reply, (stacks: Json[]) =>
         stacks.length === 0
           ? empty(`stacks for node ${node}${fill === undefined ? '' : ` filled to at least ${fill}`}`)
@@ -195,6 +200,7 @@ export const READS: CommandSpec[] = [
   },
   {
     name: 'claimed-stacks',
+    route: 'GET /claimed-stacks/nodes/{node}',
     synopsis: '[node]',
     summary: 'stacks a node has claimed, with the units and the user refunds',
     description: [
@@ -210,7 +216,7 @@ export const READS: CommandSpec[] = [
     examples: ['node-daemon claimed-stacks', 'node-daemon claimed-stacks 7 --json'],
     async run(ctx) {
       const node = await nodeArg(ctx, ctx.args[0]);
-      const reply = await read(ctx, `/claimed-stacks/nodes/${node}`);
+      const reply = await read(ctx, { node });
       await show(ctx, reply, (stacks: Json[]) =>
         stacks.length === 0
           ? empty(`claimed stacks for node ${node}`)
@@ -238,6 +244,7 @@ export const READS: CommandSpec[] = [
   },
   {
     name: 'disputes',
+    route: 'GET /attestation_disputes/{side}/nodes/{node}',
     synopsis: 'against|own [node]',
     summary: "attestation disputes against a node's settlements, or raised by it",
     description: [
@@ -261,7 +268,7 @@ export const READS: CommandSpec[] = [
         );
       }
       const node = await nodeArg(ctx, ctx.args[1]);
-      const reply = await read(ctx, `/attestation_disputes/${side}/nodes/${node}`);
+      const reply = await read(ctx, { side, node });
       await show(ctx, reply, (disputes: Json[]) =>
         disputes.length === 0
           ? empty(`disputes ${side === 'own' ? 'raised by' : 'against'} node ${node}`)
@@ -277,6 +284,7 @@ export const READS: CommandSpec[] = [
   },
   {
     name: 'badges',
+    route: 'GET /nodes/badges',
     synopsis: '',
     summary: "the signer's address and its NodeBadges",
     description: [
@@ -289,7 +297,7 @@ export const READS: CommandSpec[] = [
     positionals: { min: 0, max: 0 },
     examples: ['node-daemon badges', "node-daemon badges --json | jq '.badges[0].node_small_id'"],
     async run(ctx) {
-      const reply = await read(ctx, '/nodes/badges');
+      const reply = await read(ctx);
       await show(ctx, reply, (body: Json) => {
         const badges = (body.badges ?? []) as Json[];
         const head = keyValues([['signer', String(body.signer_address)]]);
@@ -304,6 +312,7 @@ export const READS: CommandSpec[] = [
   },
   {
     name: 'status',
+    route: 'GET /status',
     synopsis: '',
     summary: "the daemon's version, network, signer, store, indexer and balance",
     description: [
@@ -319,7 +328,7 @@ export const READS: CommandSpec[] = [
     async run(ctx) {
       let reply: Reply;
       try {
-        reply = await read(ctx, '/status');
+        reply = await read(ctx);
       } catch (error) {
         if (error instanceof DaemonProblem && error.status === 404) {
           if (ctx.json) await ctx.out(error.text.trim());

@@ -1,7 +1,7 @@
 import type { U64 } from '../../internal/u64.ts';
 import { hash32, objectId, priceArg, smallId, stackIds, u64, usageError } from '../args.ts';
 import { DaemonProblem, type Reply } from '../connection.ts';
-import { type Column, digits, fractionPercent, oneLine, plural, price, shortId, table } from '../format.ts';
+import { type Column, digits, fractionPercent, plural, price, shortId, table } from '../format.ts';
 import { txResult } from '../render.ts';
 import type { ClaimedStack, Json, NotClaimableStack, StackResult } from '../replies.ts';
 import { list, show, str, write } from '../request.ts';
@@ -14,15 +14,21 @@ function badgeBody(ctx: Context): Json {
   return badge === undefined ? {} : { node_badge_id: objectId(ctx.command, badge, '--badge') };
 }
 
-function resultDetail(result: StackResult): string {
+function resultDetail(result: StackResult, words: (text: string) => string): string {
   const error = result.error;
   if (!error) return '';
   if (error.abort)
     return `${error.abort.name} (abort code ${digits(error.abort.code)} in ${error.abort.module})`;
-  return `${error.code}: ${oneLine(error.detail)}`;
+  return `${error.code}: ${words(error.detail)}`;
 }
 
-function resultsTable(results: StackResult[], done: string, units: boolean): string {
+/** One line per stack of a multi-stack write; `words` puts the daemon's details in the client's words. */
+function resultsTable(
+  results: StackResult[],
+  done: string,
+  units: boolean,
+  words: (text: string) => string,
+): string {
   const columns: Column<StackResult>[] = [
     { header: 'STACK', align: 'right', value: (r) => digits(r.stack_small_id) },
     { header: 'RESULT', value: (r) => (r.status === 'success' ? done : r.status) },
@@ -36,7 +42,7 @@ function resultsTable(results: StackResult[], done: string, units: boolean): str
   }
   columns.push(
     { header: 'TRANSACTION', value: (r) => (r.tx_digest === undefined ? '' : shortId(r.tx_digest)) },
-    { header: 'DETAIL', value: resultDetail },
+    { header: 'DETAIL', value: (r) => resultDetail(r, words) },
   );
   return table(results, columns);
 }
@@ -48,7 +54,6 @@ function resultsTable(results: StackResult[], done: string, units: boolean): str
 async function multiStack(
   ctx: Context,
   verb: string,
-  path: string,
   body: Json,
   render: (body: Json) => string | undefined,
 ): Promise<void> {
@@ -56,7 +61,7 @@ async function multiStack(
   if (!ctx.json) await ctx.err(`${verb} ${plural(ids.length, 'stack')}…`);
   let reply: Reply;
   try {
-    reply = await write(ctx, 'POST', path, body, ids.length);
+    reply = await write(ctx, body, { stacks: ids.length });
   } catch (error) {
     if (error instanceof DaemonProblem && !ctx.json && error.problem) {
       const text = render(error.problem);
@@ -70,6 +75,7 @@ async function multiStack(
 export const WRITES: CommandSpec[] = [
   {
     name: 'register',
+    route: 'POST /nodes/register',
     synopsis: '',
     summary: 'register a new node: mints a NodeBadge to the signer',
     description: [
@@ -82,7 +88,7 @@ export const WRITES: CommandSpec[] = [
     positionals: { min: 0, max: 0 },
     examples: ['node-daemon register', 'node-daemon register --json'],
     async run(ctx) {
-      const reply = await write(ctx, 'POST', '/nodes/register', {});
+      const reply = await write(ctx, {});
       await show(ctx, reply, (b: Json) =>
         txResult(`registered node ${digits(b.node_small_id)}`, b, [['badge', digits(b.badge_id)]]),
       );
@@ -90,6 +96,7 @@ export const WRITES: CommandSpec[] = [
   },
   {
     name: 'subscribe-model',
+    route: 'POST /nodes/model-subscribe',
     synopsis: 'MODEL ECHELON',
     summary: 'subscribe the node to a model in an echelon',
     description: [
@@ -113,12 +120,13 @@ export const WRITES: CommandSpec[] = [
       const [model, echelon] = ctx.args as [string, string];
       if (model.trim() === '') throw usageError(ctx.command, 'MODEL must not be empty');
       const body = { model_name: model, echelon_id: u64(ctx.command, echelon, 'ECHELON'), ...badgeBody(ctx) };
-      const reply = await write(ctx, 'POST', '/nodes/model-subscribe', body);
+      const reply = await write(ctx, body);
       await show(ctx, reply, (b: Json) => txResult(`subscribed to model ${model} in echelon ${echelon}`, b));
     },
   },
   {
     name: 'subscribe',
+    route: 'POST /nodes/task-subscribe',
     synopsis: 'TASK --price P',
     summary: 'subscribe the node to a task at a price',
     description: [
@@ -139,11 +147,11 @@ export const WRITES: CommandSpec[] = [
     kind: 'chain-write',
     positionals: { min: 1, max: 1 },
     examples: ['node-daemon subscribe 1 --price 1000000', 'node-daemon subscribe 3 --price 1.2usdc --json'],
-    run: (ctx) =>
-      subscription(ctx, '/nodes/task-subscribe', (task, p) => `subscribed to task ${task} at ${p}`),
+    run: (ctx) => subscription(ctx, (task, p) => `subscribed to task ${task} at ${p}`),
   },
   {
     name: 'update-subscription',
+    route: 'POST /nodes/task-update-subscription',
     synopsis: 'TASK --price P',
     summary: "change the node's price for a task",
     description: [
@@ -164,15 +172,11 @@ export const WRITES: CommandSpec[] = [
       'node-daemon update-subscription 1 --price 900000',
       'node-daemon update-subscription 1 --price 0.9usdc',
     ],
-    run: (ctx) =>
-      subscription(
-        ctx,
-        '/nodes/task-update-subscription',
-        (task, p) => `changed the price for task ${task} to ${p}`,
-      ),
+    run: (ctx) => subscription(ctx, (task, p) => `changed the price for task ${task} to ${p}`),
   },
   {
     name: 'unsubscribe',
+    route: 'DELETE /nodes/task-unsubscribe',
     synopsis: 'TASK',
     summary: 'unsubscribe the node from a task',
     description: [
@@ -188,7 +192,7 @@ export const WRITES: CommandSpec[] = [
     examples: ['node-daemon unsubscribe 1', 'node-daemon unsubscribe 1 --json'],
     async run(ctx) {
       const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
-      const reply = await write(ctx, 'DELETE', '/nodes/task-unsubscribe', {
+      const reply = await write(ctx, {
         task_small_id: task,
         ...badgeBody(ctx),
       });
@@ -197,6 +201,7 @@ export const WRITES: CommandSpec[] = [
   },
   {
     name: 'settle',
+    route: 'POST /nodes/try-settle-stacks',
     synopsis: 'STACK... [--claimed U | --claimed STACK=U ...]',
     summary: 'try-settle stacks, one transaction each, claiming their recorded usage',
     description: [
@@ -247,13 +252,16 @@ export const WRITES: CommandSpec[] = [
         }
       }
       if (Object.keys(byStack).length > 0) body.num_claimed_compute_units_by_stack = byStack;
-      await multiStack(ctx, 'settling', '/nodes/try-settle-stacks', body, (b) =>
-        Array.isArray(b.results) ? resultsTable(b.results as StackResult[], 'settled', true) : undefined,
+      await multiStack(ctx, 'settling', body, (b) =>
+        Array.isArray(b.results)
+          ? resultsTable(b.results as StackResult[], 'settled', true, ctx.cliWords)
+          : undefined,
       );
     },
   },
   {
     name: 'attest',
+    route: 'POST /nodes/submit-attestations',
     synopsis: 'STACK... [--node N]',
     summary: 'attest the stacks this node was asked to attest',
     description: [
@@ -281,13 +289,16 @@ export const WRITES: CommandSpec[] = [
         stack_small_ids: ids,
         ...(node === undefined ? {} : { node_small_id: smallId(ctx.command, node, '--node') }),
       };
-      await multiStack(ctx, 'attesting', '/nodes/submit-attestations', body, (b) =>
-        Array.isArray(b.results) ? resultsTable(b.results as StackResult[], 'attested', false) : undefined,
+      await multiStack(ctx, 'attesting', body, (b) =>
+        Array.isArray(b.results)
+          ? resultsTable(b.results as StackResult[], 'attested', false, ctx.cliWords)
+          : undefined,
       );
     },
   },
   {
     name: 'claim',
+    route: 'POST /nodes/claim-funds',
     synopsis: 'STACK...',
     summary: 'claim the funds of settled stacks',
     description: [
@@ -305,17 +316,14 @@ export const WRITES: CommandSpec[] = [
     examples: ['node-daemon claim 10 11', 'node-daemon claim 10 --idempotency-key claim-10 --json'],
     async run(ctx) {
       const ids = stackIds(ctx.command, ctx.args);
-      await multiStack(
-        ctx,
-        'claiming',
-        '/nodes/claim-funds',
-        { stack_small_ids: ids, ...badgeBody(ctx) },
-        (b) => claimTable(ids, b),
+      await multiStack(ctx, 'claiming', { stack_small_ids: ids, ...badgeBody(ctx) }, (b) =>
+        claimTable(ids, b, ctx.cliWords),
       );
     },
   },
   {
     name: 'usage',
+    route: 'POST /stacks/{stack}/usage',
     synopsis: 'STACK UNITS [--request-hash H]',
     summary: "report compute units the node's inference server served on a stack",
     description: [
@@ -346,7 +354,7 @@ export const WRITES: CommandSpec[] = [
       const body: Json = { compute_units: u64(ctx.command, ctx.args[1]!, 'UNITS') };
       const hash = str(ctx, 'request-hash');
       if (hash !== undefined) body.request_hash = hash32(ctx.command, hash, '--request-hash');
-      const reply = await write(ctx, 'POST', `/stacks/${stack}/usage`, body);
+      const reply = await write(ctx, body, { params: { stack } });
       await show(
         ctx,
         reply,
@@ -357,17 +365,13 @@ export const WRITES: CommandSpec[] = [
   },
 ];
 
-async function subscription(
-  ctx: Context,
-  path: string,
-  headline: (task: number, price: string) => string,
-): Promise<void> {
+async function subscription(ctx: Context, headline: (task: number, price: string) => string): Promise<void> {
   const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
   const raw = str(ctx, 'price');
   if (raw === undefined) throw usageError(ctx.command, '--price P is required');
   const p = priceArg(ctx.command, raw);
   const body = { task_small_id: task, price_per_one_million_compute_units: p, ...badgeBody(ctx) };
-  const reply = await write(ctx, 'POST', path, body);
+  const reply = await write(ctx, body);
   await show(ctx, reply, (b: Json) => txResult(headline(task, price(p)), b));
 }
 
@@ -379,7 +383,7 @@ interface ClaimRow {
   detail: string;
 }
 
-function claimTable(ids: number[], body: Json): string | undefined {
+function claimTable(ids: number[], body: Json, words: (text: string) => string): string | undefined {
   const claimed = (Array.isArray(body.claimed) ? body.claimed : []) as ClaimedStack[];
   const notClaimable = (Array.isArray(body.not_claimable) ? body.not_claimable : []) as NotClaimableStack[];
   if (claimed.length === 0 && notClaimable.length === 0) return undefined;
@@ -396,7 +400,7 @@ function claimTable(ids: number[], body: Json): string | undefined {
       stack_small_id: n.stack_small_id,
       result: `not claimable (${String(n.reason)})`,
       from: n.claimable_from_epoch === undefined ? '' : `epoch ${digits(n.claimable_from_epoch)}`,
-      detail: oneLine(String(n.detail ?? '')),
+      detail: words(String(n.detail ?? '')),
     })),
   ];
   const order = (id: unknown) => ids.indexOf(Number(id));
