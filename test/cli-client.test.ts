@@ -668,6 +668,45 @@ describe('client commands against a stand-in server', () => {
     assert.match(line(old), /has no GET \/status: it is older than this command/);
   });
 
+  it('says plainly when the server at the address is not node-daemon', async () => {
+    for (const [status, body, type, answer] of [
+      [404, 'Not Found', 'text/plain', 'HTTP 404 and text/plain, not a node-daemon problem document'],
+      [404, '', 'text/plain', 'HTTP 404 and no body, not a node-daemon problem document'],
+      [
+        404,
+        '{"type":"about:blank","title":"Not Found","status":404,"detail":"no such route"}',
+        'application/problem+json',
+        'HTTP 404 and application/problem+json, not a node-daemon problem document',
+      ],
+      [200, '<!doctype html><title>router</title>', 'text/html', 'HTTP 200 and text/html, not JSON'],
+      [
+        200,
+        '{"status":"ok","uptime":12}',
+        'application/json',
+        "JSON without the version and network of node-daemon's status",
+      ],
+      [200, '[1, 2]', 'application/json', "JSON without the version and network of node-daemon's status"],
+    ] as const) {
+      send(status, body, {}, type);
+      for (const json of [false, true]) {
+        const result = await inProcess(['status', '--url', url, ...(json ? ['--json'] : [])]);
+        assert.equal(result.code, 5, body);
+        assert.equal(
+          line(result),
+          `node-daemon: the server at ${url} (from --url) does not look like node-daemon: it answered GET /status with ${answer}; check --url`,
+        );
+        assert.equal(result.stdout, '');
+      }
+    }
+    // The address from the daemon's settings: the hint says how to give another.
+    send(404, 'Not Found', {}, 'text/plain');
+    const settings = await inProcess(['tasks'], { NODE_DAEMON_PORT: new URL(url).port });
+    assert.match(
+      line(settings),
+      /with HTTP 404 and text\/plain, not a node-daemon problem document; if the daemon listens elsewhere, give its address with --url or NODE_DAEMON_URL$/,
+    );
+  });
+
   it("names the command for the HTTP request a daemon's message names", async () => {
     send(
       409,
@@ -729,10 +768,13 @@ describe('client commands against a stand-in server', () => {
       `node-daemon: the daemon at ${url} could not do it: the chain is out of reach (HTTP 503, chain_unavailable, request req-9); retry in 3 s`,
     );
 
-    send(200, '<html>not the daemon</html>');
+    send(200, '<html>not the daemon</html>', {}, 'text/html');
     const stranger = await inProcess(['tasks', '--url', url]);
     assert.equal(stranger.code, 5);
-    assert.match(line(stranger), /is not JSON; is node-daemon listening at /);
+    assert.equal(
+      line(stranger),
+      `node-daemon: the server at ${url} (from --url) does not look like node-daemon: it answered GET /tasks with HTTP 200 and text/html, not JSON; check --url`,
+    );
 
     answer = () => {}; // never answers
     const slow = await inProcess(['register', '--url', url, '--timeout', '0.3', '--idempotency-key', 'k-1']);

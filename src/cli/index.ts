@@ -93,7 +93,7 @@ export async function runClient(
       return error.exitCode;
     }
     if (error instanceof DaemonProblem) {
-      if (json && error.problem) await out(error.text.trim());
+      if (json) await out(error.text.trim());
       const { line, exitCode } = describeProblem(error, daemon?.connection);
       await err(`node-daemon: ${line}`);
       return exitCode;
@@ -180,11 +180,8 @@ export function describeProblem(
   error: DaemonProblem,
   connection: Connection | undefined,
 ): { line: string; exitCode: number } {
-  const problem = error.problem ?? {};
-  const detail =
-    typeof problem.detail === 'string' && problem.detail !== ''
-      ? inCliWords(oneLine(problem.detail), COMMANDS)
-      : `the daemon answered HTTP ${error.status} without a problem body`;
+  const { problem } = error;
+  const detail = inCliWords(oneLine(problem.detail), COMMANDS);
   const url = connection?.url ?? 'the daemon';
   if (error.status >= 400 && error.status < 500) {
     let line = detail;

@@ -319,7 +319,8 @@ export const READS: CommandSpec[] = [
       [
         'Shows what GET /status reports, one "key: value" line each: the version, the network, the',
         "signer's address and badges, the store engine, the indexer's cursor and lag, the last error, the",
-        'uptime and the balance. A daemon older than this command has no /status: it says so.',
+        'uptime and the balance. A daemon older than this command has no /status: it says so, as it says',
+        'when the server at the address does not look like node-daemon at all.',
       ],
     ],
     kind: 'read',
@@ -330,7 +331,9 @@ export const READS: CommandSpec[] = [
       try {
         reply = await read(ctx);
       } catch (error) {
-        if (error instanceof DaemonProblem && error.status === 404) {
+        // node-daemon answers an unknown path with its not_found problem; another server at the
+        // address does not answer with a node-daemon problem at all, and request() says so.
+        if (error instanceof DaemonProblem && error.problem.code === 'not_found') {
           if (ctx.json) await ctx.out(error.text.trim());
           const { url } = ctx.daemon().connection;
           throw new CliError(
@@ -340,7 +343,13 @@ export const READS: CommandSpec[] = [
         }
         throw error;
       }
-      await show(ctx, reply, (body: unknown) => keyValues(statusEntries(body)));
+      const body = reply.body as Json | null;
+      if (typeof body?.version !== 'string' || typeof body.network !== 'string') {
+        throw ctx
+          .daemon()
+          .notNodeDaemon('GET /status', "JSON without the version and network of node-daemon's status");
+      }
+      await show(ctx, reply, (status: Json) => keyValues(statusEntries(status)));
     },
   },
 ];

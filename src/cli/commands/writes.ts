@@ -63,7 +63,7 @@ async function multiStack(
   try {
     reply = await write(ctx, body, { stacks: ids.length });
   } catch (error) {
-    if (error instanceof DaemonProblem && !ctx.json && error.problem) {
+    if (error instanceof DaemonProblem && !ctx.json) {
       const text = render(error.problem);
       if (text !== undefined) await ctx.out(text);
     }
