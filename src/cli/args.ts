@@ -116,28 +116,21 @@ export function fillFraction(command: string, raw: string): string {
   return decimal;
 }
 
+/** The text, trimmed, when `valid` takes it; else a usage error saying what it must be. */
+function checked(command: string, raw: string, what: string, valid: (text: string) => boolean, rule: string) {
+  const text = raw.trim();
+  if (!valid(text)) throw usageError(command, `${what} must be ${rule}; got ${JSON.stringify(raw)}`);
+  return text;
+}
+
 /** A 32-byte hex hash, with or without 0x. */
 export function hash32(command: string, raw: string, what: string): string {
-  const text = raw.trim();
-  if (!isHash32(text)) {
-    throw usageError(
-      command,
-      `${what} must be 32 bytes in hex (64 hex digits, 0x optional); got ${JSON.stringify(raw)}`,
-    );
-  }
-  return text;
+  return checked(command, raw, what, isHash32, '32 bytes in hex (64 hex digits, 0x optional)');
 }
 
 /** An object id (a badge or a gas coin): 0x and up to 64 hex digits. */
 export function objectId(command: string, raw: string, what: string): string {
-  const text = raw.trim();
-  if (!isObjectId(text)) {
-    throw usageError(
-      command,
-      `${what} must be an object id (0x and up to 64 hex digits); got ${JSON.stringify(raw)}`,
-    );
-  }
-  return text;
+  return checked(command, raw, what, isObjectId, 'an object id (0x and up to 64 hex digits)');
 }
 
 /** Seconds for --timeout: a positive decimal, at most a day. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { idempotencyKey, objectId, u64 } from './args.ts';
+import { idempotencyKey, objectId, u64, usageError } from './args.ts';
 import type { Reply } from './connection.ts';
 import type { Json } from './replies.ts';
 import { routePath } from './routes.ts';
@@ -16,6 +16,13 @@ type Params = Record<string, string | number>;
 export function str(ctx: Context, name: string): string | undefined {
   const value = ctx.values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** A string option the command cannot do without: its value, else a usage error (`--price P is required`). */
+export function required(ctx: Context, name: string, arg: string): string {
+  const value = str(ctx, name);
+  if (value === undefined) throw usageError(ctx.command, `--${name} ${arg} is required`);
+  return value;
 }
 
 /** A repeatable option's values, in the order given. */

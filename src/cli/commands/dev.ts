@@ -2,12 +2,32 @@ import { priceArg, smallEnum, smallId, u64, usageError } from '../args.ts';
 import { digits, plural } from '../format.ts';
 import { nodeList, ROLES, SECURITY, txResult } from '../render.ts';
 import type { Json } from '../replies.ts';
-import { devWrite, list, show, str } from '../request.ts';
+import { devWrite, list, required, show, str } from '../request.ts';
 import type { CommandSpec } from '../spec.ts';
 
 /** The dev network's other actors: an admin creating tasks, peer nodes, users buying stacks, epochs. */
 
 const DEV_NOTE = 'Only on a daemon running the embedded dev network (--network dev, the default).';
+
+/** `dev task deprecate` and `dev task remove`: the two steps of a task's end, alike but for the verb. */
+function taskStep(step: 'deprecate' | 'remove', summary: string, does: string, done: string): CommandSpec {
+  return {
+    name: `dev task ${step}`,
+    route: `POST /dev/tasks/{task}/${step}`,
+    synopsis: 'TASK',
+    summary,
+    description: [[`${does} (POST /dev/tasks/{task}/${step}).`, DEV_NOTE]],
+    arguments: [['TASK', 'the task small id']],
+    kind: 'dev',
+    positionals: { min: 1, max: 1 },
+    examples: [`node-daemon dev task ${step} 4`],
+    async run(ctx) {
+      const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
+      const reply = await devWrite(ctx, undefined, { task });
+      await show(ctx, reply, (b: Json) => txResult(`${done} task ${task}`, b));
+    },
+  };
+}
 
 export const DEV: CommandSpec[] = [
   {
@@ -42,10 +62,8 @@ export const DEV: CommandSpec[] = [
       'node-daemon dev task create --role 0 --security-level 2 --min-reputation 10 --json',
     ],
     async run(ctx) {
-      const role = str(ctx, 'role');
-      const level = str(ctx, 'security-level');
-      if (role === undefined) throw usageError(ctx.command, '--role R is required');
-      if (level === undefined) throw usageError(ctx.command, '--security-level L is required');
+      const role = required(ctx, 'role', 'R');
+      const level = required(ctx, 'security-level', 'L');
       const body: Json = {
         role: smallEnum(ctx.command, role, '--role', ROLES, 65535),
         security_level: smallEnum(ctx.command, level, '--security-level', SECURITY, 65535),
@@ -60,38 +78,13 @@ export const DEV: CommandSpec[] = [
       await show(ctx, reply, (b: Json) => txResult(`created task ${digits(b.task_small_id)}`, b));
     },
   },
-  {
-    name: 'dev task deprecate',
-    route: 'POST /dev/tasks/{task}/deprecate',
-    synopsis: 'TASK',
-    summary: "the task's badge holder deprecates it",
-    description: [['Deprecates a task (POST /dev/tasks/{task}/deprecate).', DEV_NOTE]],
-    arguments: [['TASK', 'the task small id']],
-    kind: 'dev',
-    positionals: { min: 1, max: 1 },
-    examples: ['node-daemon dev task deprecate 4'],
-    async run(ctx) {
-      const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
-      const reply = await devWrite(ctx, undefined, { task });
-      await show(ctx, reply, (b: Json) => txResult(`deprecated task ${task}`, b));
-    },
-  },
-  {
-    name: 'dev task remove',
-    route: 'POST /dev/tasks/{task}/remove',
-    synopsis: 'TASK',
-    summary: "the task's badge holder removes it (one epoch after deprecation)",
-    description: [['Removes a deprecated task (POST /dev/tasks/{task}/remove).', DEV_NOTE]],
-    arguments: [['TASK', 'the task small id']],
-    kind: 'dev',
-    positionals: { min: 1, max: 1 },
-    examples: ['node-daemon dev task remove 4'],
-    async run(ctx) {
-      const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
-      const reply = await devWrite(ctx, undefined, { task });
-      await show(ctx, reply, (b: Json) => txResult(`removed task ${task}`, b));
-    },
-  },
+  taskStep('deprecate', "the task's badge holder deprecates it", 'Deprecates a task', 'deprecated'),
+  taskStep(
+    'remove',
+    "the task's badge holder removes it (one epoch after deprecation)",
+    'Removes a deprecated task',
+    'removed',
+  ),
   {
     name: 'dev node create',
     route: 'POST /dev/nodes',
@@ -163,12 +156,9 @@ export const DEV: CommandSpec[] = [
       'node-daemon dev stack buy --task 1 --units 1000 --price 2usdc --node 4 --json',
     ],
     async run(ctx) {
-      const task = str(ctx, 'task');
-      const units = str(ctx, 'units');
-      const p = str(ctx, 'price');
-      if (task === undefined) throw usageError(ctx.command, '--task T is required');
-      if (units === undefined) throw usageError(ctx.command, '--units U is required');
-      if (p === undefined) throw usageError(ctx.command, '--price P is required');
+      const task = required(ctx, 'task', 'T');
+      const units = required(ctx, 'units', 'U');
+      const p = required(ctx, 'price', 'P');
       const body: Json = {
         task_small_id: smallId(ctx.command, task, '--task'),
         num_compute_units: u64(ctx.command, units, '--units'),
@@ -234,9 +224,7 @@ export const DEV: CommandSpec[] = [
     examples: ['node-daemon dev stack attest 10 --node 1'],
     async run(ctx) {
       const stack = smallId(ctx.command, ctx.args[0]!, 'STACK');
-      const node = str(ctx, 'node');
-      if (node === undefined) throw usageError(ctx.command, '--node N is required');
-      const id = smallId(ctx.command, node, '--node');
+      const id = smallId(ctx.command, required(ctx, 'node', 'N'), '--node');
       const reply = await devWrite(ctx, { node_small_id: id }, { stack });
       await show(ctx, reply, (b: Json) => txResult(`node ${id} attested stack ${stack}`, b));
     },
@@ -254,9 +242,7 @@ export const DEV: CommandSpec[] = [
     examples: ['node-daemon dev dispute 11 --node 1', 'node-daemon dev dispute 11 --node 1 --json'],
     async run(ctx) {
       const stack = smallId(ctx.command, ctx.args[0]!, 'STACK');
-      const node = str(ctx, 'node');
-      if (node === undefined) throw usageError(ctx.command, '--node N is required');
-      const id = smallId(ctx.command, node, '--node');
+      const id = smallId(ctx.command, required(ctx, 'node', 'N'), '--node');
       const reply = await devWrite(ctx, { stack_small_id: stack, node_small_id: id });
       await show(ctx, reply, (b: Json) => txResult(`node ${id} disputed stack ${stack}`, b));
     },

@@ -5,6 +5,7 @@ import { ClientExitCode } from '../exit-codes.ts';
 import {
   amount,
   bytesHex,
+  type Column,
   digits,
   duration,
   keyValues,
@@ -52,8 +53,9 @@ async function nodeArg(ctx: Context, raw: string | undefined): Promise<string> {
   return digits(badges[0]!.node_small_id);
 }
 
-function empty(what: string): string {
-  return `(no ${what})`;
+/** Prints a list: a row per item, or `(no ...)` when there is none; with --json the answer as sent. */
+async function showRows(ctx: Context, reply: Reply, none: string, columns: Column<Json>[]): Promise<void> {
+  await show(ctx, reply, (rows: Json[]) => (rows.length === 0 ? `(no ${none})` : table(rows, columns)));
 }
 
 function taskState(task: Json): string {
@@ -94,19 +96,15 @@ export const READS: CommandSpec[] = [
     examples: ['node-daemon tasks', "node-daemon tasks --json | jq '.[] | select(.is_deprecated | not)'"],
     async run(ctx) {
       const reply = await read(ctx);
-      await show(ctx, reply, (tasks: Json[]) =>
-        tasks.length === 0
-          ? empty('tasks yet')
-          : table(tasks, [
-              { header: 'TASK', align: 'right', value: (t) => digits(t.task_small_id) },
-              { header: 'MODEL', value: (t) => (t.model_name === null ? '-' : String(t.model_name)) },
-              { header: 'ROLE', value: (t) => roleName(t.role) },
-              { header: 'SECURITY', value: (t) => securityName(t.security_level) },
-              { header: 'MIN REPUTATION', align: 'right', value: (t) => digits(t.minimum_reputation_score) },
-              { header: 'STATE', value: taskState },
-              { header: 'TASK ID', value: (t) => shortId(t.task_id) },
-            ]),
-      );
+      await showRows(ctx, reply, 'tasks yet', [
+        { header: 'TASK', align: 'right', value: (t) => digits(t.task_small_id) },
+        { header: 'MODEL', value: (t) => (t.model_name === null ? '-' : String(t.model_name)) },
+        { header: 'ROLE', value: (t) => roleName(t.role) },
+        { header: 'SECURITY', value: (t) => securityName(t.security_level) },
+        { header: 'MIN REPUTATION', align: 'right', value: (t) => digits(t.minimum_reputation_score) },
+        { header: 'STATE', value: taskState },
+        { header: 'TASK ID', value: (t) => shortId(t.task_id) },
+      ]);
     },
   },
   {
@@ -128,17 +126,13 @@ export const READS: CommandSpec[] = [
     async run(ctx) {
       const node = await nodeArg(ctx, ctx.args[0]);
       const reply = await read(ctx, { node });
-      await show(ctx, reply, (subs: Json[]) =>
-        subs.length === 0
-          ? empty(`subscriptions for node ${node}`)
-          : table(subs, [
-              { header: 'NODE', align: 'right', value: (s) => digits(s.node_small_id) },
-              { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
-              { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
-              { header: 'MAX UNITS', align: 'right', value: (s) => digits(s.max_num_compute_units) },
-              { header: 'VALID', value: (s) => yesNo(s.valid) },
-            ]),
-      );
+      await showRows(ctx, reply, `subscriptions for node ${node}`, [
+        { header: 'NODE', align: 'right', value: (s) => digits(s.node_small_id) },
+        { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
+        { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
+        { header: 'MAX UNITS', align: 'right', value: (s) => digits(s.max_num_compute_units) },
+        { header: 'VALID', value: (s) => yesNo(s.valid) },
+      ]);
     },
   },
   {
@@ -174,27 +168,28 @@ export const READS: CommandSpec[] = [
       const query = fill === undefined ? '' : `?min_fill_fraction=${fillFraction(ctx.command, fill)}`;
       const node = await nodeArg(ctx, ctx.args[0]);
       const reply = await read(ctx, { node }, query);
-      await show(ctx, reply, (stacks: Json[]) =>
-        stacks.length === 0
-          ? empty(`stacks for node ${node}${fill === undefined ? '' : ` filled to at least ${fill}`}`)
-          : table(stacks, [
-              { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
-              { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
-              { header: 'USED', align: 'right', value: (s) => digits(s.already_computed_units) },
-              { header: 'UNITS', align: 'right', value: (s) => digits(s.num_compute_units) },
-              {
-                header: 'FILL',
-                align: 'right',
-                value: (s) => percent(s.already_computed_units, s.num_compute_units),
-              },
-              { header: 'MESSAGES', align: 'right', value: (s) => digits(s.num_total_messages) },
-              { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
-              { header: 'STATE', value: stackState },
-              { header: 'CC', value: (s) => (s.is_confidential ? 'yes' : '') },
-              { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
-              { header: 'STACK ID', value: (s) => shortId(s.stack_id) },
-              { header: 'OWNER', value: (s) => shortId(s.owner_address) },
-            ]),
+      await showRows(
+        ctx,
+        reply,
+        `stacks for node ${node}${fill === undefined ? '' : ` filled to at least ${fill}`}`,
+        [
+          { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
+          { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
+          { header: 'USED', align: 'right', value: (s) => digits(s.already_computed_units) },
+          { header: 'UNITS', align: 'right', value: (s) => digits(s.num_compute_units) },
+          {
+            header: 'FILL',
+            align: 'right',
+            value: (s) => percent(s.already_computed_units, s.num_compute_units),
+          },
+          { header: 'MESSAGES', align: 'right', value: (s) => digits(s.num_total_messages) },
+          { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
+          { header: 'STATE', value: stackState },
+          { header: 'CC', value: (s) => (s.is_confidential ? 'yes' : '') },
+          { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
+          { header: 'STACK ID', value: (s) => shortId(s.stack_id) },
+          { header: 'OWNER', value: (s) => shortId(s.owner_address) },
+        ],
       );
     },
   },
@@ -217,29 +212,25 @@ export const READS: CommandSpec[] = [
     async run(ctx) {
       const node = await nodeArg(ctx, ctx.args[0]);
       const reply = await read(ctx, { node });
-      await show(ctx, reply, (stacks: Json[]) =>
-        stacks.length === 0
-          ? empty(`claimed stacks for node ${node}`)
-          : table(stacks, [
-              { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
-              { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
-              { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
-              { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
-              {
-                header: 'PATH',
-                value: (s) =>
-                  s.claim_path === 'settlement_ticket'
-                    ? 'ticket'
-                    : s.claim_path === 'confidential_compute'
-                      ? 'confidential'
-                      : digits(s.claim_path),
-              },
-              { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
-              { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
-              { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
-              { header: 'CLAIMED', value: (s) => yesNo(s.is_claimed) },
-            ]),
-      );
+      await showRows(ctx, reply, `claimed stacks for node ${node}`, [
+        { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
+        { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
+        { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
+        { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
+        {
+          header: 'PATH',
+          value: (s) =>
+            s.claim_path === 'settlement_ticket'
+              ? 'ticket'
+              : s.claim_path === 'confidential_compute'
+                ? 'confidential'
+                : digits(s.claim_path),
+        },
+        { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
+        { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
+        { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
+        { header: 'CLAIMED', value: (s) => yesNo(s.is_claimed) },
+      ]);
     },
   },
   {
@@ -269,17 +260,13 @@ export const READS: CommandSpec[] = [
       }
       const node = await nodeArg(ctx, ctx.args[1]);
       const reply = await read(ctx, { side, node });
-      await show(ctx, reply, (disputes: Json[]) =>
-        disputes.length === 0
-          ? empty(`disputes ${side === 'own' ? 'raised by' : 'against'} node ${node}`)
-          : table(disputes, [
-              { header: 'STACK', align: 'right', value: (d) => digits(d.stack_small_id) },
-              { header: 'ORIGINAL NODE', align: 'right', value: (d) => digits(d.original_node_id) },
-              { header: 'ATTESTER', align: 'right', value: (d) => digits(d.attestation_node_id) },
-              { header: 'ORIGINAL COMMITMENT', value: (d) => bytesHex(d.original_commitment) },
-              { header: 'ATTESTER COMMITMENT', value: (d) => bytesHex(d.attestation_commitment) },
-            ]),
-      );
+      await showRows(ctx, reply, `disputes ${side === 'own' ? 'raised by' : 'against'} node ${node}`, [
+        { header: 'STACK', align: 'right', value: (d) => digits(d.stack_small_id) },
+        { header: 'ORIGINAL NODE', align: 'right', value: (d) => digits(d.original_node_id) },
+        { header: 'ATTESTER', align: 'right', value: (d) => digits(d.attestation_node_id) },
+        { header: 'ORIGINAL COMMITMENT', value: (d) => bytesHex(d.original_commitment) },
+        { header: 'ATTESTER COMMITMENT', value: (d) => bytesHex(d.attestation_commitment) },
+      ]);
     },
   },
   {

@@ -4,7 +4,7 @@ import { DaemonProblem, type Reply } from '../connection.ts';
 import { type Column, digits, fractionPercent, plural, price, shortId, table } from '../format.ts';
 import { txResult } from '../render.ts';
 import type { ClaimedStack, Json, NotClaimableStack, StackResult } from '../replies.ts';
-import { list, show, str, write } from '../request.ts';
+import { list, required, show, str, write } from '../request.ts';
 import { BADGE_OPTION, type CommandSpec, type Context } from '../spec.ts';
 
 /** The write commands: register, subscriptions, settle, attest, claim (on chain) and usage (off chain). */
@@ -22,13 +22,10 @@ function resultDetail(result: StackResult, words: (text: string) => string): str
   return `${error.code}: ${words(error.detail)}`;
 }
 
-/** One line per stack of a multi-stack write; `words` puts the daemon's details in the client's words. */
-function resultsTable(
-  results: StackResult[],
-  done: string,
-  units: boolean,
-  words: (text: string) => string,
-): string {
+/** One line per stack of settle or attest (the results of the reply or the problem), if there are any. */
+function resultsTable(ctx: Context, body: Json, done: string, units: boolean): string | undefined {
+  if (!Array.isArray(body.results)) return undefined;
+  const results = body.results as StackResult[];
   const columns: Column<StackResult>[] = [
     { header: 'STACK', align: 'right', value: (r) => digits(r.stack_small_id) },
     { header: 'RESULT', value: (r) => (r.status === 'success' ? done : r.status) },
@@ -42,7 +39,7 @@ function resultsTable(
   }
   columns.push(
     { header: 'TRANSACTION', value: (r) => (r.tx_digest === undefined ? '' : shortId(r.tx_digest)) },
-    { header: 'DETAIL', value: (r) => resultDetail(r, words) },
+    { header: 'DETAIL', value: (r) => resultDetail(r, ctx.cliWords) },
   );
   return table(results, columns);
 }
@@ -252,11 +249,7 @@ export const WRITES: CommandSpec[] = [
         }
       }
       if (Object.keys(byStack).length > 0) body.num_claimed_compute_units_by_stack = byStack;
-      await multiStack(ctx, 'settling', body, (b) =>
-        Array.isArray(b.results)
-          ? resultsTable(b.results as StackResult[], 'settled', true, ctx.cliWords)
-          : undefined,
-      );
+      await multiStack(ctx, 'settling', body, (b) => resultsTable(ctx, b, 'settled', true));
     },
   },
   {
@@ -289,11 +282,7 @@ export const WRITES: CommandSpec[] = [
         stack_small_ids: ids,
         ...(node === undefined ? {} : { node_small_id: smallId(ctx.command, node, '--node') }),
       };
-      await multiStack(ctx, 'attesting', body, (b) =>
-        Array.isArray(b.results)
-          ? resultsTable(b.results as StackResult[], 'attested', false, ctx.cliWords)
-          : undefined,
-      );
+      await multiStack(ctx, 'attesting', body, (b) => resultsTable(ctx, b, 'attested', false));
     },
   },
   {
@@ -367,9 +356,7 @@ export const WRITES: CommandSpec[] = [
 
 async function subscription(ctx: Context, headline: (task: number, price: string) => string): Promise<void> {
   const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
-  const raw = str(ctx, 'price');
-  if (raw === undefined) throw usageError(ctx.command, '--price P is required');
-  const p = priceArg(ctx.command, raw);
+  const p = priceArg(ctx.command, required(ctx, 'price', 'P'));
   const body = { task_small_id: task, price_per_one_million_compute_units: p, ...badgeBody(ctx) };
   const reply = await write(ctx, body);
   await show(ctx, reply, (b: Json) => txResult(headline(task, price(p)), b));
