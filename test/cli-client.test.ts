@@ -200,6 +200,11 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     /^created peer node 1, subscribed to 2 tasks\ntransactions: /,
   );
   assert.equal((await parsed(['dev', 'node', 'create'])).node_small_id, 2);
+  // The daemon's message names POST /nodes/register; the client names its command.
+  await refused(
+    ['subscribe', '1', '--price', '1'],
+    /owns no NodeBadge; register first with `node-daemon register`$/,
+  );
 
   // The operator's node: 3 (the default [node]), and 4.
   assert.match(
@@ -224,6 +229,10 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     /^changed the price for task 1 to 0\.900000 USDC\/M\n/,
   );
   assert.equal((await parsed(['update-subscription', '2', '--price', '1usdc'])).status, 'success');
+  await refused(
+    ['subscribe', '1', '--price', '1'],
+    /already subscribed to task 1; change its price with `node-daemon update-subscription TASK --price P`$/,
+  );
   await prep(['subscribe', '3', '--price', '1']);
   assert.match(await table(['unsubscribe', '3']), /^unsubscribed from task 3\n/);
   await prep(['subscribe', '3', '--price', '1']);
@@ -444,9 +453,13 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     [['subscribe', '1'], /--price P is required/],
     [['settle'], /missing arguments/],
     [['settle', '1', '1'], /stack 1 is listed twice/],
-    [['tasks', '--colour'], /Unknown option '--colour'/],
+    [['tasks', '--colour'], /^node-daemon: unknown option --colour; see/],
+    [['subscribe', '1', '--prise', '1'], /^node-daemon: unknown option --prise \(did you mean --price\?\);/],
+    [['subscribe', '2', '--price', '-5'], /^node-daemon: --price must be an integer amount .*; got "-5";/],
+    [['usage', '12', '-3'], /^node-daemon: UNITS must be an integer from 0 to 2\^64 - 1; got "-3";/],
     [['stacks', '--min-fill', '2'], /--min-fill must be a fraction/],
-    [['dev', 'frob'], /unknown command "dev frob"/],
+    [['dev', 'frob'], /^node-daemon: unknown command dev frob; the dev commands are task, node, stack/],
+    [['dev', 'stakc', 'buy'], /^node-daemon: unknown command dev stakc \(did you mean dev stack\?\);/],
   ] as const) {
     const result = await call([...args], 'usage');
     assert.equal(result.code, 2, args.join(' '));
@@ -546,15 +559,29 @@ describe('client commands against a stand-in server', () => {
     server.close();
   });
 
-  const send = (status: number, body: string, headers: Record<string, string> = {}) => {
+  const send = (
+    status: number,
+    body: string,
+    headers: Record<string, string> = {},
+    contentType = status < 400 ? 'application/json' : 'application/problem+json',
+  ) => {
     answer = (_req, res) => {
-      res.writeHead(status, {
-        'content-type': status < 400 ? 'application/json' : 'application/problem+json',
-        ...headers,
-      });
+      res.writeHead(status, { 'content-type': contentType, ...headers });
       res.end(body);
     };
   };
+  /** A problem document as node-daemon writes them (its type, code and detail), with extensions. */
+  const problem = (status: number, code: string, detail: string, extensions: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      type: `urn:node-daemon:problem:${code}`,
+      title: code,
+      status,
+      code,
+      detail,
+      instance: '/',
+      request_id: 'req-1',
+      ...extensions,
+    });
 
   it('finds the token: --token, else NODE_DAEMON_TOKEN, else <data dir>/api-token; never prints it', async () => {
     const tmp = tempDir();
@@ -576,7 +603,7 @@ describe('client commands against a stand-in server', () => {
       assert.equal((await inProcess(['tasks', '--config', config])).code, 0);
       assert.equal(seen[4]?.authorization, 'Bearer file-token');
 
-      send(403, JSON.stringify({ status: 403, code: 'forbidden', detail: 'the API token is wrong' }));
+      send(403, problem(403, 'forbidden', 'the API token is wrong'));
       const wrong = await inProcess(['register', '--url', url, '--token', 'sekrit-token']);
       assert.equal(wrong.code, 4);
       assert.equal(
@@ -635,16 +662,94 @@ describe('client commands against a stand-in server', () => {
         '',
       ].join('\n'),
     );
-    send(404, '{"status":404,"code":"not_found","detail":"no endpoint at /status"}');
+    send(404, problem(404, 'not_found', 'no endpoint at /status; see /docs for the API'));
     const old = await inProcess(['status', '--url', url]);
     assert.equal(old.code, 4);
     assert.match(line(old), /has no GET \/status: it is older than this command/);
   });
 
+  it('says plainly when the server at the address is not node-daemon', async () => {
+    for (const [status, body, type, answer] of [
+      [404, 'Not Found', 'text/plain', 'HTTP 404 and text/plain, not a node-daemon problem document'],
+      [404, '', 'text/plain', 'HTTP 404 and no body, not a node-daemon problem document'],
+      [
+        404,
+        '{"type":"about:blank","title":"Not Found","status":404,"detail":"no such route"}',
+        'application/problem+json',
+        'HTTP 404 and application/problem+json, not a node-daemon problem document',
+      ],
+      [200, '<!doctype html><title>router</title>', 'text/html', 'HTTP 200 and text/html, not JSON'],
+      [
+        200,
+        '{"status":"ok","uptime":12}',
+        'application/json',
+        "JSON without the version and network of node-daemon's status",
+      ],
+      [200, '[1, 2]', 'application/json', "JSON without the version and network of node-daemon's status"],
+    ] as const) {
+      send(status, body, {}, type);
+      for (const json of [false, true]) {
+        const result = await inProcess(['status', '--url', url, ...(json ? ['--json'] : [])]);
+        assert.equal(result.code, 5, body);
+        assert.equal(
+          line(result),
+          `node-daemon: the server at ${url} (from --url) does not look like node-daemon: it answered GET /status with ${answer}; check --url`,
+        );
+        assert.equal(result.stdout, '');
+      }
+    }
+    // The address from the daemon's settings: the hint says how to give another.
+    send(404, 'Not Found', {}, 'text/plain');
+    const settings = await inProcess(['tasks'], { NODE_DAEMON_PORT: new URL(url).port });
+    assert.match(
+      line(settings),
+      /with HTTP 404 and text\/plain, not a node-daemon problem document; if the daemon listens elsewhere, give its address with --url or NODE_DAEMON_URL$/,
+    );
+  });
+
+  it("names the command for the HTTP request a daemon's message names", async () => {
+    send(
+      409,
+      problem(
+        409,
+        'already_subscribed',
+        'node 3 is already subscribed to task 1; change its price with POST /nodes/task-update-subscription',
+      ),
+    );
+    const again = await inProcess(['subscribe', '1', '--price', '1', '--url', url]);
+    assert.equal(again.code, 4);
+    assert.equal(
+      line(again),
+      'node-daemon: node 3 is already subscribed to task 1; change its price with `node-daemon update-subscription TASK --price P`',
+    );
+    const notClaimable = {
+      not_claimable: [
+        {
+          stack_small_id: 4,
+          reason: 'not_settled',
+          detail: 'stack 4 has not been try-settled; settle it first with POST /nodes/try-settle-stacks',
+        },
+      ],
+    };
+    send(409, problem(409, 'nothing_to_claim', 'none of the listed stacks can be claimed now', notClaimable));
+    const claim = await inProcess(['claim', '4', '--url', url]);
+    assert.equal(claim.code, 4);
+    assert.match(
+      claim.stdout,
+      /\n +4 +not claimable \(not_settled\) +stack 4 has not been try-settled; settle it first with `node-daemon settle STACK\.\.\.`\n$/,
+    );
+    // --json prints the daemon's words as they were sent.
+    const json = await inProcess(['claim', '4', '--url', url, '--json']);
+    assert.match(JSON.parse(json.stdout).not_claimable[0].detail, /with POST \/nodes\/try-settle-stacks$/);
+  });
+
   it('classes failures: a 422 names the abort, a 5xx or a silence is exit 5, a write names its key', async () => {
     send(
       422,
-      '{"status":422,"code":"transaction_failed","detail":"claim failed","tx_digest":"D1g3st","abort":{"name":"ENotEnough","code":7,"module":"db"}}',
+      problem(422, 'transaction_failed', 'claim failed', {
+        tx_digest: 'D1g3st',
+        abort: { name: 'ENotEnough', code: 7, module: 'db' },
+      }),
     );
     const aborted = await inProcess(['claim', '1', '--url', url]);
     assert.equal(aborted.code, 4);
@@ -653,13 +758,9 @@ describe('client commands against a stand-in server', () => {
       'claiming 1 stack…\nnode-daemon: claim failed (abort ENotEnough, code 7 in db); transaction D1g3st\n',
     );
 
-    send(
-      503,
-      '{"status":503,"code":"chain_unavailable","detail":"the chain is out of reach","request_id":"req-9"}',
-      {
-        'retry-after': '3',
-      },
-    );
+    send(503, problem(503, 'chain_unavailable', 'the chain is out of reach', { request_id: 'req-9' }), {
+      'retry-after': '3',
+    });
     const failing = await inProcess(['register', '--url', url]);
     assert.equal(failing.code, 5);
     assert.equal(
@@ -667,10 +768,13 @@ describe('client commands against a stand-in server', () => {
       `node-daemon: the daemon at ${url} could not do it: the chain is out of reach (HTTP 503, chain_unavailable, request req-9); retry in 3 s`,
     );
 
-    send(200, '<html>not the daemon</html>');
+    send(200, '<html>not the daemon</html>', {}, 'text/html');
     const stranger = await inProcess(['tasks', '--url', url]);
     assert.equal(stranger.code, 5);
-    assert.match(line(stranger), /is not JSON; is node-daemon listening at /);
+    assert.equal(
+      line(stranger),
+      `node-daemon: the server at ${url} (from --url) does not look like node-daemon: it answered GET /tasks with HTTP 200 and text/html, not JSON; check --url`,
+    );
 
     answer = () => {}; // never answers
     const slow = await inProcess(['register', '--url', url, '--timeout', '0.3', '--idempotency-key', 'k-1']);

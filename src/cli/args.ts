@@ -1,16 +1,23 @@
 import { CliError } from '../internal/exit-codes.ts';
+import {
+  DECIMAL_PATTERN,
+  isHash32,
+  isIdempotencyKey,
+  isObjectId,
+  parseFraction,
+  parseSmallId,
+} from '../internal/formats.ts';
+import { parseU64, toU64, type U64 } from '../internal/u64.ts';
 
-/** Argument checks of the client commands: a bad argument is a usage error (exit 2) naming the command. */
+/**
+ * Argument checks of the client commands: a bad argument is a usage error (exit 2) naming the command.
+ * The formats are the daemon's own (src/internal/formats.ts), so the client refuses exactly what the
+ * daemon would; surrounding spaces are trimmed from values the client converts (ids, amounts).
+ */
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const U64_MAX = 18446744073709551615n;
-const DIGITS = /^[0-9]+$/;
-
-export type U64 = number | bigint;
-
-function normalize(value: bigint): U64 {
-  return value <= MAX_SAFE ? Number(value) : value;
-}
+const DECIMAL = new RegExp(DECIMAL_PATTERN);
+/** The client's own notation for prices, USDC with its unit (the daemon takes integers only). */
+const USDC_AMOUNT = /^([0-9]+)(?:\.([0-9]{1,6}))?\s*usdc$/i;
 
 /** A usage error: one line, then where to read more. */
 export function usageError(command: string, message: string): CliError {
@@ -19,20 +26,20 @@ export function usageError(command: string, message: string): CliError {
 
 /** A small id (node, task, stack): an integer from 0 to 2^53 - 1, digits only. */
 export function smallId(command: string, raw: string, what: string): number {
-  const text = raw.trim();
-  if (!DIGITS.test(text) || BigInt(text) > MAX_SAFE) {
+  const id = parseSmallId(raw.trim());
+  if (id === undefined) {
     throw usageError(command, `${what} must be an integer from 0 to 2^53 - 1; got ${JSON.stringify(raw)}`);
   }
-  return Number(text);
+  return id;
 }
 
 /** A u64 (units, amounts): an integer from 0 to 2^64 - 1, exact. */
 export function u64(command: string, raw: string, what: string): U64 {
-  const text = raw.trim();
-  if (!DIGITS.test(text) || BigInt(text) > U64_MAX) {
+  const value = parseU64(raw.trim());
+  if (value === undefined) {
     throw usageError(command, `${what} must be an integer from 0 to 2^64 - 1; got ${JSON.stringify(raw)}`);
   }
-  return normalize(BigInt(text));
+  return value;
 }
 
 /** A u8/u16-sized integer, or one of the names given. */
@@ -45,7 +52,8 @@ export function smallEnum(
 ): number {
   const text = raw.trim().toLowerCase();
   if (Object.hasOwn(names, text)) return names[text]!;
-  if (DIGITS.test(text) && Number(text) <= max) return Number(text);
+  const value = parseSmallId(text);
+  if (value !== undefined && value <= max) return value;
   const named = Object.keys(names);
   throw usageError(
     command,
@@ -59,18 +67,17 @@ export function smallEnum(
  */
 export function priceArg(command: string, raw: string, what = '--price'): U64 {
   const text = raw.trim();
-  const usdc = /^([0-9]+)(?:\.([0-9]{1,6}))?\s*usdc$/i.exec(text);
-  let value: bigint;
-  if (usdc) value = BigInt(usdc[1]!) * 1_000_000n + BigInt((usdc[2] ?? '').padEnd(6, '0'));
-  else if (DIGITS.test(text)) value = BigInt(text);
-  else {
+  const usdc = USDC_AMOUNT.exec(text);
+  const value = usdc
+    ? toU64(BigInt(usdc[1]!) * 1_000_000n + BigInt((usdc[2] ?? '').padEnd(6, '0')))
+    : parseU64(text);
+  if (value === undefined) {
     throw usageError(
       command,
-      `${what} must be an integer amount in USDC's smallest unit (1000000 is 1 USDC) or an amount like 1.5usdc; got ${JSON.stringify(raw)}`,
+      `${what} must be an integer amount in USDC's smallest unit (1000000 is 1 USDC; at most 2^64 - 1) or an amount like 1.5usdc; got ${JSON.stringify(raw)}`,
     );
   }
-  if (value > U64_MAX) throw usageError(command, `${what} is above 2^64 - 1; got ${JSON.stringify(raw)}`);
-  return normalize(value);
+  return value;
 }
 
 /** Stack ids: each argument one id or a comma-separated list; at least one, no repeats. */
@@ -100,8 +107,7 @@ export function fillFraction(command: string, raw: string): string {
     const whole = percent[1]!.replace(/^0+(?=.)/, '').padStart(3, '0');
     decimal = `${whole.slice(0, -2)}.${whole.slice(-2)}${percent[2] ?? ''}`.replace(/^0+(?=[0-9])/, '');
   } else decimal = text;
-  const value = Number(decimal);
-  if (!/^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/.test(decimal) || !(value >= 0 && value <= 1)) {
+  if (parseFraction(decimal) === undefined) {
     throw usageError(
       command,
       `--min-fill must be a fraction from 0 to 1 (like 0.9) or a percentage (like 90%); got ${JSON.stringify(raw)}`,
@@ -110,39 +116,47 @@ export function fillFraction(command: string, raw: string): string {
   return decimal;
 }
 
+/** The text, trimmed, when `valid` takes it; else a usage error saying what it must be. */
+function checked(command: string, raw: string, what: string, valid: (text: string) => boolean, rule: string) {
+  const text = raw.trim();
+  if (!valid(text)) throw usageError(command, `${what} must be ${rule}; got ${JSON.stringify(raw)}`);
+  return text;
+}
+
 /** A 32-byte hex hash, with or without 0x. */
 export function hash32(command: string, raw: string, what: string): string {
-  const text = raw.trim();
-  if (!/^(0x)?[0-9a-fA-F]{64}$/.test(text)) {
-    throw usageError(
-      command,
-      `${what} must be 32 bytes in hex (64 hex digits, 0x optional); got ${JSON.stringify(raw)}`,
-    );
-  }
-  return text;
+  return checked(command, raw, what, isHash32, '32 bytes in hex (64 hex digits, 0x optional)');
 }
 
 /** An object id (a badge or a gas coin): 0x and up to 64 hex digits. */
 export function objectId(command: string, raw: string, what: string): string {
-  const text = raw.trim();
-  if (!/^0x[0-9a-fA-F]{1,64}$/.test(text)) {
-    throw usageError(
-      command,
-      `${what} must be an object id (0x and up to 64 hex digits); got ${JSON.stringify(raw)}`,
-    );
-  }
-  return text;
+  return checked(command, raw, what, isObjectId, 'an object id (0x and up to 64 hex digits)');
 }
 
 /** Seconds for --timeout: a positive decimal, at most a day. */
 export function seconds(command: string, raw: string): number {
   const text = raw.trim();
   const value = Number(text);
-  if (!/^(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/.test(text) || !(value > 0 && value <= 86_400)) {
+  if (!DECIMAL.test(text) || !(value > 0 && value <= 86_400)) {
     throw usageError(
       command,
       `--timeout must be a number of seconds above 0 (at most 86400); got ${JSON.stringify(raw)}`,
     );
   }
   return value;
+}
+
+/**
+ * An Idempotency-Key as the daemon takes it: 1 to 255 printable ASCII characters, no spaces. Leading and
+ * trailing whitespace goes first, as HTTP drops it from a header on the way to the daemon.
+ */
+export function idempotencyKey(command: string, raw: string): string {
+  const key = raw.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+  if (!isIdempotencyKey(key)) {
+    throw usageError(
+      command,
+      `--idempotency-key must be 1 to 255 printable ASCII characters without spaces; got ${JSON.stringify(raw)}`,
+    );
+  }
+  return key;
 }

@@ -148,21 +148,22 @@ export interface Reply {
   headers: Headers;
 }
 
-/** An answer that is not a success: usually an RFC 9457 problem. */
+/** A refusal or failure node-daemon answered: an RFC 9457 problem document. */
 export class DaemonProblem extends Error {
   readonly status: number;
   readonly text: string;
-  readonly problem: Record<string, unknown> | undefined;
+  /** The problem document, with at least type, code and detail. */
+  readonly problem: Record<string, unknown> & { code: string; detail: string };
   readonly headers: Headers;
   readonly path: string;
   constructor(
     status: number,
     text: string,
-    problem: Record<string, unknown> | undefined,
+    problem: DaemonProblem['problem'],
     headers: Headers,
     path: string,
   ) {
-    super(typeof problem?.detail === 'string' ? problem.detail : `HTTP ${status}`);
+    super(problem.detail);
     this.name = 'DaemonProblem';
     this.status = status;
     this.text = text;
@@ -227,20 +228,37 @@ export class Daemon {
       throw this.#unreachable(error, method, options);
     }
     const parsed = parseBody(text);
+    const type = response.headers.get('content-type')?.split(';')[0]?.trim() || 'no content type';
     if (response.ok) {
       if (parsed === undefined) {
-        throw new CliError(
-          `the answer from ${url}${path} is not JSON; is node-daemon listening at ${url}?`,
-          ClientExitCode.unavailable,
-        );
+        throw this.notNodeDaemon(`${method} ${path}`, `HTTP ${response.status} and ${type}, not JSON`);
       }
       return { status: response.status, text, body: parsed, headers: response.headers };
     }
-    const problem =
-      parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
-        ? (parsed as Record<string, unknown>)
-        : undefined;
-    throw new DaemonProblem(response.status, text, problem, response.headers, path);
+    if (!isDaemonProblem(parsed)) {
+      throw this.notNodeDaemon(
+        `${method} ${path}`,
+        `HTTP ${response.status} and ${text.trim() === '' ? 'no body' : type}, not a node-daemon problem document`,
+      );
+    }
+    throw new DaemonProblem(response.status, text, parsed, response.headers, path);
+  }
+
+  /**
+   * The error for an answer node-daemon would not give (the server at the address is something else):
+   * `request` is what was asked (`GET /status`), `answer` what came back. Exit 5, as for no answer.
+   */
+  notNodeDaemon(request: string, answer: string): CliError {
+    const { url, urlSource } = this.connection;
+    const where = urlSource === 'settings' ? url : `${url} (from ${urlSource})`;
+    const hint =
+      urlSource === 'settings'
+        ? 'if the daemon listens elsewhere, give its address with --url or NODE_DAEMON_URL'
+        : `check ${urlSource}`;
+    return new CliError(
+      `the server at ${where} does not look like node-daemon: it answered ${request} with ${answer}; ${hint}`,
+      ClientExitCode.unavailable,
+    );
   }
 
   #unreachable(error: unknown, method: string, options: RequestOptions): CliError {
@@ -271,6 +289,24 @@ export class Daemon {
       ClientExitCode.unavailable,
     );
   }
+}
+
+/**
+ * The `type` of every problem document node-daemon answers, since its first version (PROBLEM_TYPE_PREFIX
+ * of src/http/errors.ts, which the client must not load; a test keeps the two equal).
+ */
+export const PROBLEM_TYPE_PREFIX = 'urn:node-daemon:problem:';
+
+/** An RFC 9457 problem document as node-daemon writes them: its type, a code and a detail. */
+function isDaemonProblem(body: unknown): body is DaemonProblem['problem'] {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+  const { type, code, detail } = body as Record<string, unknown>;
+  return (
+    typeof type === 'string' &&
+    type.startsWith(PROBLEM_TYPE_PREFIX) &&
+    typeof code === 'string' &&
+    typeof detail === 'string'
+  );
 }
 
 function parseBody(text: string): unknown {

@@ -133,3 +133,8 @@ export function duration(seconds: number): string {
   if (rest > 0 || parts.length === 0) parts.push(`${rest}s`);
   return parts.join(' ');
 }
+
+/** Text from elsewhere (a problem's detail, an error) on one line. */
+export function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}

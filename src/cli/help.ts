@@ -1,13 +1,12 @@
-import {
-  COMMANDS,
-  CONNECTION_OPTIONS,
-  type CommandSpec,
-  GROUPS,
-  type OptionSpec,
-  sharedOptions,
-} from './commands.ts';
+import { CONNECTION_OPTIONS, type CommandSpec, type OptionSpec, sharedOptions } from './spec.ts';
 
 /** The help texts of the client commands: an overview, each group (`dev`, `dev task`), each command. */
+
+/** The commands help is written from (assembled in index.ts): all of them, and the overview's groups. */
+export interface CommandTable {
+  commands: readonly CommandSpec[];
+  groups: { reads: readonly CommandSpec[]; writes: readonly CommandSpec[]; dev: readonly CommandSpec[] };
+}
 
 const EXIT_CODES = [
   'Exit codes: 0 ok; 1 unexpected failure; 2 usage (bad arguments or settings); 4 refused by the daemon',
@@ -74,19 +73,19 @@ function groupHelp(prefix: string, specs: readonly CommandSpec[]): string {
   ].join('\n');
 }
 
-function overview(): string {
+function overview(groups: CommandTable['groups']): string {
   return [
     'Client commands: the same binary drives a running daemon through its HTTP API. It finds the daemon',
     "and its API token from the daemon's own settings (below); `node-daemon COMMAND --help` for each.",
     '',
     'Reads:',
-    ...commandList(GROUPS.reads),
+    ...commandList(groups.reads),
     '',
     "Writes (transactions signed with the daemon's key; usage is off-chain):",
-    ...commandList(GROUPS.writes),
+    ...commandList(groups.writes),
     '',
     'Dev network actors (a daemon on --network dev only):',
-    ...commandList(GROUPS.dev),
+    ...commandList(groups.dev),
     '',
     "[node] defaults to the operator's own node: the first NodeBadge of `node-daemon badges`.",
     'Prices and amounts are in USDC (6 decimals) in tables; --json prints the raw integers.',
@@ -112,16 +111,13 @@ function overview(): string {
   ].join('\n');
 }
 
-/**
- * The help of a client command (`stacks`, `dev stack buy`), of a group (`dev`, `dev task`), or with no
- * argument the overview of all client commands, for `node-daemon --help`.
- */
-export function clientHelp(command?: string): string {
+/** The help of a command, of a group of commands, or (no name) the overview: see clientHelp in index.ts. */
+export function helpText(table: CommandTable, command?: string): string {
   const name = (command ?? '').trim().split(/\s+/).filter(Boolean).join(' ');
-  if (name === '') return overview();
-  const spec = COMMANDS.find((c) => c.name === name);
+  if (name === '') return overview(table.groups);
+  const spec = table.commands.find((c) => c.name === name);
   if (spec) return commandHelp(spec);
-  const group = COMMANDS.filter((c) => c.name.startsWith(`${name} `));
+  const group = table.commands.filter((c) => c.name.startsWith(`${name} `));
   if (group.length > 0) return groupHelp(name, group);
-  return overview();
+  return overview(table.groups);
 }

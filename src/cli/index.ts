@@ -1,16 +1,8 @@
-import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { CliError } from '../internal/exit-codes.ts';
 import { seconds, usageError } from './args.ts';
-import {
-  COMMANDS,
-  CONNECTION_OPTIONS,
-  type CommandSpec,
-  type Context,
-  type OptionSpec,
-  type OptionValues,
-  oneLine,
-  sharedOptions,
-} from './commands.ts';
+import { DEV } from './commands/dev.ts';
+import { READS } from './commands/reads.ts';
+import { WRITES } from './commands/writes.ts';
 import {
   type Connection,
   type ConnectionFlags,
@@ -19,10 +11,26 @@ import {
   resolveConnection,
 } from './connection.ts';
 import { ClientExitCode } from './exit-codes.ts';
-import { clientHelp } from './help.ts';
+import { oneLine } from './format.ts';
+import { type CommandTable, helpText } from './help.ts';
+import { parseCommandLine } from './parse.ts';
+import { inCliWords } from './routes.ts';
+import type { CommandSpec, Context } from './spec.ts';
+import { didYouMean } from './suggest.ts';
 
 export { ClientExitCode } from './exit-codes.ts';
-export { clientHelp };
+
+/** Every client command, in the order of the help; the groups are the overview's sections. */
+export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...DEV];
+export const GROUPS: CommandTable['groups'] = { reads: READS, writes: WRITES, dev: DEV };
+
+/**
+ * The help of a client command (`stacks`, `dev stack buy`), of a group (`dev`, `dev task`), or with no
+ * argument the overview of all client commands, for `node-daemon --help`.
+ */
+export function clientHelp(command?: string): string {
+  return helpText({ commands: COMMANDS, groups: GROUPS }, command);
+}
 
 /** The top-level names of the client commands; `dev` takes subcommands. */
 export const CLIENT_COMMANDS: readonly string[] = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]!))];
@@ -58,12 +66,13 @@ export async function runClient(
     }
     const spec = COMMANDS.find((c) => c.name === name);
     if (!spec) throw groupError(name, rest);
-    const { values, positionals } = parse(spec, rest);
+    const { values, positionals } = parseCommandLine(spec, rest);
     json = values.json === true;
     checkCount(spec, positionals);
     const timeout = typeof values.timeout === 'string' ? seconds(spec.name, values.timeout) : undefined;
     const ctx: Context = {
       command: spec.name,
+      route: spec.route,
       values,
       args: positionals,
       json,
@@ -72,6 +81,7 @@ export async function runClient(
         daemon ??= new Daemon(resolveConnection(values as ConnectionFlags, env));
         return daemon;
       },
+      cliWords: (text) => inCliWords(oneLine(text), COMMANDS),
       out,
       err,
     };
@@ -83,7 +93,7 @@ export async function runClient(
       return error.exitCode;
     }
     if (error instanceof DaemonProblem) {
-      if (json && error.problem) await out(error.text.trim());
+      if (json) await out(error.text.trim());
       const { line, exitCode } = describeProblem(error, daemon?.connection);
       await err(`node-daemon: ${line}`);
       return exitCode;
@@ -98,9 +108,7 @@ export async function runClient(
 
 /** `dev task create ...` → the command `dev task create` and the arguments after it. */
 function resolveName(command: string, argv: string[]): { name: string; rest: string[] } {
-  if (!CLIENT_COMMANDS.includes(command)) {
-    throw new CliError(`unknown command "${command}"; see node-daemon --help`);
-  }
+  if (!CLIENT_COMMANDS.includes(command)) throw new CliError(unknownCommand(command, []));
   const path = [command];
   let i = 0;
   while (i < argv.length) {
@@ -126,30 +134,22 @@ function groupError(name: string, rest: string[]): CliError {
     ),
   ];
   const next = rest[0];
-  return next === undefined || next.startsWith('-')
-    ? usageError(name, `${name} needs a command: ${children.join(', ')}`)
-    : usageError(name, `unknown command "${name} ${next}"; the ${name} commands are ${children.join(', ')}`);
+  if (next === undefined || next.startsWith('-')) {
+    return usageError(name, `${name} needs a command: ${children.join(', ')}`);
+  }
+  const hint = didYouMean(next, children, `${name} `);
+  return usageError(
+    name,
+    `unknown command ${name} ${next}${hint}; the ${name} commands are ${children.join(', ')}`,
+  );
 }
 
-function parse(spec: CommandSpec, args: string[]): { values: OptionValues; positionals: string[] } {
-  const all: Record<string, OptionSpec> = {
-    ...spec.options,
-    ...sharedOptions(spec.kind),
-    ...CONNECTION_OPTIONS,
-  };
-  const options: NonNullable<ParseArgsConfig['options']> = Object.fromEntries(
-    Object.entries(all).map(([name, o]) => [
-      name,
-      { type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}) },
-    ]),
-  );
-  try {
-    const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-    return { values: parsed.values as OptionValues, positionals: parsed.positionals };
-  } catch (error) {
-    const message = (error as Error).message.split(/\n|\.\s/)[0]!.replace(/\.$/, '');
-    throw usageError(spec.name, message);
-  }
+/**
+ * The line for a command that is none of the client's nor of `daemonCommands` (start, replay, ...),
+ * naming the nearest one; for src/main.ts.
+ */
+export function unknownCommand(command: string, daemonCommands: readonly string[]): string {
+  return `unknown command ${command}${didYouMean(command, [...CLIENT_COMMANDS, ...daemonCommands])}; see node-daemon --help`;
 }
 
 function checkCount(spec: CommandSpec, positionals: string[]): void {
@@ -180,11 +180,8 @@ export function describeProblem(
   error: DaemonProblem,
   connection: Connection | undefined,
 ): { line: string; exitCode: number } {
-  const problem = error.problem ?? {};
-  const detail =
-    typeof problem.detail === 'string' && problem.detail !== ''
-      ? oneLine(problem.detail)
-      : `the daemon answered HTTP ${error.status} without a problem body`;
+  const { problem } = error;
+  const detail = inCliWords(oneLine(problem.detail), COMMANDS);
   const url = connection?.url ?? 'the daemon';
   if (error.status >= 400 && error.status < 500) {
     let line = detail;
