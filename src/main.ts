@@ -1,12 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { CLIENT_COMMANDS, clientHelp, runClient } from './cli/index.ts';
+import { CLIENT_COMMANDS, clientHelp, runClient, unknownCommand } from './cli/index.ts';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { VERSION } from './internal/version.ts';
 
 // The daemon's own modules (Fastify, the stores, the SDK) load only for the commands that use them, so
 // that the client commands start fast.
+
+/** The daemon's own commands; the client's are CLIENT_COMMANDS. */
+const DAEMON_COMMANDS = ['start', 'replay', 'token', 'db', 'help', 'version'];
 
 const SETTING_OPTIONS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries([
   ...SETTINGS.map((s) => [s.flag, { type: s.boolean ? ('boolean' as const) : ('string' as const) }]),
@@ -206,6 +209,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     process.stdout.write(`${clientHelp(rest.join(' '))}\n`);
     return ExitCode.ok;
   }
+  // A mistyped command is named (with the nearest one) before its options are judged.
+  if (first !== undefined && !first.startsWith('-') && !DAEMON_COMMANDS.includes(first)) {
+    throw new CliError(unknownCommand(first, DAEMON_COMMANDS));
+  }
   const { command, args, flags } = parse(argv);
   switch (command) {
     case 'help':
@@ -225,7 +232,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     case 'db':
       return db(loadConfig(flags, env), args);
     default:
-      throw new CliError(`unknown command "${command}"; see node-daemon --help`);
+      throw new CliError(unknownCommand(command, DAEMON_COMMANDS));
   }
 }
 

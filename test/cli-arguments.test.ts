@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { PROBLEM_TYPE_PREFIX as CLIENT_PROBLEM_TYPE } from '../src/cli/connection.ts';
 import { COMMANDS, runClient, unknownCommand } from '../src/cli/index.ts';
 import { inCliWords, routePath } from '../src/cli/routes.ts';
 import { didYouMean, editDistance, nearest } from '../src/cli/suggest.ts';
-import { PROBLEM_TYPE_PREFIX } from '../src/http/errors.ts';
 import { cleanEnv, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
@@ -210,9 +208,5 @@ describe('routes', () => {
       routePath('GET /attestation_disputes/{side}/nodes/{node}', { side: 'own', node: 3 }),
       '/attestation_disputes/own/nodes/3',
     );
-  });
-
-  it("knows node-daemon's problem type", () => {
-    assert.equal(CLIENT_PROBLEM_TYPE, PROBLEM_TYPE_PREFIX);
   });
 });

@@ -1196,7 +1196,11 @@ describe('dev network: events, persistence, concurrency', () => {
     assert.equal(second.nextCursor, '521');
     assert.deepEqual(second.events.at(-1)!.raw, submissions.at(-1)!.events[0]);
     const idle = await dev.events.readPage('521');
-    assert.deepEqual(idle, { events: [], nextCursor: '521', hasMore: false });
+    assert.deepEqual(idle, { events: [], nextCursor: '521', hasMore: false, epoch: 0 });
+    // Each event carries its transaction's epoch; a page, the chain's epoch as of the read.
+    assert.ok(first.events.every((e) => e.epoch === 0));
+    await dev.advanceEpoch();
+    assert.equal((await dev.events.readPage('521')).epoch, 1);
     const keys = new Set([...first.events, ...second.events].map((e) => readEnvelope(e.raw).key));
     assert.equal(keys.size, 521);
     await assert.rejects(dev.events.readPage('abc'), /not a dev network event cursor/);
@@ -1354,10 +1358,10 @@ describe('dev network: events, persistence, concurrency', () => {
     aborted(second!, 'ENodeAlreadySubscribedToTask', 312012016);
     assert.equal(calls, 22, 'the task and the subscription; not the failure');
     await dev.advanceEpoch();
-    assert.equal(calls, 22);
+    assert.equal(calls, 23, 'a new epoch is news for the event source too');
     off();
     await register(dev);
-    assert.equal(calls, 22);
+    assert.equal(calls, 23);
     // Calls made before close() still run; later ones are refused.
     const pending = dev.submit({ kind: 'register_node' });
     const closing = dev.close();

@@ -4,6 +4,7 @@ import { CONFIG_FLAG, type Config, loadConfig } from '../config.ts';
 import { CliError } from '../internal/exit-codes.ts';
 import { parseJson, stringifyJson } from '../internal/json.ts';
 import { VERSION } from '../internal/version.ts';
+import { PROBLEM_TYPE_PREFIX } from '../problems/catalog.ts';
 import { ClientExitCode } from './exit-codes.ts';
 
 /** The daemon settings the client reads to find the daemon: its address, its data dir, the config file. */
@@ -290,12 +291,6 @@ export class Daemon {
     );
   }
 }
-
-/**
- * The `type` of every problem document node-daemon answers, since its first version (PROBLEM_TYPE_PREFIX
- * of src/http/errors.ts, which the client must not load; a test keeps the two equal).
- */
-export const PROBLEM_TYPE_PREFIX = 'urn:node-daemon:problem:';
 
 /** An RFC 9457 problem document as node-daemon writes them: its type, a code and a detail. */
 function isDaemonProblem(body: unknown): body is DaemonProblem['problem'] {

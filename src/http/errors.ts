@@ -1,14 +1,18 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { stringifyJson } from '../internal/json.ts';
-import { ERRORS, type ErrorCode, ProblemError, type ProblemOptions } from '../problems/catalog.ts';
+import {
+  ERRORS,
+  type ErrorCode,
+  PROBLEM_TYPE_PREFIX,
+  ProblemError,
+  type ProblemOptions,
+} from '../problems/catalog.ts';
 import { problemFromError } from '../problems/from-error.ts';
 
 /**
  * Problems on the wire: RFC 9457 problem details (application/problem+json) for every error the API
  * answers with, from the catalog (src/problems/catalog.ts), and the one error handler.
  */
-
-export const PROBLEM_TYPE_PREFIX = 'urn:node-daemon:problem:';
 
 /** An RFC 9457 problem details body, plus the stable code, the offending parameter and the request id. */
 export interface Problem {

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isIdempotencyKey } from '../internal/formats.ts';
 import { stringifyJson } from '../internal/json.ts';
 import { ERRORS, ProblemError, refuse } from '../problems/catalog.ts';
 import type { Store } from '../store/store.ts';
 import { problemBody, problemHeaders } from './errors.ts';
 import { serialized } from './serialized.ts';
 
-const KEY = /^[\x21-\x7e]{1,255}$/;
 const IN_FLIGHT_WAIT_MS = 30_000;
 
 /** Sorts object keys so that two bodies with the same content hash alike. */
@@ -48,7 +48,7 @@ export async function respond(
     return;
   }
   const key = Array.isArray(header) ? '' : header;
-  if (!KEY.test(key)) {
+  if (!isIdempotencyKey(key)) {
     throw refuse(
       'invalid_idempotency_key',
       'Idempotency-Key must be 1 to 255 printable ASCII characters, sent once',

@@ -46,6 +46,9 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
+/** The RFC 9457 `type` of every problem is this prefix and its code (the client recognizes the daemon by it). */
+export const PROBLEM_TYPE_PREFIX = 'urn:node-daemon:problem:';
+
 export interface ProblemOptions {
   /** The offending parameter, query parameter, body field or header. */
   parameter?: string | undefined;
