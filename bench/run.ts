@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { cpus, release, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { redactUrl } from '../src/store/postgres.ts';
+import { redactUrl } from '../src/store/postgres-migrations.ts';
 import {
   countUserAsOurs,
   DISTURBED_PERCENT,

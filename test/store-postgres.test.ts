@@ -6,7 +6,8 @@ import type { Config } from '../src/config.ts';
 import { CliError } from '../src/internal/exit-codes.ts';
 import { fromPostgresError, StoreError } from '../src/store/errors.ts';
 import { openStore } from '../src/store/open.ts';
-import { LIST_QUERIES, migrate, migrationStatus, PostgresStore, redactUrl } from '../src/store/postgres.ts';
+import { LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
+import { migrate, migrationStatus, redactUrl } from '../src/store/postgres-migrations.ts';
 import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
 import {
   createTestDatabase,

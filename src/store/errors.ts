@@ -90,3 +90,26 @@ export function fromPostgresError(error: unknown): unknown {
   const fatal = PG_FATAL[code] ?? PG_FATAL_CLASS[code.slice(0, 2)] ?? 'store_error';
   return new StoreError(fatal, message, false, { cause: error });
 }
+
+/**
+ * Errors of opening a connection: translated by code, and otherwise (pg's connect timeout, a pool that
+ * has no client free in time, carry no code) a retryable store_connect_failed.
+ */
+export function connectError(error: unknown): StoreError {
+  const translated = fromPostgresError(error);
+  if (translated instanceof StoreError) return translated;
+  const message = error instanceof Error ? error.message : String(error);
+  return new StoreError('store_connect_failed', `PostgreSQL: ${message}`, true, { cause: error });
+}
+
+/**
+ * Errors of a statement: translated by code; and a plain Error from pg that carries neither a SQLSTATE nor
+ * an errno code is how it reports a connection that broke (terminated by the server, or already unusable):
+ * retryable, as the pool replaces the connection.
+ */
+export function statementError(error: unknown): unknown {
+  const translated = fromPostgresError(error);
+  // pg's DatabaseError (a subclass, with a SQLSTATE) was translated above; only a plain Error is left.
+  if (translated !== error || !(error instanceof Error) || error.constructor !== Error) return translated;
+  return new StoreError('store_connection_lost', `PostgreSQL: ${error.message}`, true, { cause: error });
+}

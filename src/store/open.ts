@@ -1,6 +1,7 @@
 import { CliError } from '../internal/exit-codes.ts';
 import { StoreError } from './errors.ts';
-import { describeUrl, PostgresStore } from './postgres.ts';
+import { PostgresStore } from './postgres.ts';
+import { describeUrl } from './postgres-migrations.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { Store } from './store.ts';
 
