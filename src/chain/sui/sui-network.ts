@@ -16,7 +16,6 @@ import {
   SUI_RANDOM_OBJECT_ID,
 } from '@mysten/sui/utils';
 import type { Logger } from 'pino';
-import type { SuiSettings } from '../../config.ts';
 import { Mutex } from '../../internal/mutex.ts';
 import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
 import { asciiArg, u64Arg, u64List } from '../arguments.ts';
@@ -39,6 +38,7 @@ import {
 import { decodeExecutionError } from './aborts.ts';
 import { parsedJsonFromBcs } from './event-bcs.ts';
 import { KeystoreError, loadKeystore } from './keystore.ts';
+import type { SuiSettings } from './settings.ts';
 
 /**
  * The Sui network adapter: the Chain interface against a Sui fullnode's gRPC API (gRPC-web over fetch,

@@ -1,0 +1,17 @@
+/** Where the Sui fullnode and the Atoma deployment are, and which key signs: validated and normalized. */
+export interface SuiSettings {
+  /** The fullnode's gRPC(-web) URL, e.g. https://fullnode.testnet.sui.io:443, without a trailing slash. */
+  readonly url: string;
+  /** The Atoma package whose db module is called (the latest version, after an upgrade): 0x + 64 hex. */
+  readonly packageId: string;
+  /** The shared AtomaDb object: 0x + 64 hex. */
+  readonly atomaDbId: string;
+  /** AtomaDb's initial shared version, to check against the object's; discovered when not given. */
+  readonly atomaDbInitialSharedVersion: bigint | undefined;
+  /** A Sui CLI keystore file (sui.keystore). */
+  readonly keystore: string;
+  /** The keystore address that signs (0x + 64 hex); the keystore's first key when not given. */
+  readonly address: string | undefined;
+  /** The most MIST one transaction may spend on gas. */
+  readonly gasBudgetCap: bigint;
+}
