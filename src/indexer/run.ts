@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { EventSource } from '../chain/chain.ts';
+import { Listeners } from '../internal/listeners.ts';
 import type { IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
@@ -95,7 +96,7 @@ export class LiveIndexer {
   readonly #idleMs: number;
   readonly #stop = new AbortController();
   readonly #waiters = new Set<() => void>();
-  readonly #applied = new Set<() => void>();
+  readonly #applied = new Listeners();
   #wake: (() => void) | undefined;
   #woken = false;
   #running: Promise<void> | undefined;
@@ -190,8 +191,7 @@ export class LiveIndexer {
 
   /** Calls back after every committed page; returns the function that stops it. */
   onApplied(listener: () => void): () => void {
-    this.#applied.add(listener);
-    return () => this.#applied.delete(listener);
+    return this.#applied.on(listener);
   }
 
   /** Stops after the page in progress (which commits with its cursor). */
@@ -246,7 +246,7 @@ export class LiveIndexer {
         this.#onCounts?.(diffCounts(totals, last));
         last = { ...totals };
         for (const check of this.#waiters) check();
-        for (const listener of this.#applied) listener();
+        this.#applied.emit();
       },
     });
     if (!signal.aborted && progress.atHead) this.lastCaughtUpAt = Date.now();

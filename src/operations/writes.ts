@@ -5,6 +5,7 @@ import { ProblemError, refuse } from '../problems/catalog.ts';
 import { problemFromError } from '../problems/from-error.ts';
 import { REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from '../protocol/proofs.ts';
+import type { Stack } from '../schemas/model.ts';
 import type {
   ClaimFundsRequest,
   ClaimResult,
@@ -20,7 +21,7 @@ import type {
   TxResult,
   UsageResult,
 } from '../schemas/writes.ts';
-import type { Stack, Store } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
 import type { Submitter } from './submit.ts';
 
 /**

@@ -2,6 +2,13 @@ import { createHash } from 'node:crypto';
 import { Client, type ClientBase, Pool, type PoolClient, type QueryResult } from 'pg';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
+import type {
+  NodeSubscription,
+  Stack,
+  StackAttestationDispute,
+  StackSettlementTicket,
+  Task,
+} from '../schemas/model.ts';
 import { connectError, fromPostgresError, StoreError, statementError } from './errors.ts';
 import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './postgres-migrations.ts';
 import {
@@ -23,13 +30,8 @@ import type {
   Lease,
   NewStack,
   NewTask,
-  NodeSubscription,
-  Stack,
-  StackAttestationDispute,
   StackClaimed,
-  StackSettlementTicket,
   Store,
-  Task,
   TicketClaimed,
   TicketSettled,
   TrySettle,

@@ -3,16 +3,14 @@ import { u64ToString } from '../internal/u64.ts';
 import { withAttesterLeaf } from '../protocol/proofs.ts';
 import { addUsage, type RequestRecord } from '../protocol/usage.ts';
 import type {
-  Attestation,
   ClaimPath,
-  CursorState,
   NodeSubscription,
   Stack,
   StackAttestationDispute,
   StackSettlementTicket,
   Task,
-  UsageOutcome,
-} from './store.ts';
+} from '../schemas/model.ts';
+import type { Attestation, CursorState, UsageOutcome } from './store.ts';
 
 /**
  * Rows to the store's types, for both engines: the only engine-specific part is how a u64 column comes

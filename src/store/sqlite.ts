@@ -3,6 +3,13 @@ import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
+import type {
+  NodeSubscription,
+  Stack,
+  StackAttestationDispute,
+  StackSettlementTicket,
+  Task,
+} from '../schemas/model.ts';
 import { fromSqliteError, StoreError } from './errors.ts';
 import { checkApplied, loadMigrations } from './migrations.ts';
 import {
@@ -24,13 +31,8 @@ import type {
   Lease,
   NewStack,
   NewTask,
-  NodeSubscription,
-  Stack,
-  StackAttestationDispute,
   StackClaimed,
-  StackSettlementTicket,
   Store,
-  Task,
   TicketClaimed,
   TicketSettled,
   TrySettle,

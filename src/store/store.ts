@@ -1,16 +1,7 @@
 import type { U64 } from '../internal/u64.ts';
 import type { Payload } from '../protocol/events.ts';
-import type {
-  NodeSubscription,
-  Stack,
-  StackAttestationDispute,
-  StackSettlementTicket,
-  Task,
-} from '../schemas/model.ts';
-
 /** The read model's rows are the API's types (src/schemas/model.ts). */
-export type {
-  ClaimPath,
+import type {
   NodeSubscription,
   Stack,
   StackAttestationDispute,

@@ -2,6 +2,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
+import { Listeners } from '../../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../../internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../../protocol/constants.ts';
 import { commitmentFor, leafFor } from '../../protocol/proofs.ts';
@@ -131,7 +132,7 @@ export class DevNetwork implements Chain {
   readonly #ledger: Ledger;
   readonly #world: WorldObject;
   readonly #random: (bound: number) => number;
-  readonly #listeners = new Set<() => void>();
+  readonly #listeners = new Listeners();
   #queue: Promise<unknown> = Promise.resolve();
   #closing: Promise<void> | undefined;
 
@@ -231,10 +232,7 @@ export class DevNetwork implements Chain {
   }
 
   onNewEvents(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => {
-      this.#listeners.delete(listener);
-    };
+    return this.#listeners.on(listener);
   }
 
   /** Refuses new calls, lets the queued ones finish, then closes the ledger. */
@@ -502,7 +500,7 @@ export class DevNetwork implements Chain {
     return this.#serialized(() => {
       const next = this.#epoch() + 1n;
       this.#ledger.writeObjects([[key.system, { epoch: next } satisfies SystemObject]]);
-      this.#notify();
+      this.#listeners.emit();
       return big(next);
     });
   }
@@ -631,19 +629,8 @@ export class DevNetwork implements Chain {
       packageId: this.#world.package_id,
       random: this.#random,
     });
-    if (outcome.submission.events.length > 0) this.#notify();
+    if (outcome.submission.events.length > 0) this.#listeners.emit();
     return outcome;
-  }
-
-  /** Tells the listeners that the event source has news (events, or a new epoch). */
-  #notify(): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener();
-      } catch {
-        // A listener's failure is its own; the transaction is final.
-      }
-    }
   }
 
   /** A dev actor's transaction: the reference gas price, never refused for gas. */
