@@ -12,31 +12,36 @@
  * Prints a table, writes bench/results/latest.json, reports PASS/MISS per target. Exits 0 even on a miss,
  * 1 when something could not be measured. See docs/PERFORMANCE.md.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { redactUrl } from '../src/store/postgres.ts';
-import {
-  countUserAsOurs,
-  DISTURBED_PERCENT,
-  type ForeignLoad,
-  foreignLoad,
-  snapshot,
-  waitForQuiet,
-} from './cpu.ts';
+import { countUserAsOurs, type ForeignLoad } from './cpu.ts';
 import { type Dataset, expectedFilled, prepareDataset } from './dataset.ts';
 import { mixedStream, stacksStream } from './events.ts';
 import { type IngestResult, measureApply, measureReplay, PAGE_SIZE } from './ingest.ts';
-import { type LoadContext, type LoadResult, pickTool, runOnce, warmUp } from './load.ts';
+import { type LoadContext, pickTool } from './load.ts';
+import { CONNECTIONS, type HttpRow, measureIngest, patienceSecondsUsed, runRows } from './measure.ts';
 import { DEFAULT_SERVER_URL, preparePostgresDataset, ThrowawayDatabases } from './postgres.ts';
 import { formatProfile, type ProfileSummary, summarizeProfile } from './profile.ts';
+import {
+  fail,
+  failures,
+  fmt,
+  isDisturbed,
+  log,
+  machine,
+  otherCpu,
+  reportTargets,
+  type Target,
+  table,
+  warn,
+} from './report.ts';
 import { type Server, startBare, startDaemon } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const RESULTS = join(ROOT, 'bench/results');
-const CONNECTIONS = 50;
 const ROTATING_NODES = 50;
 
 /** The node every fixed-node measurement reads. */
@@ -77,17 +82,6 @@ function stackRowsFor(nodes: number, cache: string): HttpRow[] {
 }
 const TARGET_RATIO = 0.7;
 const TARGET_P99_MS = 10;
-/** Longest wait, before each measurement, for other processes on the machine to quiet down. */
-const QUIET_WAIT_SECONDS = 30;
-/**
- * Total seconds a run may spend waiting for quiet and repeating disturbed measurements; once spent, each
- * measurement runs once (flagged when disturbed), so a busy machine cannot make the run last forever.
- */
-const PATIENCE_SECONDS = 180;
-let patienceUsed = 0;
-const patienceLeft = () => PATIENCE_SECONDS - patienceUsed;
-/** Repeats of a measurement that other processes disturbed. */
-const RETRIES = 2;
 
 const HELP = `Usage: npm run bench -- [--quick] [--duration N] [--profile] [--postgres [--database-url URL]]
 
@@ -157,45 +151,6 @@ function options(): Options {
   };
 }
 
-// --- results ---------------------------------------------------------------------------------------------
-
-interface HttpRow {
-  id: string;
-  label: string;
-  server: string;
-  paths: string[];
-  /** Size of one response body (the first path's), bytes. */
-  bodyBytes?: number;
-  /** Items in one response (the first path's). */
-  items?: number;
-  result?: LoadResult;
-  /** CPU other processes used during the measured run (not the warm-up). */
-  otherLoad?: ForeignLoad;
-  quietWaitSeconds?: number;
-  attempts?: number;
-  error?: string;
-}
-
-interface Target {
-  name: string;
-  goal: string;
-  value: string;
-  pass: boolean | undefined;
-  /** Other processes used the machine during the measurement: the number is not trustworthy. */
-  disturbed: boolean;
-}
-
-const log = (line: string) => process.stdout.write(`${line}\n`);
-const warn = (line: string) => process.stderr.write(`${line}\n`);
-const failures: string[] = [];
-
-function fail(what: string, error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  failures.push(`${what}: ${message}`);
-  warn(`bench: could not measure ${what}: ${message}`);
-  return message;
-}
-
 // --- helpers ---------------------------------------------------------------------------------------------
 
 async function getJson(url: string): Promise<{ body: Buffer; contentType: string; json: unknown }> {
@@ -237,77 +192,6 @@ async function checkDaemon(server: Server, dataset: Dataset, rows: HttpRow[]): P
   }
 }
 
-async function runRows(ctx: LoadContext, server: Server, rows: HttpRow[], seconds: number): Promise<void> {
-  for (const row of rows) {
-    log(`  ${row.label} on ${server.name}: ${seconds} s (after ${ctx.warmupSeconds} s warm-up)`);
-    try {
-      const spec = { origin: server.origin, paths: row.paths, seconds, connections: CONNECTIONS };
-      row.attempts = 0;
-      // A run disturbed by other processes is repeated (at most RETRIES times); the least disturbed is kept.
-      for (let attempt = 0; attempt <= RETRIES; attempt++) {
-        row.quietWaitSeconds = await quiet(server.pid);
-        await warmUp(ctx, spec);
-        const before = snapshot(server.pid);
-        const result = await runOnce(ctx, spec);
-        const otherLoad = foreignLoad(before, snapshot(server.pid));
-        row.attempts += 1;
-        if (result.non2xx > 0) throw new Error(`${result.non2xx} responses were not 2xx`);
-        if (result.requests === 0) throw new Error('no request completed');
-        log(
-          `    ${fmt(result.requestsPerSecond, 0)} req/s, p50 ${fmt(result.p50ms, 2)} ms, p99 ${fmt(result.p99ms, 2)} ms` +
-            (result.timeouts + result.socketErrors > 0
-              ? `, ${result.timeouts} timeouts, ${result.socketErrors} socket errors`
-              : '') +
-            disturbance(otherLoad),
-        );
-        if (row.result === undefined || (otherLoad?.otherPercent ?? 0) < (row.otherLoad?.otherPercent ?? 0)) {
-          row.result = result;
-          row.otherLoad = otherLoad;
-        }
-        if (!isDisturbed(row.otherLoad)) break;
-        if (attempt === RETRIES) break;
-        if (patienceLeft() <= 0) {
-          log('    (no repeat: the patience budget for a busy machine is spent)');
-          break;
-        }
-        patienceUsed += ctx.warmupSeconds + seconds;
-        log('    repeating it');
-      }
-    } catch (error) {
-      row.error = fail(`${row.label} on ${server.name}`, error);
-    }
-  }
-}
-
-/** Waits for other processes to calm down before a measurement; says so when they do not. */
-async function quiet(serverPid?: number): Promise<number | undefined> {
-  const limit = Math.max(2, Math.min(QUIET_WAIT_SECONDS, patienceLeft()));
-  const started = performance.now();
-  const waited = await waitForQuiet(serverPid, limit);
-  // The first second of sampling is part of every measurement; only the rest is waiting.
-  patienceUsed += Math.max(0, (performance.now() - started) / 1000 - 1);
-  if (waited === undefined) {
-    warn(
-      `    other processes kept using >= ${DISTURBED_PERCENT}% of a core for ${Math.round(limit)} s; measuring anyway`,
-    );
-  } else if (waited > 1) {
-    log(`    waited ${waited} s for other processes to quiet down`);
-  }
-  return waited;
-}
-
-const isDisturbed = (load: ForeignLoad | undefined) =>
-  load !== undefined && load.otherPercent >= DISTURBED_PERCENT;
-
-function disturbance(load: ForeignLoad | undefined): string {
-  if (!load) return '';
-  return isDisturbed(load)
-    ? ` [DISTURBED: other processes used ${load.otherPercent}% of a core meanwhile]`
-    : load.stealPercent >= DISTURBED_PERCENT
-      ? ` [hypervisor steal ${load.stealPercent}%]`
-      : '';
-}
-
 async function withServer<T>(start: () => Promise<Server>, what: string, body: (s: Server) => Promise<T>) {
   let server: Server;
   try {
@@ -323,99 +207,11 @@ async function withServer<T>(start: () => Promise<Server>, what: string, body: (
   }
 }
 
-function otherCpu(load: ForeignLoad | undefined): string {
-  if (!load) return '-';
-  return `${load.otherPercent}%${isDisturbed(load) ? ' !' : ''}`;
-}
-
-function fmt(n: number | undefined, digits: number): string {
-  if (n === undefined || !Number.isFinite(n)) return '-';
-  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-function table(header: string[], rows: string[][], right: Set<number>): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells.map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
-}
-
-function machine() {
-  let wrk = 'not installed';
-  try {
-    execFileSync('/usr/bin/wrk', ['-v'], { stdio: 'pipe' });
-  } catch (error) {
-    // wrk -v prints its version and exits 1.
-    const out = String((error as { stdout?: Buffer }).stdout ?? '');
-    wrk = out.split('\n')[0]?.trim() || wrk;
-  }
-  let commit = 'unknown';
-  try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, stdio: 'pipe' })
-      .toString()
-      .trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, stdio: 'pipe' })
-      .toString()
-      .split('\n')
-      .filter((line) => line.trim() !== '').length;
-    commit = dirty > 0 ? `${head} + ${dirty} uncommitted file(s) in src/` : head;
-  } catch {
-    // Not a git checkout.
-  }
-  return {
-    commit,
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model ?? 'unknown',
-    memoryGb: Math.round(totalmem() / 1024 ** 3),
-    kernel: release(),
-    node: process.version,
-    wrk,
-  };
-}
-
 function latestProfile(dir: string): string | undefined {
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
     .sort();
   return files.length > 0 ? join(dir, files[files.length - 1]!) : undefined;
-}
-
-type MeasuredIngest = IngestResult & { otherLoad?: ForeignLoad };
-
-/** Runs each ingest measurement (repeated when disturbed, the least disturbed kept); failures are recorded. */
-async function measureIngest(ingestRuns: [string, () => Promise<IngestResult>][]): Promise<MeasuredIngest[]> {
-  const ingest: MeasuredIngest[] = [];
-  for (const [what, go] of ingestRuns) {
-    try {
-      let best: (IngestResult & { otherLoad?: ForeignLoad }) | undefined;
-      for (let attempt = 0; attempt <= RETRIES; attempt++) {
-        await quiet();
-        const before = snapshot();
-        const r = await go();
-        const otherLoad = foreignLoad(before, snapshot());
-        if (r.counts.applied !== r.events)
-          throw new Error(`only ${r.counts.applied} of ${r.events} applied: ${JSON.stringify(r.counts)}`);
-        log(
-          `  ${what}: ${fmt(r.eventsPerSecond, 0)} events/s (${fmt(r.seconds, 2)} s)${disturbance(otherLoad)}`,
-        );
-        if (best === undefined || (otherLoad?.otherPercent ?? 0) < (best.otherLoad?.otherPercent ?? 0)) {
-          best = { ...r, otherLoad };
-        }
-        if (!isDisturbed(best.otherLoad)) break;
-        if (attempt === RETRIES) break;
-        if (patienceLeft() <= 0) {
-          log('    (no repeat: the patience budget for a busy machine is spent)');
-          break;
-        }
-        patienceUsed += r.seconds;
-        log('    repeating it');
-      }
-      if (best) ingest.push(best);
-    } catch (error) {
-      fail(`ingest ${what}`, error);
-    }
-  }
-  return ingest;
 }
 
 // --- the run ---------------------------------------------------------------------------------------------
@@ -445,7 +241,7 @@ async function main(): Promise<number> {
   const datasetParams = { tasks: 1000, nodes: opts.quick ? 100 : 1000, stacksPerNode: 1000, seed: 42 };
 
   log(`node-daemon benchmark, ${startedAt.toISOString()}${opts.quick ? ' (quick)' : ''}`);
-  const host = machine();
+  const host = machine(ROOT);
   log(`code: ${host.commit}; ${host.cpus} x ${host.cpuModel}, Node ${host.node}, ${host.wrk}`);
   log(`load generator: ${tool}, ${CONNECTIONS} connections, ${opts.seconds} s per measurement`);
 
@@ -766,7 +562,7 @@ async function main(): Promise<number> {
     secondsPerMeasurement: opts.seconds,
     warmupSeconds: ctx.warmupSeconds,
     /** Seconds spent waiting for a quiet machine and repeating disturbed measurements. */
-    patienceSecondsUsed: Math.round(patienceUsed),
+    patienceSecondsUsed: patienceSecondsUsed(),
     connections: CONNECTIONS,
     tool,
     machine: host,
@@ -850,7 +646,7 @@ async function postgresRun(
   const datasetParams = { tasks: 1000, nodes: opts.quick ? 100 : 1000, stacksPerNode: 1000, seed: 42 };
 
   log(`node-daemon benchmark on PostgreSQL, ${startedAt.toISOString()}${opts.quick ? ' (quick)' : ''}`);
-  const host = machine();
+  const host = machine(ROOT);
   let server: string;
   try {
     server = await dbs.version();
@@ -1110,7 +906,7 @@ async function postgresRun(
     quick: opts.quick,
     secondsPerMeasurement: opts.seconds,
     warmupSeconds: ctx.warmupSeconds,
-    patienceSecondsUsed: Math.round(patienceUsed),
+    patienceSecondsUsed: patienceSecondsUsed(),
     connections: CONNECTIONS,
     tool,
     machine: host,
@@ -1146,33 +942,3 @@ main().then(
     process.exit(1);
   },
 );
-
-/** Prints the targets table and notes how many measurements other processes disturbed. */
-function reportTargets(
-  title: string,
-  targets: readonly Target[],
-  measured: readonly { otherLoad?: ForeignLoad | undefined }[],
-  notes: string[],
-): void {
-  log('');
-  log(
-    table(
-      [title, 'goal', 'measured', 'result'],
-      targets.map((t) => [
-        t.name,
-        t.goal,
-        t.value,
-        (t.pass === undefined ? 'NOT MEASURED' : t.pass ? 'PASS' : 'MISS') +
-          (t.disturbed ? ' (disturbed)' : ''),
-      ]),
-      new Set(),
-    ),
-  );
-  const disturbedCount = measured.filter((r) => isDisturbed(r.otherLoad)).length;
-  if (disturbedCount > 0) {
-    notes.push(
-      `${disturbedCount} measurement(s) ran while other processes used >= ${DISTURBED_PERCENT}% of a core ` +
-        '(column "other CPU"): repeat the run on a quiet machine before trusting them.',
-    );
-  }
-}
