@@ -56,14 +56,13 @@ export async function runRows(
     try {
       const spec = { origin: server.origin, paths: row.paths, seconds, connections: CONNECTIONS };
       row.attempts = 0;
-      // A run disturbed by other processes is repeated (at most RETRIES times); the least disturbed is kept.
-      for (let attempt = 0; attempt <= RETRIES; attempt++) {
+      await untilUndisturbed(async () => {
         row.quietWaitSeconds = await quiet(server.pid);
         await warmUp(ctx, spec);
         const before = snapshot(server.pid);
         const result = await runOnce(ctx, spec);
         const otherLoad = foreignLoad(before, snapshot(server.pid));
-        row.attempts += 1;
+        row.attempts! += 1;
         if (result.non2xx > 0) throw new Error(`${result.non2xx} responses were not 2xx`);
         if (result.requests === 0) throw new Error('no request completed');
         log(
@@ -73,22 +72,38 @@ export async function runRows(
               : '') +
             disturbance(otherLoad),
         );
-        if (row.result === undefined || (otherLoad?.otherPercent ?? 0) < (row.otherLoad?.otherPercent ?? 0)) {
+        if (row.result === undefined || lessDisturbed(otherLoad, row.otherLoad)) {
           row.result = result;
           row.otherLoad = otherLoad;
         }
-        if (!isDisturbed(row.otherLoad)) break;
-        if (attempt === RETRIES) break;
-        if (patienceLeft() <= 0) {
-          log('    (no repeat: the patience budget for a busy machine is spent)');
-          break;
-        }
-        patienceUsed += ctx.warmupSeconds + seconds;
-        log('    repeating it');
-      }
+        return { kept: row.otherLoad, seconds: ctx.warmupSeconds + seconds };
+      });
     } catch (error) {
       row.error = fail(`${row.label} on ${server.name}`, error);
     }
+  }
+}
+
+const lessDisturbed = (load: ForeignLoad | undefined, than: ForeignLoad | undefined) =>
+  (load?.otherPercent ?? 0) < (than?.otherPercent ?? 0);
+
+/**
+ * Measures until the kept measurement is undisturbed: a disturbed one is repeated at most RETRIES times,
+ * and not at all once the patience budget is spent. attempt measures once, keeps its result when it is the
+ * least disturbed so far, and returns the load of the one kept and the seconds the attempt took.
+ */
+async function untilUndisturbed(
+  attempt: () => Promise<{ kept: ForeignLoad | undefined; seconds: number }>,
+): Promise<void> {
+  for (let n = 0; ; n++) {
+    const { kept, seconds } = await attempt();
+    if (!isDisturbed(kept) || n === RETRIES) return;
+    if (patienceLeft() <= 0) {
+      log('    (no repeat: the patience budget for a busy machine is spent)');
+      return;
+    }
+    patienceUsed += seconds;
+    log('    repeating it');
   }
 }
 
@@ -116,8 +131,8 @@ export async function measureIngest(
   const ingest: MeasuredIngest[] = [];
   for (const [what, go] of ingestRuns) {
     try {
-      let best: (IngestResult & { otherLoad?: ForeignLoad }) | undefined;
-      for (let attempt = 0; attempt <= RETRIES; attempt++) {
+      let best: MeasuredIngest | undefined;
+      await untilUndisturbed(async () => {
         await quiet();
         const before = snapshot();
         const r = await go();
@@ -127,18 +142,9 @@ export async function measureIngest(
         log(
           `  ${what}: ${fmt(r.eventsPerSecond, 0)} events/s (${fmt(r.seconds, 2)} s)${disturbance(otherLoad)}`,
         );
-        if (best === undefined || (otherLoad?.otherPercent ?? 0) < (best.otherLoad?.otherPercent ?? 0)) {
-          best = { ...r, otherLoad };
-        }
-        if (!isDisturbed(best.otherLoad)) break;
-        if (attempt === RETRIES) break;
-        if (patienceLeft() <= 0) {
-          log('    (no repeat: the patience budget for a busy machine is spent)');
-          break;
-        }
-        patienceUsed += r.seconds;
-        log('    repeating it');
-      }
+        if (best === undefined || lessDisturbed(otherLoad, best.otherLoad)) best = { ...r, otherLoad };
+        return { kept: best.otherLoad, seconds: r.seconds };
+      });
       if (best) ingest.push(best);
     } catch (error) {
       fail(`ingest ${what}`, error);
