@@ -1,10 +1,13 @@
 /**
  * What npm run bench prints and writes: the log, the failures, number and table formatting, the marks for
- * measurements other processes disturbed, the targets report and the machine description.
+ * measurements other processes disturbed, the ingest, HTTP and targets tables, the summary, the machine
+ * description and the results file.
  */
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import { DISTURBED_PERCENT, type ForeignLoad } from './cpu.ts';
+import type { HttpRow, MeasuredIngest } from './measure.ts';
 
 export const log = (line: string) => process.stdout.write(`${line}\n`);
 export const warn = (line: string) => process.stderr.write(`${line}\n`);
@@ -58,6 +61,90 @@ export function table(header: string[], rows: string[][], right: Set<number>): s
   const line = (cells: string[]) =>
     cells.map((c, i) => (right.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** The columns from first on, right-aligned: the numbers. */
+const numbersFrom = (header: readonly string[], first: number) =>
+  new Set(header.map((_, i) => i).filter((i) => i >= first));
+
+/** The database server's CPU cell, for the runs that show it (databaseColumn set). */
+const databaseCpu = (databaseColumn: string | undefined, load: ForeignLoad | undefined): string[] =>
+  databaseColumn === undefined
+    ? []
+    : [load?.databasePercent === undefined ? '-' : `${load.databasePercent}%`];
+
+/**
+ * The ingest table: each ingest run, then the HTTP data set's build when this run built it. databaseColumn
+ * heads a column of the database server's CPU, for an engine that runs one.
+ */
+export function ingestTable(
+  title: string,
+  ingest: readonly MeasuredIngest[],
+  build: { events: number; seconds: number; eventsPerSecond: number } | undefined,
+  databaseColumn?: string,
+): string {
+  const header = [
+    title,
+    'path',
+    'events',
+    'seconds',
+    'events/s',
+    ...(databaseColumn === undefined ? [] : [databaseColumn]),
+    'other CPU',
+  ];
+  const rows = ingest.map((r) => [
+    r.name,
+    r.path,
+    fmt(r.events, 0),
+    fmt(r.seconds, 2),
+    fmt(r.eventsPerSecond, 0),
+    ...databaseCpu(databaseColumn, r.otherLoad),
+    otherCpu(r.otherLoad),
+  ]);
+  if (build) {
+    rows.push([
+      'HTTP data set build (tasks + stacks)',
+      'applyPage',
+      fmt(build.events, 0),
+      fmt(build.seconds, 2),
+      fmt(build.eventsPerSecond, 0),
+      ...databaseCpu(databaseColumn, undefined),
+      '-',
+    ]);
+  }
+  return table(header, rows, numbersFrom(header, 2));
+}
+
+/** The HTTP table: one line per measurement, NOT MEASURED (and why) where there is no result. */
+export function httpTable(rows: readonly HttpRow[], databaseColumn?: string): string {
+  const header = [
+    'HTTP',
+    'server',
+    'body bytes',
+    'items',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'CPU server/load',
+    ...(databaseColumn === undefined ? [] : [databaseColumn]),
+    'other CPU',
+  ];
+  return table(
+    header,
+    rows.map((r) => [
+      r.label,
+      r.server,
+      fmt(r.bodyBytes, 0),
+      fmt(r.items, 0),
+      r.result ? fmt(r.result.requestsPerSecond, 0) : `NOT MEASURED: ${r.error ?? 'skipped'}`,
+      fmt(r.result?.p50ms, 2),
+      fmt(r.result?.p99ms, 2),
+      r.otherLoad ? `${r.otherLoad.serverPercent}% / ${r.otherLoad.clientPercent}%` : '-',
+      ...databaseCpu(databaseColumn, r.otherLoad),
+      otherCpu(r.otherLoad),
+    ]),
+    numbersFrom(header, 2),
+  );
 }
 
 /** Prints the targets table and notes how many measurements other processes disturbed. */
@@ -122,4 +209,25 @@ export function machine(root: string) {
     node: process.version,
     wrk,
   };
+}
+
+/** The count of PASS, MISS and not measured, then the notes. */
+export function reportSummary(targets: readonly Target[], notes: readonly string[]): void {
+  const misses = targets.filter((t) => t.pass === false).length;
+  const passes = targets.filter((t) => t.pass === true).length;
+  log(`\n${passes} PASS, ${misses} MISS, ${targets.length - passes - misses} not measured`);
+  for (const note of notes) log(`note: ${note}`);
+}
+
+/** Writes the run's results to file as JSON (fields whose value is undefined are left out). */
+export function writeResults(file: string, results: Record<string, unknown>): void {
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  log(`\nwrote ${file}`);
+}
+
+/** Says which measurements failed; returns the run's exit code, 1 when any did. */
+export function exitCode(): number {
+  if (failures.length === 0) return 0;
+  warn(`\nbench: ${failures.length} measurement(s) failed:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
+  return 1;
 }

@@ -26,17 +26,20 @@ import { CONNECTIONS, type HttpRow, measureIngest, patienceSecondsUsed, runRows 
 import { DEFAULT_SERVER_URL, preparePostgresDataset, ThrowawayDatabases } from './postgres.ts';
 import { formatProfile, type ProfileSummary, summarizeProfile } from './profile.ts';
 import {
+  exitCode,
   fail,
   failures,
   fmt,
+  httpTable,
+  ingestTable,
   isDisturbed,
   log,
   machine,
-  otherCpu,
+  reportSummary,
   reportTargets,
   type Target,
-  table,
   warn,
+  writeResults,
 } from './report.ts';
 import { type Server, startBare, startDaemon } from './servers.ts';
 
@@ -494,53 +497,10 @@ async function main(): Promise<number> {
   log(
     `\n=== results (${startedAt.toISOString().slice(0, 10)}, ${tool}, ${CONNECTIONS} connections, ${opts.seconds} s each) ===\n`,
   );
-  log(
-    table(
-      ['Indexer ingest', 'path', 'events', 'seconds', 'events/s', 'other CPU'],
-      [
-        ...ingest.map((r) => [
-          r.name,
-          r.path,
-          fmt(r.events, 0),
-          fmt(r.seconds, 2),
-          fmt(r.eventsPerSecond, 0),
-          otherCpu(r.otherLoad),
-        ]),
-        ...(dataset?.build
-          ? [
-              [
-                'HTTP data set build (tasks + stacks)',
-                'applyPage',
-                fmt(dataset.build.events, 0),
-                fmt(dataset.build.seconds, 2),
-                fmt(dataset.build.eventsPerSecond, 0),
-                '-',
-              ],
-            ]
-          : []),
-      ],
-      new Set([2, 3, 4, 5]),
-    ),
-  );
+  log(ingestTable('Indexer ingest', ingest, dataset?.build));
   if (dataset?.cached) log('(HTTP data set reused from an earlier run: its build rate is not re-measured)');
   log('');
-  log(
-    table(
-      ['HTTP', 'server', 'body bytes', 'items', 'req/s', 'p50 ms', 'p99 ms', 'CPU server/load', 'other CPU'],
-      rows.map((r) => [
-        r.label,
-        r.server,
-        fmt(r.bodyBytes, 0),
-        fmt(r.items, 0),
-        r.result ? fmt(r.result.requestsPerSecond, 0) : `NOT MEASURED: ${r.error ?? 'skipped'}`,
-        fmt(r.result?.p50ms, 2),
-        fmt(r.result?.p99ms, 2),
-        r.otherLoad ? `${r.otherLoad.serverPercent}% / ${r.otherLoad.clientPercent}%` : '-',
-        otherCpu(r.otherLoad),
-      ]),
-      new Set([2, 3, 4, 5, 6, 7, 8]),
-    ),
-  );
+  log(httpTable(rows));
   reportTargets('Target', targets, [...rows, ...ingest], notes);
   const floor = byId('floor-stacks-bare');
   if (floor?.result) {
@@ -550,10 +510,7 @@ async function main(): Promise<number> {
         `at ${CONNECTIONS} connections: no server on this machine does better for a body of that size.`,
     );
   }
-  const misses = targets.filter((t) => t.pass === false).length;
-  const passes = targets.filter((t) => t.pass === true).length;
-  log(`\n${passes} PASS, ${misses} MISS, ${targets.length - passes - misses} not measured`);
-  for (const note of notes) log(`note: ${note}`);
+  reportSummary(targets, notes);
   for (const p of profiles) log(`\n${formatProfile(p)}`);
 
   const out = {
@@ -577,14 +534,9 @@ async function main(): Promise<number> {
     profiles,
     failures,
   };
-  writeFileSync(join(RESULTS, 'latest.json'), `${JSON.stringify(out, null, 2)}\n`);
-  log(`\nwrote ${join(RESULTS, 'latest.json')}`);
+  writeResults(join(RESULTS, 'latest.json'), out);
   rmSync(tmp, { recursive: true, force: true });
-  if (failures.length > 0) {
-    warn(`\nbench: ${failures.length} measurement(s) failed:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
-    return 1;
-  }
-  return 0;
+  return exitCode();
 }
 
 // --- the PostgreSQL run ----------------------------------------------------------------------------------
@@ -833,71 +785,11 @@ async function postgresRun(
   log(
     `\n=== results on PostgreSQL (${startedAt.toISOString().slice(0, 10)}, ${tool}, ${CONNECTIONS} connections, ${opts.seconds} s each) ===\n`,
   );
-  log(
-    table(
-      ['Indexer ingest into PostgreSQL', 'path', 'events', 'seconds', 'events/s', 'PG CPU', 'other CPU'],
-      [
-        ...ingest.map((r) => [
-          r.name,
-          r.path,
-          fmt(r.events, 0),
-          fmt(r.seconds, 2),
-          fmt(r.eventsPerSecond, 0),
-          r.otherLoad?.databasePercent === undefined ? '-' : `${r.otherLoad.databasePercent}%`,
-          otherCpu(r.otherLoad),
-        ]),
-        ...(dataset?.build
-          ? [
-              [
-                'HTTP data set build (tasks + stacks)',
-                'applyPage',
-                fmt(dataset.build.events, 0),
-                fmt(dataset.build.seconds, 2),
-                fmt(dataset.build.eventsPerSecond, 0),
-                '-',
-                '-',
-              ],
-            ]
-          : []),
-      ],
-      new Set([2, 3, 4, 5, 6]),
-    ),
-  );
+  log(ingestTable('Indexer ingest into PostgreSQL', ingest, dataset?.build, 'PG CPU'));
   log('');
-  log(
-    table(
-      [
-        'HTTP',
-        'server',
-        'body bytes',
-        'items',
-        'req/s',
-        'p50 ms',
-        'p99 ms',
-        'CPU server/load',
-        'PG CPU',
-        'other CPU',
-      ],
-      rows.map((r) => [
-        r.label,
-        r.server,
-        fmt(r.bodyBytes, 0),
-        fmt(r.items, 0),
-        r.result ? fmt(r.result.requestsPerSecond, 0) : `NOT MEASURED: ${r.error ?? 'skipped'}`,
-        fmt(r.result?.p50ms, 2),
-        fmt(r.result?.p99ms, 2),
-        r.otherLoad ? `${r.otherLoad.serverPercent}% / ${r.otherLoad.clientPercent}%` : '-',
-        r.otherLoad?.databasePercent === undefined ? '-' : `${r.otherLoad.databasePercent}%`,
-        otherCpu(r.otherLoad),
-      ]),
-      new Set([2, 3, 4, 5, 6, 7, 8, 9]),
-    ),
-  );
+  log(httpTable(rows, 'PG CPU'));
   reportTargets('PostgreSQL target', targets, [...rows, ...ingest], notes);
-  const misses = targets.filter((t) => t.pass === false).length;
-  const passes = targets.filter((t) => t.pass === true).length;
-  log(`\n${passes} PASS, ${misses} MISS, ${targets.length - passes - misses} not measured`);
-  for (const note of notes) log(`note: ${note}`);
+  reportSummary(targets, notes);
 
   const out = {
     date: startedAt.toISOString(),
@@ -926,13 +818,8 @@ async function postgresRun(
     failures,
   };
   const file = join(RESULTS, 'latest-postgres.json');
-  writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
-  log(`\nwrote ${file}`);
-  if (failures.length > 0) {
-    warn(`\nbench: ${failures.length} measurement(s) failed:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
-    return 1;
-  }
-  return 0;
+  writeResults(file, out);
+  return exitCode();
 }
 
 main().then(
