@@ -1196,7 +1196,13 @@ describe('dev network: events, persistence, concurrency', () => {
     assert.equal(second.nextCursor, '521');
     assert.deepEqual(second.events.at(-1)!.raw, submissions.at(-1)!.events[0]);
     const idle = await dev.events.readPage('521');
-    assert.deepEqual(idle, { events: [], nextCursor: '521', hasMore: false, epoch: 0 });
+    assert.deepEqual(
+      { ...idle, parameters: undefined },
+      { events: [], nextCursor: '521', hasMore: false, epoch: 0, parameters: undefined },
+    );
+    // The page says the AtomaDb parameters as of the read: the charge a claim pays, k of the attesters.
+    assert.equal(idle.parameters?.sampling_consensus_charge_permille, 1200n);
+    assert.equal(idle.parameters?.cross_validation_extra_nodes_count, 1n);
     // Each event carries its transaction's epoch; a page, the chain's epoch as of the read.
     assert.ok(first.events.every((e) => e.epoch === 0));
     await dev.advanceEpoch();
@@ -1303,7 +1309,11 @@ describe('dev network: events, persistence, concurrency', () => {
     assert.deepEqual(again.stack(stack), before.stack);
     assert.equal(again.balanceOf(again.userAddress), before.user);
     assert.equal(again.feeTreasury(), before.treasury);
-    assert.deepEqual(await again.events.readPage(null), before.page);
+    // The same history; the page's parameters are this run's (options apply at reopen).
+    const page = await again.events.readPage(null);
+    assert.deepEqual({ ...page, parameters: undefined }, { ...before.page, parameters: undefined });
+    assert.equal(page.parameters?.cross_validation_extra_nodes_count, 2n);
+    assert.equal(page.parameters?.cross_validation_probability_permille, 0n);
     assert.deepEqual(
       [again.userAddress, again.adminAddress, again.gasCoinId, again.packageId],
       before.addresses,

@@ -102,8 +102,8 @@ describe('read API', () => {
         original_commitment: bytes(32, 7),
       }),
     ]);
-    await ctx.store.addStackUsage(7, 900, REQUEST);
-    await ctx.store.addStackUsage(5, 500, REQUEST);
+    await ctx.store.addStackUsage(7, 900, REQUEST, Date.now());
+    await ctx.store.addStackUsage(5, 500, REQUEST, Date.now());
   });
   after(() => ctx.close());
 
@@ -423,7 +423,7 @@ describe('response cache', () => {
         assert.equal(((await ctx.app.inject({ url: '/tasks' })).json() as unknown[]).length, 3);
         await ctx.seed([stack(1, 1)]);
         assert.equal(((await ctx.app.inject({ url: '/stacks/nodes/1' })).json() as unknown[]).length, 1);
-        await ctx.store.addStackUsage(1, 999, REQUEST);
+        await ctx.store.addStackUsage(1, 999, REQUEST, Date.now());
         const [s] = (await ctx.app.inject({ url: '/stacks/nodes/1' })).json() as {
           already_computed_units: number;
         }[];

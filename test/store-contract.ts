@@ -210,10 +210,10 @@ export function storeContract(
         await tx.putStack(newStack(4, 1, 3));
         await tx.putStack(newStack(5, 1, U64_MAX));
       });
-      assert.equal((await store.addStackUsage(1, 800, REQUEST)).status, 'recorded');
-      assert.equal((await store.addStackUsage(2, 799, REQUEST)).status, 'recorded');
-      assert.equal((await store.addStackUsage(4, 1, REQUEST)).status, 'recorded');
-      assert.equal((await store.addStackUsage(5, 2n ** 63n, REQUEST)).status, 'recorded');
+      assert.equal((await store.addStackUsage(1, 800, REQUEST, Date.now())).status, 'recorded');
+      assert.equal((await store.addStackUsage(2, 799, REQUEST, Date.now())).status, 'recorded');
+      assert.equal((await store.addStackUsage(4, 1, REQUEST, Date.now())).status, 'recorded');
+      assert.equal((await store.addStackUsage(5, 2n ** 63n, REQUEST, Date.now())).status, 'recorded');
       const ids = async (f?: number) => (await store.listStacks(1, f)).map((s) => s.stack_small_id);
       assert.deepEqual(await ids(), [1, 2, 3, 4, 5]);
       assert.deepEqual(await ids(0), [1, 2, 3, 4, 5]);
@@ -228,18 +228,18 @@ export function storeContract(
 
     it('records usage, refusing unknown stacks and going past capacity', async () => {
       await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
-      assert.deepEqual(await store.addStackUsage(1, 60, REQUEST), {
+      assert.deepEqual(await store.addStackUsage(1, 60, REQUEST, Date.now()), {
         status: 'recorded',
         already_computed_units: 60,
         num_compute_units: 100,
         num_total_messages: 1,
       });
-      assert.deepEqual(await store.addStackUsage(1, 41, REQUEST), {
+      assert.deepEqual(await store.addStackUsage(1, 41, REQUEST, Date.now()), {
         status: 'over_capacity',
         already_computed_units: 60,
         num_compute_units: 100,
       });
-      assert.deepEqual(await store.addStackUsage(2, 1, REQUEST), { status: 'not_found' });
+      assert.deepEqual(await store.addStackUsage(2, 1, REQUEST, Date.now()), { status: 'not_found' });
       const [s] = await store.listStacks(1);
       assert.equal(s?.already_computed_units, 60);
       assert.equal(s?.num_total_messages, 1);
@@ -248,14 +248,17 @@ export function storeContract(
     it('builds settlement tickets: try-settle, attestations by slot, settlement, claim', async () => {
       await write(async (tx) => {
         await tx.putStack(newStack(1, 1));
-        await tx.putTicket({
-          stack_small_id: 1,
-          selected_node_id: 1,
-          requested_attestation_nodes: [4, 5],
-          committed_stack_proof: proof,
-          stack_merkle_leaf: leaf,
-          num_claimed_compute_units: 700,
-        });
+        await tx.putTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 1,
+            requested_attestation_nodes: [4, 5],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 700,
+          },
+          undefined,
+        );
       });
       assert.equal((await store.listStacks(1))[0]?.in_settle_period, true);
       assert.deepEqual(await store.listClaimedStacks(1), [], 'not claimed yet');
@@ -290,13 +293,16 @@ export function storeContract(
           dispute_settled_at_epoch: 8,
           committed_stack_proof: proof,
         });
-        await tx.claimTicket({
-          stack_small_id: 1,
-          selected_node_id: 1,
-          attestation_nodes: [4, 5],
-          num_claimed_compute_units: 700,
-          user_refund_amount: U64_MAX,
-        });
+        await tx.claimTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 1,
+            attestation_nodes: [4, 5],
+            num_claimed_compute_units: 700,
+            user_refund_amount: U64_MAX,
+          },
+          { epoch: undefined, node_fee_amount: null },
+        );
       });
       assert.deepEqual(outcomes, ['applied', 'not_requested', 'no_ticket']);
       const [ticket] = await store.listClaimedStacks(1);
@@ -323,18 +329,24 @@ export function storeContract(
     it('lists confidential-compute claims, also for stacks it never saw', async () => {
       await write(async (tx) => {
         await tx.putStack(newStack(2, 3));
-        await tx.claimStack({
-          stack_small_id: 2,
-          selected_node_id: 3,
-          num_claimed_compute_units: 10,
-          user_refund_amount: 5,
-        });
-        await tx.claimStack({
-          stack_small_id: 9,
-          selected_node_id: 3,
-          num_claimed_compute_units: 1,
-          user_refund_amount: 0,
-        });
+        await tx.claimStack(
+          {
+            stack_small_id: 2,
+            selected_node_id: 3,
+            num_claimed_compute_units: 10,
+            user_refund_amount: 5,
+          },
+          { epoch: undefined, node_fee_amount: null },
+        );
+        await tx.claimStack(
+          {
+            stack_small_id: 9,
+            selected_node_id: 3,
+            num_claimed_compute_units: 1,
+            user_refund_amount: 0,
+          },
+          { epoch: undefined, node_fee_amount: null },
+        );
       });
       const claimed = await store.listClaimedStacks(3);
       assert.deepEqual(
@@ -356,14 +368,17 @@ export function storeContract(
         original_commitment: proof,
       };
       await write(async (tx) => {
-        await tx.putTicket({
-          stack_small_id: 1,
-          selected_node_id: 1,
-          requested_attestation_nodes: [4],
-          committed_stack_proof: proof,
-          stack_merkle_leaf: leaf,
-          num_claimed_compute_units: 1,
-        });
+        await tx.putTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 1,
+            requested_attestation_nodes: [4],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 1,
+          },
+          undefined,
+        );
         await tx.putDispute(dispute);
         await tx.putDispute({ ...dispute, attestation_commitment: new Uint8Array(32).fill(2) });
         await tx.putDispute({ ...dispute, stack_small_id: 0, original_node_id: 4, attestation_node_id: 1 });
@@ -387,13 +402,16 @@ export function storeContract(
         [1],
       );
       await write(async (tx) => {
-        await tx.claimTicket({
-          stack_small_id: 1,
-          selected_node_id: 1,
-          attestation_nodes: [4],
-          num_claimed_compute_units: 1,
-          user_refund_amount: 0,
-        });
+        await tx.claimTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 1,
+            attestation_nodes: [4],
+            num_claimed_compute_units: 1,
+            user_refund_amount: 0,
+          },
+          { epoch: undefined, node_fee_amount: null },
+        );
       });
       assert.equal((await store.listClaimedStacks(1))[0]?.is_in_dispute, true);
     });
@@ -463,7 +481,7 @@ export function storeContract(
       await write((tx) => tx.putTask(newTask(1)));
       const after = await store.dataVersion();
       assert.notEqual(after, before);
-      await store.addStackUsage(1, 1, REQUEST);
+      await store.addStackUsage(1, 1, REQUEST, Date.now());
       assert.equal(await store.dataVersion(), after, 'a refused usage changes nothing');
     });
 
@@ -471,9 +489,9 @@ export function storeContract(
       await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
       assert.equal(await store.getStackHash(1), undefined);
       const second = new Uint8Array(32).fill(4);
-      await store.addStackUsage(1, 10, REQUEST);
-      await store.addStackUsage(1, 10, second);
-      await store.addStackUsage(1, 1000, second);
+      await store.addStackUsage(1, 10, REQUEST, Date.now());
+      await store.addStackUsage(1, 10, second, Date.now());
+      await store.addStackUsage(1, 1000, second, Date.now());
       const record = await store.getStackHash(1);
       assert.equal(record?.num_requests, 2, 'the refused report did not count');
       assert.deepEqual(record?.total_hash, extendHash(extendHash(EMPTY_HASH, REQUEST), second));
@@ -491,14 +509,17 @@ export function storeContract(
           price_per_one_million_compute_units: 10,
           max_num_compute_units: 1_000_000,
         });
-        await tx.putTicket({
-          stack_small_id: 5,
-          selected_node_id: 2,
-          requested_attestation_nodes: [],
-          committed_stack_proof: proof,
-          stack_merkle_leaf: leaf,
-          num_claimed_compute_units: 3,
-        });
+        await tx.putTicket(
+          {
+            stack_small_id: 5,
+            selected_node_id: 2,
+            requested_attestation_nodes: [],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 3,
+          },
+          undefined,
+        );
       });
       assert.equal((await store.getTask(ABOVE_SAFE))?.task_small_id, ABOVE_SAFE);
       assert.equal(await store.getTask(1), undefined);

@@ -1,4 +1,5 @@
 import type { U64 } from '../internal/u64.ts';
+import type { ProtocolParameters } from '../protocol/constants.ts';
 import type { Abort, GasOptions, GasUsed } from '../schemas/writes.ts';
 
 export type { GasOptions, GasUsed };
@@ -33,6 +34,8 @@ export interface EventPage {
    * the indexer keeps this with its cursor, and claims are measured against it.
    */
   epoch?: U64 | undefined;
+  /** The AtomaDb fee parameters as of this read, when the source knows them (they change without events). */
+  parameters?: ProtocolParameters | undefined;
 }
 
 /** Where events come from: a chain network's event source, or a JSON-lines file (node-daemon replay). */

@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
 import type { EventPage, RawEvent } from '../chain/chain.ts';
+import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { U64ArithmeticError } from '../protocol/arithmetic.ts';
+import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
 import {
   type DecodedEvent,
   decodePayload,
@@ -9,11 +12,19 @@ import {
   MalformedEventError,
   readEnvelope,
 } from '../protocol/events.ts';
-import type { IndexerCounts, IndexerTx, Store } from '../store/store.ts';
+import { attesterReward, knownFee } from '../protocol/fees.ts';
+import type { AttesterReward, IndexerCounts, IndexerTx, Store, TicketClaimed } from '../store/store.ts';
 
 interface Decoded {
   envelope: EventEnvelope;
   event: DecodedEvent;
+  /** The epoch of the event's transaction, when the source knows it. */
+  epoch: U64 | undefined;
+}
+
+/** What applying an event needs besides the event: the chain's fee parameters. */
+interface ApplyContext {
+  parameters: ProtocolParameters;
 }
 
 export function emptyCounts(): IndexerCounts {
@@ -51,16 +62,23 @@ export async function applyPage(
     else if (result === 'unknown') counts.unknown += 1;
     else decoded.push(result);
   }
+  // Fees are computed with the parameters the source reports, else the last known, else the contract's.
+  const context: ApplyContext = {
+    parameters: page.parameters ?? (await store.getChainState()).parameters ?? DEFAULT_PARAMETERS,
+  };
   await store.indexerTransaction(async (tx) => {
     const fresh = await tx.claimEvents(decoded.map((d) => d.envelope.key));
-    for (const { envelope, event } of decoded) {
+    for (const item of decoded) {
       // A key appears in `fresh` once even if the page repeats it; delete it so the repeat is a duplicate.
-      if (!fresh.delete(envelope.key)) {
+      if (!fresh.delete(item.envelope.key)) {
         counts.duplicate += 1;
         continue;
       }
-      if (await applyEvent(tx, envelope, event)) counts.applied += 1;
+      if (await applyEvent(tx, item, context)) counts.applied += 1;
       else counts.orphaned += 1;
+    }
+    if (page.epoch !== undefined || page.parameters !== undefined) {
+      await tx.saveChainState({ epoch: page.epoch, parameters: page.parameters });
     }
     await tx.saveCursor(sourceId, page.nextCursor, counts);
   });
@@ -92,7 +110,7 @@ function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignore
     if (envelope.name === 'NodeRegisteredEvent' && envelope.sender === null) {
       throw new MalformedEventError('$.sender', 'the address that registered the node', null);
     }
-    return { envelope, event };
+    return { envelope, event, epoch: item.epoch };
   } catch (error) {
     if (!(error instanceof MalformedEventError)) throw error;
     log.warn({ position: item.position, reason: error.message }, 'malformed event skipped');
@@ -101,7 +119,8 @@ function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignore
 }
 
 /** Applies one decoded event; false when it refers to something the store has never seen (an orphan). */
-async function applyEvent(tx: IndexerTx, envelope: EventEnvelope, { name, payload: p }: DecodedEvent) {
+async function applyEvent(tx: IndexerTx, { envelope, event, epoch }: Decoded, context: ApplyContext) {
+  const { name, payload: p } = event;
   switch (name) {
     case 'TaskRegisteredEvent':
       await tx.putTask(p);
@@ -127,21 +146,74 @@ async function applyEvent(tx: IndexerTx, envelope: EventEnvelope, { name, payloa
       await tx.putStack({ ...p, owner_address: p.owner });
       return true;
     case 'StackTrySettleEvent':
-      await tx.putTicket(p);
+      await tx.putTicket(p, epoch);
       return true;
     case 'NewStackSettlementAttestationEvent':
       return (await tx.recordAttestation(p)) === 'applied';
     case 'StackSettlementTicketEvent':
       await tx.settleTicket(p);
       return true;
-    case 'StackSettlementTicketClaimedEvent':
-      await tx.claimTicket(p);
+    case 'StackSettlementTicketClaimedEvent': {
+      const { terms, already_attested } = await tx.claimContext(p.stack_small_id);
+      const fee = knownFee(
+        context.parameters,
+        terms?.security_level,
+        terms?.price_per_one_million_compute_units,
+        p.num_claimed_compute_units,
+      );
+      await tx.claimTicket(p, { epoch, node_fee_amount: fee === null ? null : normalizeU64(fee) });
+      if (fee !== null) {
+        await tx.putAttesterRewards(attesterRewards(p, already_attested, fee, epoch, context.parameters));
+      }
       return true;
+    }
     case 'StackAttestationDisputeEvent':
       await tx.putDispute(p);
       return true;
-    case 'ClaimedStackEvent':
-      await tx.claimStack(p);
+    case 'ClaimedStackEvent': {
+      // claim_funds_for_stacks pays floor(units x price / 1e6): it accepts ConfidentialCompute stacks only.
+      const { terms } = await tx.claimContext(p.stack_small_id);
+      const fee = knownFee(
+        context.parameters,
+        SecurityLevel.ConfidentialCompute,
+        terms?.price_per_one_million_compute_units,
+        p.num_claimed_compute_units,
+      );
+      await tx.claimStack(p, { epoch, node_fee_amount: fee === null ? null : normalizeU64(fee) });
       return true;
+    }
   }
+}
+
+/**
+ * What a claim credited its requested attesters (contracts.md §2.9): fee / k to each listed slot whose
+ * node attested (a node listed twice is credited twice); nothing to the others.
+ */
+function attesterRewards(
+  claim: TicketClaimed,
+  alreadyAttested: readonly U64[],
+  fee: bigint,
+  epoch: U64 | undefined,
+  parameters: ProtocolParameters,
+): AttesterReward[] {
+  const rewards: AttesterReward[] = [];
+  claim.attestation_nodes.forEach((node, slot) => {
+    if (!alreadyAttested.includes(node)) return;
+    let amount: bigint;
+    try {
+      amount = attesterReward(parameters, fee);
+    } catch (error) {
+      // k = 0 now: the chain's division would have aborted this claim; the parameter changed since.
+      if (error instanceof U64ArithmeticError) return;
+      throw error;
+    }
+    rewards.push({
+      stack_small_id: claim.stack_small_id,
+      slot,
+      node_small_id: node,
+      amount: normalizeU64(amount),
+      epoch: epoch ?? null,
+    });
+  });
+  return rewards;
 }

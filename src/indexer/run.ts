@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { EventSource } from '../chain/chain.ts';
 import { Listeners } from '../internal/listeners.ts';
+import { sameParameters } from '../protocol/constants.ts';
 import type { IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
@@ -48,6 +49,8 @@ export async function catchUp(
   options: { signal?: AbortSignal; onPage?: (progress: CatchUpProgress) => void; batchEvents?: number } = {},
 ): Promise<CatchUpProgress> {
   const saved = await store.getCursor(source.id);
+  // Epochs pass and parameters change without events: a page that only says so is committed too.
+  let known = await store.getChainState();
   const batchEvents = options.batchEvents ?? BATCH_EVENTS;
   const progress: CatchUpProgress = {
     pages: 0,
@@ -66,9 +69,15 @@ export async function catchUp(
       batch.events.push(...next.events);
       batch.nextCursor = next.nextCursor;
       batch.hasMore = next.hasMore;
+      batch.epoch = next.epoch ?? batch.epoch;
+      batch.parameters = next.parameters ?? batch.parameters;
     }
-    if (batch.events.length > 0 || batch.nextCursor !== progress.cursor) {
+    const news =
+      (batch.epoch !== undefined && batch.epoch !== known.epoch) ||
+      (batch.parameters !== undefined && !sameParameters(batch.parameters, known.parameters));
+    if (batch.events.length > 0 || batch.nextCursor !== progress.cursor || news) {
       addCounts(progress.totals, await applyPage(store, source.id, batch, log));
+      known = { epoch: batch.epoch ?? known.epoch, parameters: batch.parameters ?? known.parameters };
       progress.pages += 1;
       progress.cursor = batch.nextCursor;
       options.onPage?.(progress);

@@ -506,7 +506,7 @@ export class Writes {
         u64ToString(computeUnits),
         u64ToString(stack.num_total_messages),
       );
-    const outcome = await this.#store.addStackUsage(stackSmallId, computeUnits, hash);
+    const outcome = await this.#store.addStackUsage(stackSmallId, computeUnits, hash, Date.now());
     if (outcome.status === 'not_found') {
       throw refuse('stack_not_found', `no stack ${stackSmallId} is known to this daemon`, {
         parameter: 'stack_small_id',

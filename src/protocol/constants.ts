@@ -49,3 +49,19 @@ export const DEFAULT_PARAMETERS: Readonly<ProtocolParameters> = Object.freeze({
   cross_validation_extra_nodes_count: 1n,
   permille_to_slash_node_on_timeout: 100n,
 });
+
+/** The parameters of AtomaDb (or of anything holding them, like the dev network's AtomaDb object). */
+export function pickParameters(source: ProtocolParameters): ProtocolParameters {
+  return {
+    sampling_consensus_charge_permille: source.sampling_consensus_charge_permille,
+    cross_validation_extra_nodes_charge_permille: source.cross_validation_extra_nodes_charge_permille,
+    cross_validation_probability_permille: source.cross_validation_probability_permille,
+    cross_validation_extra_nodes_count: source.cross_validation_extra_nodes_count,
+    permille_to_slash_node_on_timeout: source.permille_to_slash_node_on_timeout,
+  };
+}
+
+export function sameParameters(a: ProtocolParameters | null, b: ProtocolParameters | null): boolean {
+  if (a === null || b === null) return a === b;
+  return (Object.keys(DEFAULT_PARAMETERS) as (keyof ProtocolParameters)[]).every((key) => a[key] === b[key]);
+}

@@ -1,4 +1,5 @@
-import { add, div, mul, sub } from './arithmetic.ts';
+import type { U64 } from '../internal/u64.ts';
+import { add, div, mul, sub, U64ArithmeticError } from './arithmetic.ts';
 import { ONE_MILLION_COMPUTE_UNITS, PERMILLE, type ProtocolParameters, SecurityLevel } from './constants.ts';
 
 /**
@@ -66,4 +67,24 @@ export function attesterReward(
   nodeFee: bigint,
 ): bigint {
   return div(nodeFee, params.cross_validation_extra_nodes_count);
+}
+
+/**
+ * The fee of `units` on a stack of `level` at `price`, when it can be known: null when the level or the
+ * price was never seen (a stack first met mid-history), or when the contract could not compute it either
+ * (u64 overflow: such a claim aborts on chain). Never a guess.
+ */
+export function knownFee(
+  params: Pick<ProtocolParameters, 'sampling_consensus_charge_permille'>,
+  level: number | null | undefined,
+  price: U64 | null | undefined,
+  units: U64,
+): bigint | null {
+  if (level === null || level === undefined || price === null || price === undefined) return null;
+  try {
+    return stackFeeAmount(params, level, BigInt(price), BigInt(units));
+  } catch (error) {
+    if (error instanceof U64ArithmeticError) return null;
+    throw error;
+  }
 }

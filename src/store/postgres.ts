@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { Client, type ClientBase, Pool, type PoolClient, type QueryResult } from 'pg';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { claimableFromEpoch } from '../protocol/epochs.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
 import type {
+  ClaimPath,
   NodeSubscription,
   Stack,
   StackAttestationDispute,
@@ -14,22 +16,33 @@ import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './postgres-migrati
 import {
   attestedRow,
   DISPUTE_COLUMNS,
+  encodeParameters,
   idList,
+  parseIdList,
   rowMappers,
   STACK_COLUMNS,
+  TERMS_COLUMNS,
   TICKET_COLUMNS,
   usageChange,
 } from './rows.ts';
 import type {
   Attestation,
   AttestationOutcome,
+  AttestationRequest,
+  AttesterReward,
+  AutopilotAction,
+  ChainState,
+  ClaimableTicket,
+  ClaimRecord,
   CursorState,
   Dispute,
   IndexerCounts,
   IndexerTx,
   Lease,
+  LedgerRow,
   NewStack,
   NewTask,
+  OpenStack,
   StackClaimed,
   Store,
   TicketClaimed,
@@ -67,9 +80,27 @@ function dec(value: unknown): U64 {
   throw new StoreError('store_corrupt', `unexpected u64 column value ${String(value)}`, false);
 }
 
+function encNullable(value: U64 | null | undefined): string | null {
+  return value === undefined || value === null ? null : enc(value);
+}
+
 type Row = Record<string, unknown>;
 
 const rows = rowMappers(dec);
+
+/** The values of a claim through either path: the ticket (created when never seen), its stack claimed. */
+function claimValues(c: StackClaimed, attesters: string, path: ClaimPath, record: ClaimRecord): unknown[] {
+  return [
+    enc(c.stack_small_id),
+    enc(c.selected_node_id),
+    enc(c.num_claimed_compute_units),
+    attesters,
+    enc(c.user_refund_amount),
+    path,
+    encNullable(record.epoch),
+    encNullable(record.node_fee_amount),
+  ];
+}
 
 const ignore = () => undefined;
 
@@ -121,6 +152,48 @@ const S = statements({
   getSubscription: 'SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
   getTicket: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = $1`,
   countEvents: 'SELECT count(*)::int AS n FROM applied_events WHERE event_key = ANY($1::text[])',
+  chainState: 'SELECT epoch, parameters FROM chain_state WHERE id = 1',
+  ledger: `SELECT s.stack_small_id, s.price_per_one_million_compute_units, s.num_compute_units,
+      s.security_level, s.already_computed_units, s.is_claimed AS stack_claimed,
+      t.stack_small_id AS t_stack_small_id, t.num_claimed_compute_units, t.is_in_dispute,
+      t.is_claimed AS t_claimed, t.claimable_from_epoch, t.claimed_epoch, t.node_fee_amount, t.user_refund_amount
+    FROM stacks s LEFT JOIN stack_settlement_tickets t ON t.stack_small_id = s.stack_small_id
+    WHERE s.selected_node_id = $1
+    UNION ALL
+    SELECT t.stack_small_id, NULL, NULL, NULL, NULL, t.is_claimed, t.stack_small_id,
+      t.num_claimed_compute_units, t.is_in_dispute, t.is_claimed, t.claimable_from_epoch,
+      t.claimed_epoch, t.node_fee_amount, t.user_refund_amount
+    FROM stack_settlement_tickets t
+    WHERE t.selected_node_id = $1 AND NOT EXISTS (SELECT 1 FROM stacks s WHERE s.stack_small_id = t.stack_small_id)`,
+  rewards: 'SELECT * FROM attester_rewards WHERE node_small_id = $1 ORDER BY stack_small_id, slot',
+  settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND fill_ppm >= $2
+    UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed
+      AND last_usage_at IS NOT NULL AND last_usage_at < $3
+    ORDER BY stack_small_id`,
+  oldestUsage: `SELECT min(last_usage_at) AS at FROM stacks
+    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND last_usage_at IS NOT NULL`,
+  claimable: `SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
+      s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
+    FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+    WHERE t.selected_node_id = $1 AND NOT t.is_claimed AND NOT t.is_in_dispute AND t.claimable_from_epoch <= $2
+    ORDER BY t.stack_small_id`,
+  requests: `SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch, t.is_in_dispute,
+      h.stack_small_id IS NOT NULL AS has_record
+    FROM attestation_requests r
+    JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
+    LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
+    WHERE r.node_small_id = $1 AND NOT r.attested AND NOT t.is_claimed
+    ORDER BY r.stack_small_id, r.slot`,
+  actions: 'SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT $1',
+  pendingActions: "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT $1",
+  insertAction: `WITH a AS (INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
+      status, reason, node_fee_amount, gas_estimate, tx_digests, error)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id)
+    SELECT id FROM a`,
+  updateAction: `UPDATE autopilot_actions SET status = $1, tx_digests = $2, error = $3, updated_at = $4,
+    node_fee_amount = coalesce($5, node_fee_amount) WHERE id = $6`,
   dataVersion: 'SELECT version FROM store_version',
 
   // Usage: the stack row is locked first; the hash row is read (and locked) by the next statement, whose
@@ -129,8 +202,8 @@ const S = statements({
   lockStack: `SELECT num_compute_units, already_computed_units, num_total_messages FROM stacks
     WHERE stack_small_id = $1 FOR UPDATE`,
   lockHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1 FOR UPDATE',
-  setUsage: `WITH u AS (UPDATE stacks SET already_computed_units = $2, num_total_messages = $3
-      WHERE stack_small_id = $1::numeric)
+  setUsage: `WITH u AS (UPDATE stacks SET already_computed_units = $2, num_total_messages = $3, fill_ppm = $6,
+      last_usage_at = $7 WHERE stack_small_id = $1::numeric)
     INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES ($1::numeric, $4, $5)
     ON CONFLICT (stack_small_id) DO UPDATE SET
       total_hash = excluded.total_hash, num_requests = excluded.num_requests`,
@@ -168,14 +241,29 @@ const S = statements({
       max_num_compute_units = excluded.max_num_compute_units, valid = true`,
   deleteSubscription: 'DELETE FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
   putStack: `INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
-    num_compute_units, price_per_one_million_compute_units, is_confidential)
-    VALUES ($1, $2, $3, $4, $5::numeric, $6, $7,
-      coalesce((SELECT security_level = 1 FROM tasks WHERE task_small_id = $5::numeric), false))
+    num_compute_units, price_per_one_million_compute_units, is_confidential, security_level)
+    SELECT $1, $2, $3, $4, $5::numeric, $6, $7, coalesce(t.security_level = 1, false), t.security_level
+    FROM (SELECT 1) one LEFT JOIN tasks t ON t.task_small_id = $5::numeric
     ON CONFLICT DO NOTHING`,
+  // The ticket, its stack marked settling, and one attestation request per requested slot.
   putTicket: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
-      num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves)
-      VALUES ($1::numeric, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING)
+      num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves,
+      settled_epoch, claimable_from_epoch)
+      VALUES ($1::numeric, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING),
+    r AS (INSERT INTO attestation_requests (stack_small_id, slot, node_small_id)
+      SELECT $1::numeric, slot - 1, node FROM unnest($9::numeric[]) WITH ORDINALITY AS x(node, slot)
+      ON CONFLICT DO NOTHING)
     UPDATE stacks SET in_settle_period = true WHERE stack_small_id = $1::numeric`,
+  requestAttested: `UPDATE attestation_requests SET attested = true
+    WHERE stack_small_id = $1 AND node_small_id = $2`,
+  stackTerms: `SELECT ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
+  ticketAttesters: 'SELECT already_attested_nodes FROM stack_settlement_tickets WHERE stack_small_id = $1',
+  putRewards: `INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
+    SELECT * FROM unnest($1::numeric[], $2::int[], $3::numeric[], $4::numeric[], $5::numeric[])
+    ON CONFLICT DO NOTHING`,
+  saveChainState: `INSERT INTO chain_state AS c (id, epoch, parameters, updated_at) VALUES (1, $1, $2, $3)
+    ON CONFLICT (id) DO UPDATE SET epoch = coalesce(excluded.epoch, c.epoch),
+      parameters = coalesce(excluded.parameters, c.parameters), updated_at = excluded.updated_at`,
   lockTicket: `SELECT requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
     FROM stack_settlement_tickets WHERE stack_small_id = $1 FOR UPDATE`,
   attest: `UPDATE stack_settlement_tickets SET stack_merkle_leaves = $1, already_attested_nodes = $2
@@ -185,11 +273,13 @@ const S = statements({
     VALUES ($1, $2, $3, $4, $5, $6)
     ON CONFLICT (stack_small_id) DO UPDATE SET dispute_settled_at_epoch = excluded.dispute_settled_at_epoch`,
   claimTicket: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
-      num_claimed_compute_units, requested_attestation_nodes, user_refund_amount, claim_path, is_claimed)
-      VALUES ($1::numeric, $2, $3, $4, $5::numeric, $6, true)
+      num_claimed_compute_units, requested_attestation_nodes, user_refund_amount, claim_path, claimed_epoch,
+      node_fee_amount, is_claimed)
+      VALUES ($1::numeric, $2, $3, $4, $5::numeric, $6, $7, $8, true)
       ON CONFLICT (stack_small_id) DO UPDATE SET is_claimed = true,
         user_refund_amount = excluded.user_refund_amount,
-        num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path)
+        num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path,
+        claimed_epoch = excluded.claimed_epoch, node_fee_amount = excluded.node_fee_amount)
     UPDATE stacks SET is_claimed = true, user_refund_amount = $5::numeric WHERE stack_small_id = $1::numeric`,
   putDispute: `WITH d AS (INSERT INTO stack_attestation_disputes (stack_small_id, attestation_node_id,
       attestation_commitment, original_node_id, original_commitment) VALUES ($1::numeric, $2, $3, $4, $5)
@@ -489,7 +579,7 @@ export class PostgresStore implements Store {
           enc(s.price_per_one_million_compute_units),
         ]);
       },
-      putTicket: async (t: TrySettle) => {
+      putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
         const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
         await write(S.putTicket, [
           enc(t.stack_small_id),
@@ -498,6 +588,9 @@ export class PostgresStore implements Store {
           idList(t.requested_attestation_nodes),
           t.committed_stack_proof,
           leaves,
+          encNullable(epoch),
+          encNullable(epoch === undefined ? undefined : claimableFromEpoch(epoch)),
+          t.requested_attestation_nodes.map(enc),
         ]);
       },
       recordAttestation: async (a: Attestation): Promise<AttestationOutcome> => {
@@ -508,6 +601,7 @@ export class PostgresStore implements Store {
         const attested = attestedRow(row, a);
         if (attested === 'not_requested') return attested;
         await write(S.attest, [attested.leaves, attested.attested, enc(a.stack_small_id)]);
+        await write(S.requestAttested, [enc(a.stack_small_id), enc(a.attestation_node_id)]);
         return 'applied';
       },
       settleTicket: async (t: TicketSettled) => {
@@ -520,15 +614,18 @@ export class PostgresStore implements Store {
           enc(t.dispute_settled_at_epoch),
         ]);
       },
-      claimTicket: async (c: TicketClaimed) => {
-        await write(S.claimTicket, [
-          enc(c.stack_small_id),
-          enc(c.selected_node_id),
-          enc(c.num_claimed_compute_units),
-          idList(c.attestation_nodes),
-          enc(c.user_refund_amount),
-          'settlement_ticket',
-        ]);
+      claimContext: async (id) => {
+        // Pipelined: both reads in one round trip, after everything the page sent before them.
+        const stack = send(S.stackTerms, [enc(id)]);
+        const [ticket] = (await run(S.ticketAttesters, [enc(id)])).rows;
+        const [terms] = (await stack).rows;
+        return {
+          terms: terms ? rows.terms(terms) : undefined,
+          already_attested: ticket ? parseIdList(ticket.already_attested_nodes as string).map(dec) : [],
+        };
+      },
+      claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
+        await write(S.claimTicket, claimValues(c, idList(c.attestation_nodes), 'settlement_ticket', record));
       },
       putDispute: async (d: Dispute) => {
         await write(S.putDispute, [
@@ -539,14 +636,24 @@ export class PostgresStore implements Store {
           d.original_commitment,
         ]);
       },
-      claimStack: async (c: StackClaimed) => {
-        await write(S.claimTicket, [
-          enc(c.stack_small_id),
-          enc(c.selected_node_id),
-          enc(c.num_claimed_compute_units),
-          '[]',
-          enc(c.user_refund_amount),
-          'confidential_compute',
+      claimStack: async (c: StackClaimed, record: ClaimRecord) => {
+        await write(S.claimTicket, claimValues(c, '[]', 'confidential_compute', record));
+      },
+      putAttesterRewards: async (rewards) => {
+        if (rewards.length === 0) return;
+        await write(S.putRewards, [
+          rewards.map((r) => enc(r.stack_small_id)),
+          rewards.map((r) => r.slot),
+          rewards.map((r) => enc(r.node_small_id)),
+          rewards.map((r) => enc(r.amount)),
+          rewards.map((r) => encNullable(r.epoch)),
+        ]);
+      },
+      saveChainState: async ({ epoch, parameters }) => {
+        await write(S.saveChainState, [
+          encNullable(epoch),
+          parameters === undefined ? null : encodeParameters(parameters),
+          new Date().toISOString(),
         ]);
       },
       saveCursor: async (source: string, cursor: string | null, n: IndexerCounts) => {
@@ -608,7 +715,12 @@ export class PostgresStore implements Store {
     return (await this.#rows(S.disputesOwn, [enc(node)])).map(rows.dispute);
   }
 
-  addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome> {
+  addStackUsage(
+    stackSmallId: U64,
+    computeUnits: U64,
+    requestHash: Uint8Array,
+    nowMs: number,
+  ): Promise<UsageOutcome> {
     const id = enc(stackSmallId);
     return this.#op(() =>
       this.#transaction(
@@ -622,13 +734,15 @@ export class PostgresStore implements Store {
           if (!row) return { status: 'not_found' };
           const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash);
           if (write) {
-            const { already, messages, record } = write;
+            const { already, messages, fillPpm, record } = write;
             await this.#exec(client, S.setUsage, [
               id,
               enc(already),
               enc(messages),
               record.total_hash,
               enc(record.num_requests),
+              fillPpm,
+              nowMs,
             ]);
           }
           return outcome;
@@ -669,6 +783,74 @@ export class PostgresStore implements Store {
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
     const [row] = await this.#rows(S.getTicket, [enc(stackSmallId)]);
     return row ? rows.ticket(row) : undefined;
+  }
+
+  async getChainState(): Promise<ChainState> {
+    const [row] = await this.#rows(S.chainState, []);
+    return rows.chainState(row);
+  }
+
+  async listLedger(node: U64): Promise<LedgerRow[]> {
+    return (await this.#rows(S.ledger, [enc(node)])).map(rows.ledger);
+  }
+
+  async listAttesterRewards(node: U64): Promise<AttesterReward[]> {
+    return (await this.#rows(S.rewards, [enc(node)])).map(rows.attesterReward);
+  }
+
+  async listSettleCandidates(node: U64, minFillPpm: number, idleBefore: number): Promise<OpenStack[]> {
+    return (await this.#rows(S.settleCandidates, [enc(node), minFillPpm, idleBefore])).map(rows.openStack);
+  }
+
+  async oldestUsageAt(node: U64): Promise<number | null> {
+    const [row] = await this.#rows(S.oldestUsage, [enc(node)]);
+    return row?.at === null || row?.at === undefined ? null : Number(row.at);
+  }
+
+  async listClaimable(node: U64, epoch: U64): Promise<ClaimableTicket[]> {
+    return (await this.#rows(S.claimable, [enc(node), enc(epoch)])).map(rows.claimable);
+  }
+
+  async listAttestationRequests(node: U64): Promise<AttestationRequest[]> {
+    return (await this.#rows(S.requests, [enc(node)])).map(rows.attestationRequest);
+  }
+
+  async insertAutopilotAction(action: Omit<AutopilotAction, 'id'>): Promise<number> {
+    const [row] = await this.#rows(S.insertAction, [
+      action.at,
+      action.updated_at,
+      action.kind,
+      enc(action.node_small_id),
+      idList(action.stack_small_ids),
+      action.status,
+      action.reason,
+      encNullable(action.node_fee_amount),
+      encNullable(action.gas_estimate),
+      JSON.stringify(action.tx_digests),
+      action.error,
+    ]);
+    return Number(row!.id);
+  }
+
+  async updateAutopilotAction(
+    id: number,
+    change: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error' | 'updated_at'> &
+      Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
+  ): Promise<void> {
+    await this.#query(S.updateAction, [
+      change.status,
+      JSON.stringify(change.tx_digests),
+      change.error,
+      change.updated_at,
+      encNullable(change.node_fee_amount),
+      id,
+    ]);
+  }
+
+  async listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]> {
+    return (await this.#rows(options.pending ? S.pendingActions : S.actions, [options.limit])).map(
+      rows.autopilotAction,
+    );
   }
 
   async hasEvents(keys: readonly string[]): Promise<boolean> {

@@ -1,5 +1,6 @@
 import type { U64 } from '../internal/u64.ts';
 import { u64ToString } from '../internal/u64.ts';
+import { DEFAULT_PARAMETERS, type ProtocolParameters } from '../protocol/constants.ts';
 import { withAttesterLeaf } from '../protocol/proofs.ts';
 import { addUsage, type RequestRecord } from '../protocol/usage.ts';
 import type {
@@ -10,7 +11,21 @@ import type {
   StackSettlementTicket,
   Task,
 } from '../schemas/model.ts';
-import type { Attestation, CursorState, UsageOutcome } from './store.ts';
+import type {
+  Attestation,
+  AttestationRequest,
+  AttesterReward,
+  AutopilotAction,
+  AutopilotActionKind,
+  AutopilotActionStatus,
+  ChainState,
+  ClaimableTicket,
+  CursorState,
+  LedgerRow,
+  OpenStack,
+  StackTerms,
+  UsageOutcome,
+} from './store.ts';
 
 /**
  * Rows to the store's types, for both engines: the only engine-specific part is how a u64 column comes
@@ -24,6 +39,9 @@ type Row = Record<string, unknown>;
 export const STACK_COLUMNS = `owner_address, stack_small_id, stack_id, task_small_id, selected_node_id, num_compute_units,
   price_per_one_million_compute_units, already_computed_units, in_settle_period, num_total_messages, is_claimed,
   is_locked_for_claim, is_confidential, user_refund_amount`;
+/** What the autopilot and the earnings read of a stack besides its listing. */
+export const TERMS_COLUMNS =
+  'price_per_one_million_compute_units, num_compute_units, security_level, already_computed_units, last_usage_at';
 export const TICKET_COLUMNS = `stack_small_id, selected_node_id, num_claimed_compute_units, requested_attestation_nodes,
   committed_stack_proofs, stack_merkle_leaves, dispute_settled_at_epoch, already_attested_nodes, is_in_dispute,
   user_refund_amount, is_claimed, claim_path`;
@@ -33,6 +51,31 @@ export const DISPUTE_COLUMNS =
 /** A JSON array of small ids, as upstream keeps them in text columns: exact digits. */
 export function idList(ids: readonly U64[]): string {
   return `[${ids.map(u64ToString).join(',')}]`;
+}
+
+/** The fee parameters as chain_state keeps them: JSON of decimal strings. */
+export function encodeParameters(parameters: ProtocolParameters): string {
+  return JSON.stringify(
+    Object.fromEntries(Object.entries(parameters).map(([key, value]) => [key, String(value)])),
+  );
+}
+
+export function decodeParameters(text: string): ProtocolParameters {
+  const json = JSON.parse(text) as Record<string, string>;
+  const out: Record<string, bigint> = {};
+  for (const key of Object.keys(DEFAULT_PARAMETERS)) {
+    out[key] =
+      json[key] === undefined ? DEFAULT_PARAMETERS[key as keyof ProtocolParameters] : BigInt(json[key]);
+  }
+  return out as unknown as ProtocolParameters;
+}
+
+/** floor(used x 1e6 / capacity), at most 1e6; a stack without capacity counts as full. */
+export function fillPpm(used: U64, capacity: U64): number {
+  const total = BigInt(capacity);
+  if (total === 0n) return 1_000_000;
+  const ppm = (BigInt(used) * 1_000_000n) / total;
+  return ppm > 1_000_000n ? 1_000_000 : Number(ppm);
 }
 
 export function parseIdList(text: string): string[] {
@@ -49,6 +92,14 @@ const flag = (value: unknown): boolean => value === true || value === 1;
 export function rowMappers(dec: (value: unknown) => U64) {
   const decNullable = (value: unknown): U64 | null =>
     value === null || value === undefined ? null : dec(value);
+  const terms = (r: Row): StackTerms | undefined =>
+    r.price_per_one_million_compute_units === null || r.price_per_one_million_compute_units === undefined
+      ? undefined
+      : {
+          price_per_one_million_compute_units: dec(r.price_per_one_million_compute_units),
+          num_compute_units: dec(r.num_compute_units),
+          security_level: r.security_level === null ? null : Number(r.security_level),
+        };
   return {
     task: (r: Row): Task => ({
       task_small_id: dec(r.task_small_id),
@@ -108,6 +159,69 @@ export function rowMappers(dec: (value: unknown) => U64) {
       original_node_id: dec(r.original_node_id),
       original_commitment: bytes(r.original_commitment),
     }),
+    terms,
+    openStack: (r: Row): OpenStack => ({
+      stack_small_id: dec(r.stack_small_id),
+      terms: terms(r)!,
+      already_computed_units: dec(r.already_computed_units),
+      last_usage_at: r.last_usage_at === null ? null : Number(r.last_usage_at),
+    }),
+    ledger: (r: Row): LedgerRow => ({
+      stack_small_id: dec(r.stack_small_id),
+      terms: terms(r),
+      already_computed_units: decNullable(r.already_computed_units),
+      stack_claimed: flag(r.stack_claimed),
+      ticket:
+        r.t_stack_small_id === null
+          ? undefined
+          : {
+              num_claimed_compute_units: dec(r.num_claimed_compute_units),
+              is_in_dispute: flag(r.is_in_dispute),
+              is_claimed: flag(r.t_claimed),
+              claimable_from_epoch: decNullable(r.claimable_from_epoch),
+              claimed_epoch: decNullable(r.claimed_epoch),
+              node_fee_amount: decNullable(r.node_fee_amount),
+              user_refund_amount: dec(r.user_refund_amount),
+            },
+    }),
+    claimable: (r: Row): ClaimableTicket => ({
+      stack_small_id: dec(r.stack_small_id),
+      num_claimed_compute_units: dec(r.num_claimed_compute_units),
+      claimable_from_epoch: dec(r.claimable_from_epoch),
+      terms: terms(r),
+    }),
+    attestationRequest: (r: Row): AttestationRequest => ({
+      stack_small_id: dec(r.stack_small_id),
+      slot: Number(r.slot),
+      until_epoch: decNullable(r.until_epoch),
+      is_in_dispute: flag(r.is_in_dispute),
+      has_record: flag(r.has_record),
+    }),
+    attesterReward: (r: Row): AttesterReward => ({
+      stack_small_id: dec(r.stack_small_id),
+      slot: Number(r.slot),
+      node_small_id: dec(r.node_small_id),
+      amount: dec(r.amount),
+      epoch: decNullable(r.epoch),
+    }),
+    chainState: (r: Row | undefined): ChainState => ({
+      epoch: r ? decNullable(r.epoch) : null,
+      parameters: r && typeof r.parameters === 'string' ? decodeParameters(r.parameters) : null,
+    }),
+    autopilotAction: (r: Row): AutopilotAction => ({
+      id: Number(r.id),
+      at: Number(r.at),
+      updated_at: Number(r.updated_at),
+      kind: r.kind as AutopilotActionKind,
+      node_small_id: dec(r.node_small_id),
+      stack_small_ids: parseIdList(r.stack_small_ids as string).map((id) => dec(id)),
+      status: r.status as AutopilotActionStatus,
+      reason: r.reason as string,
+      node_fee_amount: decNullable(r.node_fee_amount),
+      gas_estimate: decNullable(r.gas_estimate),
+      tx_digests: JSON.parse(r.tx_digests as string) as string[],
+      error: (r.error as string | null) ?? null,
+    }),
     cursor: (r: Row): CursorState => ({
       source: r.source as string,
       cursor: (r.cursor as string | null) ?? null,
@@ -154,7 +268,10 @@ export function usageChange(
   record: Row | undefined,
   units: U64,
   requestHash: Uint8Array,
-): { outcome: UsageOutcome; write?: { already: U64; messages: U64; record: RequestRecord } } {
+): {
+  outcome: UsageOutcome;
+  write?: { already: U64; messages: U64; fillPpm: number; record: RequestRecord };
+} {
   const usage = {
     num_compute_units: dec(stack.num_compute_units),
     already_computed_units: dec(stack.already_computed_units),
@@ -179,6 +296,7 @@ export function usageChange(
     write: {
       already: change.already_computed_units,
       messages: change.num_total_messages,
+      fillPpm: fillPpm(change.already_computed_units, usage.num_compute_units),
       record: change.record,
     },
   };

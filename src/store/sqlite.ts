@@ -2,8 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { claimableFromEpoch } from '../protocol/epochs.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
 import type {
+  ClaimPath,
   NodeSubscription,
   Stack,
   StackAttestationDispute,
@@ -15,22 +17,33 @@ import { checkApplied, loadMigrations } from './migrations.ts';
 import {
   attestedRow,
   DISPUTE_COLUMNS,
+  encodeParameters,
   idList,
+  parseIdList,
   rowMappers,
   STACK_COLUMNS,
+  TERMS_COLUMNS,
   TICKET_COLUMNS,
   usageChange,
 } from './rows.ts';
 import type {
   Attestation,
   AttestationOutcome,
+  AttestationRequest,
+  AttesterReward,
+  AutopilotAction,
+  ChainState,
+  ClaimableTicket,
+  ClaimRecord,
   CursorState,
   Dispute,
   IndexerCounts,
   IndexerTx,
   Lease,
+  LedgerRow,
   NewStack,
   NewTask,
+  OpenStack,
   StackClaimed,
   Store,
   TicketClaimed,
@@ -244,12 +257,12 @@ export class SqliteStore implements Store {
           enc(s.task_small_id),
           enc(s.num_compute_units),
           enc(s.price_per_one_million_compute_units),
-          enc(s.task_small_id),
         ),
       );
     },
-    putTicket: async (t: TrySettle) => {
+    putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
       const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
+      const claimable = epoch === undefined ? undefined : claimableFromEpoch(epoch);
       this.#guard(() => {
         this.#w.putTicket!.run(
           enc(t.stack_small_id),
@@ -258,8 +271,13 @@ export class SqliteStore implements Store {
           idList(t.requested_attestation_nodes),
           t.committed_stack_proof,
           leaves,
+          epoch === undefined ? null : enc(epoch),
+          claimable === undefined ? null : enc(claimable),
         );
         this.#w.markSettling!.run(enc(t.stack_small_id));
+        t.requested_attestation_nodes.forEach((node, slot) => {
+          this.#w.putRequest!.run(enc(t.stack_small_id), slot, enc(node));
+        });
       });
     },
     recordAttestation: async (a: Attestation): Promise<AttestationOutcome> =>
@@ -269,6 +287,7 @@ export class SqliteStore implements Store {
         const attested = attestedRow(row, a);
         if (attested === 'not_requested') return attested;
         this.#w.attest!.run(attested.leaves, attested.attested, enc(a.stack_small_id));
+        this.#w.requestAttested!.run(enc(a.stack_small_id), enc(a.attestation_node_id));
         return 'applied';
       }),
     settleTicket: async (t: TicketSettled) => {
@@ -283,18 +302,17 @@ export class SqliteStore implements Store {
         ),
       );
     },
-    claimTicket: async (c: TicketClaimed) => {
+    claimContext: async (id) =>
       this.#guard(() => {
-        this.#w.claimTicket!.run(
-          enc(c.stack_small_id),
-          enc(c.selected_node_id),
-          enc(c.num_claimed_compute_units),
-          idList(c.attestation_nodes),
-          enc(c.user_refund_amount),
-          'settlement_ticket',
-        );
-        this.#w.markStackClaimed!.run(enc(c.user_refund_amount), enc(c.stack_small_id));
-      });
+        const stack = this.#w.stackTerms!.get(enc(id));
+        const ticket = this.#w.getTicket!.get(enc(id));
+        return {
+          terms: stack ? rows.terms(stack) : undefined,
+          already_attested: ticket ? parseIdList(ticket.already_attested_nodes as string).map(dec) : [],
+        };
+      }),
+    claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
+      this.#claim(c, idList(c.attestation_nodes), 'settlement_ticket', record);
     },
     putDispute: async (d: Dispute) => {
       this.#guard(() => {
@@ -308,18 +326,25 @@ export class SqliteStore implements Store {
         this.#w.markInDispute!.run(enc(d.stack_small_id));
       });
     },
-    claimStack: async (c: StackClaimed) => {
+    claimStack: async (c: StackClaimed, record: ClaimRecord) => {
+      this.#claim(c, '[]', 'confidential_compute', record);
+    },
+    putAttesterRewards: async (rewards) => {
       this.#guard(() => {
-        this.#w.claimTicket!.run(
-          enc(c.stack_small_id),
-          enc(c.selected_node_id),
-          enc(c.num_claimed_compute_units),
-          '[]',
-          enc(c.user_refund_amount),
-          'confidential_compute',
-        );
-        this.#w.markStackClaimed!.run(enc(c.user_refund_amount), enc(c.stack_small_id));
+        for (const r of rewards) {
+          const epoch = r.epoch === null ? null : enc(r.epoch);
+          this.#w.putReward!.run(enc(r.stack_small_id), r.slot, enc(r.node_small_id), enc(r.amount), epoch);
+        }
       });
+    },
+    saveChainState: async ({ epoch, parameters }) => {
+      this.#guard(() =>
+        this.#w.saveChainState!.run(
+          epoch === undefined ? null : enc(epoch),
+          parameters === undefined ? null : encodeParameters(parameters),
+          new Date().toISOString(),
+        ),
+      );
     },
     saveCursor: async (source: string, cursor: string | null, n: IndexerCounts) => {
       this.#guard(() =>
@@ -337,6 +362,23 @@ export class SqliteStore implements Store {
       );
     },
   };
+
+  /** A claim through either path: the ticket row (created when never seen) and the stack, claimed. */
+  #claim(c: StackClaimed, attesters: string, path: ClaimPath, record: ClaimRecord): void {
+    this.#guard(() => {
+      this.#w.claimTicket!.run(
+        enc(c.stack_small_id),
+        enc(c.selected_node_id),
+        enc(c.num_claimed_compute_units),
+        attesters,
+        enc(c.user_refund_amount),
+        path,
+        record.epoch === undefined ? null : enc(record.epoch),
+        record.node_fee_amount === null ? null : enc(record.node_fee_amount),
+      );
+      this.#w.markStackClaimed!.run(enc(c.user_refund_amount), enc(c.stack_small_id));
+    });
+  }
 
   async getCursor(source: string): Promise<CursorState | undefined> {
     const row = this.#guard(() => this.#r.getCursor!.get(source));
@@ -371,7 +413,12 @@ export class SqliteStore implements Store {
     return this.#guard(() => this.#r.disputesOwn!.all(enc(node)).map(rows.dispute));
   }
 
-  addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome> {
+  addStackUsage(
+    stackSmallId: U64,
+    computeUnits: U64,
+    requestHash: Uint8Array,
+    nowMs: number,
+  ): Promise<UsageOutcome> {
     // Read-modify-write on the writer connection, serialized with the indexer's transactions.
     return this.indexerTransaction(async () =>
       this.#guard((): UsageOutcome => {
@@ -380,7 +427,13 @@ export class SqliteStore implements Store {
         const previous = this.#w.getStackHash!.get(enc(stackSmallId));
         const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash);
         if (write) {
-          this.#w.setUsage!.run(enc(write.already), enc(write.messages), enc(stackSmallId));
+          this.#w.setUsage!.run(
+            enc(write.already),
+            enc(write.messages),
+            write.fillPpm,
+            nowMs,
+            enc(stackSmallId),
+          );
           this.#w.putStackHash!.run(
             enc(stackSmallId),
             write.record.total_hash,
@@ -423,6 +476,84 @@ export class SqliteStore implements Store {
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
     const row = this.#guard(() => this.#r.getTicket!.get(enc(stackSmallId)));
     return row ? rows.ticket(row) : undefined;
+  }
+
+  async getChainState(): Promise<ChainState> {
+    return rows.chainState(this.#guard(() => this.#r.chainState!.get()));
+  }
+
+  async listLedger(node: U64): Promise<LedgerRow[]> {
+    return this.#guard(() => this.#r.ledger!.all(enc(node)).map(rows.ledger));
+  }
+
+  async listAttesterRewards(node: U64): Promise<AttesterReward[]> {
+    return this.#guard(() => this.#r.rewards!.all(enc(node)).map(rows.attesterReward));
+  }
+
+  async listSettleCandidates(node: U64, minFillPpm: number, idleBefore: number): Promise<OpenStack[]> {
+    return this.#guard(() =>
+      this.#r.settleCandidates!.all(enc(node), minFillPpm, idleBefore).map(rows.openStack),
+    );
+  }
+
+  async oldestUsageAt(node: U64): Promise<number | null> {
+    const at = this.#guard(() => this.#r.oldestUsage!.get(enc(node)))?.at;
+    return at === null || at === undefined ? null : Number(at);
+  }
+
+  async listClaimable(node: U64, epoch: U64): Promise<ClaimableTicket[]> {
+    return this.#guard(() => this.#r.claimable!.all(enc(node), enc(epoch)).map(rows.claimable));
+  }
+
+  async listAttestationRequests(node: U64): Promise<AttestationRequest[]> {
+    return this.#guard(() => this.#r.requests!.all(enc(node)).map(rows.attestationRequest));
+  }
+
+  insertAutopilotAction(action: Omit<AutopilotAction, 'id'>): Promise<number> {
+    return this.indexerTransaction(async () =>
+      this.#guard(() => {
+        const row = this.#w.insertAction!.get(
+          action.at,
+          action.updated_at,
+          action.kind,
+          enc(action.node_small_id),
+          idList(action.stack_small_ids),
+          action.status,
+          action.reason,
+          action.node_fee_amount === null ? null : enc(action.node_fee_amount),
+          action.gas_estimate === null ? null : enc(action.gas_estimate),
+          JSON.stringify(action.tx_digests),
+          action.error,
+        );
+        return Number(row!.id);
+      }),
+    );
+  }
+
+  updateAutopilotAction(
+    id: number,
+    change: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error' | 'updated_at'> &
+      Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
+  ): Promise<void> {
+    return this.indexerTransaction(async () => {
+      this.#guard(() =>
+        this.#w.updateAction!.run(
+          change.status,
+          JSON.stringify(change.tx_digests),
+          change.error,
+          change.updated_at,
+          change.node_fee_amount === undefined || change.node_fee_amount === null
+            ? null
+            : enc(change.node_fee_amount),
+          id,
+        ),
+      );
+    });
+  }
+
+  async listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]> {
+    const statement = options.pending ? this.#r.pendingActions! : this.#r.actions!;
+    return this.#guard(() => statement.all(options.limit).map(rows.autopilotAction));
   }
 
   async hasEvents(keys: readonly string[]): Promise<boolean> {
@@ -511,6 +642,20 @@ function openConnection(file: string): DatabaseSync {
   return db;
 }
 
+/** Every stack of a node with its ticket, then the node's tickets of stacks never seen. */
+const LEDGER_QUERY = `SELECT s.stack_small_id, s.price_per_one_million_compute_units, s.num_compute_units,
+    s.security_level, s.already_computed_units, s.is_claimed AS stack_claimed, t.stack_small_id AS t_stack_small_id,
+    t.num_claimed_compute_units, t.is_in_dispute, t.is_claimed AS t_claimed, t.claimable_from_epoch,
+    t.claimed_epoch, t.node_fee_amount, t.user_refund_amount
+  FROM stacks s LEFT JOIN stack_settlement_tickets t ON t.stack_small_id = s.stack_small_id
+  WHERE s.selected_node_id = ?1
+  UNION ALL
+  SELECT t.stack_small_id, NULL, NULL, NULL, NULL, t.is_claimed, t.stack_small_id,
+    t.num_claimed_compute_units, t.is_in_dispute, t.is_claimed, t.claimable_from_epoch,
+    t.claimed_epoch, t.node_fee_amount, t.user_refund_amount
+  FROM stack_settlement_tickets t
+  WHERE t.selected_node_id = ?1 AND NOT EXISTS (SELECT 1 FROM stacks s WHERE s.stack_small_id = t.stack_small_id)`;
+
 function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
   return {
     tasks: db.prepare('SELECT * FROM tasks ORDER BY task_small_id'),
@@ -539,6 +684,35 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
     ),
     getTicket: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = ?`),
     hasEvent: db.prepare('SELECT 1 FROM applied_events WHERE event_key = ?'),
+    chainState: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),
+    ledger: db.prepare(LEDGER_QUERY),
+    rewards: db.prepare(
+      'SELECT * FROM attester_rewards WHERE node_small_id = ? ORDER BY stack_small_id, slot',
+    ),
+    settleCandidates: db.prepare(`SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0 AND fill_ppm >= ?2
+      UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0
+        AND last_usage_at IS NOT NULL AND last_usage_at < ?3
+      ORDER BY stack_small_id`),
+    oldestUsage: db.prepare(`SELECT min(last_usage_at) AS at FROM stacks
+      WHERE selected_node_id = ? AND in_settle_period = 0 AND is_claimed = 0 AND last_usage_at IS NOT NULL`),
+    claimable: db.prepare(`SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
+        s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
+      FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+      WHERE t.selected_node_id = ? AND t.is_claimed = 0 AND t.is_in_dispute = 0 AND t.claimable_from_epoch <= ?
+      ORDER BY t.stack_small_id`),
+    requests: db.prepare(`SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch,
+        t.is_in_dispute, h.stack_small_id IS NOT NULL AS has_record
+      FROM attestation_requests r
+      JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
+      LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
+      WHERE r.node_small_id = ? AND r.attested = 0 AND t.is_claimed = 0
+      ORDER BY r.stack_small_id, r.slot`),
+    actions: db.prepare('SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT ?'),
+    pendingActions: db.prepare(
+      "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT ?",
+    ),
     dataVersion: db.prepare('PRAGMA data_version'),
   };
 }
@@ -547,8 +721,8 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
   return {
     getUsage: db.prepare(`SELECT num_compute_units, already_computed_units, num_total_messages FROM stacks
       WHERE stack_small_id = ?`),
-    setUsage: db.prepare(`UPDATE stacks SET already_computed_units = ?, num_total_messages = ?
-      WHERE stack_small_id = ?`),
+    setUsage: db.prepare(`UPDATE stacks SET already_computed_units = ?, num_total_messages = ?, fill_ppm = ?,
+      last_usage_at = ? WHERE stack_small_id = ?`),
     getStackHash: db.prepare('SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = ?'),
     putStackHash:
       db.prepare(`INSERT INTO stack_hashes VALUES (?, ?, ?) ON CONFLICT (stack_small_id) DO UPDATE SET
@@ -583,12 +757,32 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     ),
     putStack:
       db.prepare(`INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
-      num_compute_units, price_per_one_million_compute_units, is_confidential)
-      VALUES (?, ?, ?, ?, ?, ?, ?, coalesce((SELECT security_level = 1 FROM tasks WHERE task_small_id = ?), 0))
+      num_compute_units, price_per_one_million_compute_units, is_confidential, security_level)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, coalesce((SELECT security_level = 1 FROM tasks WHERE task_small_id = ?5), 0),
+        (SELECT security_level FROM tasks WHERE task_small_id = ?5))
       ON CONFLICT DO NOTHING`),
     putTicket: db.prepare(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
-      num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves)
-      VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+      num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves,
+      settled_epoch, claimable_from_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+    putRequest: db.prepare(`INSERT INTO attestation_requests (stack_small_id, slot, node_small_id)
+      VALUES (?, ?, ?) ON CONFLICT DO NOTHING`),
+    requestAttested: db.prepare(
+      'UPDATE attestation_requests SET attested = 1 WHERE stack_small_id = ? AND node_small_id = ?',
+    ),
+    stackTerms: db.prepare(`SELECT ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
+    putReward: db.prepare(`INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
+      VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
+    saveChainState:
+      db.prepare(`INSERT INTO chain_state (id, epoch, parameters, updated_at) VALUES (1, ?, ?, ?)
+      ON CONFLICT (id) DO UPDATE SET epoch = coalesce(excluded.epoch, epoch),
+        parameters = coalesce(excluded.parameters, parameters), updated_at = excluded.updated_at`),
+    insertAction:
+      db.prepare(`INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
+      status, reason, node_fee_amount, gas_estimate, tx_digests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      RETURNING id`),
+    updateAction:
+      db.prepare(`UPDATE autopilot_actions SET status = ?, tx_digests = ?, error = ?, updated_at = ?,
+      node_fee_amount = coalesce(?, node_fee_amount) WHERE id = ?`),
     markSettling: db.prepare('UPDATE stacks SET in_settle_period = 1 WHERE stack_small_id = ?'),
     getTicket: db.prepare(`SELECT requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
       FROM stack_settlement_tickets WHERE stack_small_id = ?`),
@@ -600,10 +794,11 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
       VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (stack_small_id) DO UPDATE SET dispute_settled_at_epoch = excluded.dispute_settled_at_epoch`),
     claimTicket: db.prepare(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
-      num_claimed_compute_units, requested_attestation_nodes, user_refund_amount, claim_path, is_claimed)
-      VALUES (?, ?, ?, ?, ?, ?, 1)
+      num_claimed_compute_units, requested_attestation_nodes, user_refund_amount, claim_path, claimed_epoch,
+      node_fee_amount, is_claimed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
       ON CONFLICT (stack_small_id) DO UPDATE SET is_claimed = 1, user_refund_amount = excluded.user_refund_amount,
-        num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path`),
+        num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path,
+        claimed_epoch = excluded.claimed_epoch, node_fee_amount = excluded.node_fee_amount`),
     markStackClaimed: db.prepare(
       'UPDATE stacks SET is_claimed = 1, user_refund_amount = ? WHERE stack_small_id = ?',
     ),

@@ -1,4 +1,5 @@
 import type { U64 } from '../internal/u64.ts';
+import type { ProtocolParameters } from '../protocol/constants.ts';
 import type { Payload } from '../protocol/events.ts';
 /** The read model's rows are the API's types (src/schemas/model.ts). */
 import type {
@@ -53,6 +54,108 @@ export type TicketClaimed = Payload<'StackSettlementTicketClaimedEvent'>;
 export type StackClaimed = Payload<'ClaimedStackEvent'>;
 export type Dispute = Payload<'StackAttestationDisputeEvent'>;
 
+/** What a stack's claim needs to know of it: its terms (when the stack was seen) and who attested it. */
+export interface ClaimContext {
+  terms: StackTerms | undefined;
+  /** The ticket's already_attested_nodes ([] when the ticket was never seen). */
+  already_attested: U64[];
+}
+
+/** What decides a stack's fees: its price, its size, and its task's security level (null: never seen). */
+export interface StackTerms {
+  price_per_one_million_compute_units: U64;
+  num_compute_units: U64;
+  security_level: number | null;
+}
+
+/** When and for how much a stack was claimed (the fee is null when its terms were never seen). */
+export interface ClaimRecord {
+  epoch: U64 | undefined;
+  node_fee_amount: U64 | null;
+}
+
+export interface AttesterReward {
+  stack_small_id: U64;
+  /** The attester's index in the ticket's requested_attestation_nodes. */
+  slot: number;
+  node_small_id: U64;
+  amount: U64;
+  epoch: U64 | null;
+}
+
+/** The chain as the indexer last saw it: epochs pass and parameters change without events. */
+export interface ChainState {
+  epoch: U64 | null;
+  parameters: ProtocolParameters | null;
+}
+
+/** One stack of a node with its ticket, for the node's earnings; stack fields are null when never seen. */
+export interface LedgerRow {
+  stack_small_id: U64;
+  terms: StackTerms | undefined;
+  already_computed_units: U64 | null;
+  /** Claimed through claim_funds_for_stacks, or (with its ticket) through claim_funds. */
+  stack_claimed: boolean;
+  ticket:
+    | {
+        num_claimed_compute_units: U64;
+        is_in_dispute: boolean;
+        is_claimed: boolean;
+        claimable_from_epoch: U64 | null;
+        claimed_epoch: U64 | null;
+        node_fee_amount: U64 | null;
+        user_refund_amount: U64;
+      }
+    | undefined;
+}
+
+/** An open stack of a node that the autopilot may settle (or claim directly, on ConfidentialCompute). */
+export interface OpenStack {
+  stack_small_id: U64;
+  terms: StackTerms;
+  already_computed_units: U64;
+  /** When usage was last reported (ms since the epoch); null when never. */
+  last_usage_at: number | null;
+}
+
+/** A settled, undisputed, unclaimed ticket of a node that can be claimed from its epoch. */
+export interface ClaimableTicket {
+  stack_small_id: U64;
+  num_claimed_compute_units: U64;
+  claimable_from_epoch: U64;
+  terms: StackTerms | undefined;
+}
+
+/** A ticket that asks a node to attest it, not yet attested by it. */
+export interface AttestationRequest {
+  stack_small_id: U64;
+  slot: number;
+  /** Attestations are accepted up to this epoch (the ticket's claimable_from_epoch); null: not known. */
+  until_epoch: U64 | null;
+  is_in_dispute: boolean;
+  /** This daemon holds a record of the stack's requests (it can build the attestation). */
+  has_record: boolean;
+}
+
+export type AutopilotActionKind = 'settle' | 'claim' | 'direct_claim' | 'attest';
+export type AutopilotActionStatus = 'pending' | 'succeeded' | 'failed' | 'not_executed';
+
+/** One action of the autopilot, as recorded before it is submitted and completed after. */
+export interface AutopilotAction {
+  id: number;
+  at: number;
+  updated_at: number;
+  kind: AutopilotActionKind;
+  node_small_id: U64;
+  stack_small_ids: U64[];
+  status: AutopilotActionStatus;
+  reason: string;
+  node_fee_amount: U64 | null;
+  gas_estimate: U64 | null;
+  tx_digests: string[];
+  error: string | null;
+}
+
 /**
  * The writes the indexer makes inside one transaction. Each method is one idempotent statement or a small
  * read-modify-write; the transaction that holds them also saves the cursor, so a page is all or nothing.
@@ -70,13 +173,23 @@ export interface IndexerTx {
   /** Inserts or updates a subscription and marks it valid. */
   putSubscription(sub: Omit<NodeSubscription, 'valid'>): Promise<void>;
   deleteSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<boolean>;
+  /** Inserts the stack with its task's security level (when the task is known). */
   putStack(stack: NewStack): Promise<void>;
-  putTicket(ticket: TrySettle): Promise<void>;
+  /** The try-settle: the ticket (claimable from epoch + 1 when the epoch is known) and its attester slots. */
+  putTicket(ticket: TrySettle, epoch: U64 | undefined): Promise<void>;
   recordAttestation(attestation: Attestation): Promise<AttestationOutcome>;
   settleTicket(ticket: TicketSettled): Promise<void>;
-  claimTicket(claim: TicketClaimed): Promise<void>;
+  /** What a claim of the stack needs to know, read inside the transaction (it sees the page's writes). */
+  claimContext(stackSmallId: U64): Promise<ClaimContext>;
+  claimTicket(claim: TicketClaimed, record: ClaimRecord): Promise<void>;
   putDispute(dispute: Dispute): Promise<void>;
-  claimStack(claim: StackClaimed): Promise<void>;
+  claimStack(claim: StackClaimed, record: ClaimRecord): Promise<void>;
+  putAttesterRewards(rewards: readonly AttesterReward[]): Promise<void>;
+  /** Saves the chain's epoch and parameters as of the page (each when known). */
+  saveChainState(state: {
+    epoch?: U64 | undefined;
+    parameters?: ProtocolParameters | undefined;
+  }): Promise<void>;
   /** Saves the source's cursor and adds to its counters. */
   saveCursor(source: string, cursor: string | null, counts: IndexerCounts): Promise<void>;
 }
@@ -109,7 +222,12 @@ export interface Store {
    * request's hash to the stack's running hash. Refuses (changing nothing) when the stack is unknown or
    * the total would exceed its capacity.
    */
-  addStackUsage(stackSmallId: U64, computeUnits: U64, requestHash: Uint8Array): Promise<UsageOutcome>;
+  addStackUsage(
+    stackSmallId: U64,
+    computeUnits: U64,
+    requestHash: Uint8Array,
+    nowMs: number,
+  ): Promise<UsageOutcome>;
   /** Records the running hash of a stack this node re-ran as an attester (replacing an older record). */
   putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void>;
   /** The running hash of a stack's requests, when this daemon has a record of them. */
@@ -119,6 +237,31 @@ export interface Store {
   getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined>;
   /** The settlement ticket of a stack, claimed or not. */
   getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined>;
+  /** The chain's epoch and fee parameters as last indexed. */
+  getChainState(): Promise<ChainState>;
+  /** Every stack and ticket of the node, for its earnings. */
+  listLedger(nodeSmallId: U64): Promise<LedgerRow[]>;
+  listAttesterRewards(nodeSmallId: U64): Promise<AttesterReward[]>;
+  /**
+   * The node's open stacks (not settled, not claimed) filled to at least minFillPpm parts per million, or
+   * with usage last reported before idleBefore (ms): one index range each, whatever the store's size.
+   */
+  listSettleCandidates(nodeSmallId: U64, minFillPpm: number, idleBefore: number): Promise<OpenStack[]>;
+  /** When the node's longest-idle open stack with usage was last used (ms), or null. */
+  oldestUsageAt(nodeSmallId: U64): Promise<number | null>;
+  /** The node's settled, undisputed, unclaimed tickets claimable by `epoch`. */
+  listClaimable(nodeSmallId: U64, epoch: U64): Promise<ClaimableTicket[]>;
+  /** The attestations asked of the node that it has not submitted. */
+  listAttestationRequests(nodeSmallId: U64): Promise<AttestationRequest[]>;
+  /** Records an autopilot action; returns its id. */
+  insertAutopilotAction(action: Omit<AutopilotAction, 'id'>): Promise<number>;
+  updateAutopilotAction(
+    id: number,
+    change: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error' | 'updated_at'> &
+      Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
+  ): Promise<void>;
+  /** The most recent actions, newest first; with pending, only those whose outcome is not recorded. */
+  listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]>;
   /** Whether every one of these event keys has been applied. */
   hasEvents(keys: readonly string[]): Promise<boolean>;
   /**

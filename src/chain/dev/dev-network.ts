@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { Listeners } from '../../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../../internal/u64.ts';
-import { DEFAULT_PARAMETERS } from '../../protocol/constants.ts';
+import { DEFAULT_PARAMETERS, pickParameters } from '../../protocol/constants.ts';
 import { commitmentFor, leafFor } from '../../protocol/proofs.ts';
 import { asciiArg, u64Arg, u64List, uintArg } from '../arguments.ts';
 import {
@@ -790,6 +790,7 @@ export class DevNetwork implements Chain {
       nextCursor: page.length > 0 ? String(page.at(-1)!.seq) : cursor,
       hasMore: rows.length > PAGE_SIZE,
       epoch: big(this.#epoch()),
+      parameters: pickParameters(this.#db()),
     };
   }
 }

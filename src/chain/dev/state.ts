@@ -1,3 +1,4 @@
+import type { ProtocolParameters } from '../../protocol/constants.ts';
 /**
  * The dev network's state objects. Each is one JSON row of the `objects` table, keyed as below; u64 values
  * are bigints in memory and `{ "$u64": "…" }` in JSON. The shapes follow contracts.md §1, keeping only the
@@ -23,18 +24,13 @@ export interface ModelEntry {
 }
 
 /** The AtomaDb singleton without its tables (contracts.md §1.3); the tables are rows of their own. */
-export interface AtomaDbObject {
+export interface AtomaDbObject extends ProtocolParameters {
   id: string;
   next_node_small_id: bigint;
   next_task_small_id: bigint;
   next_stack_small_id: bigint;
   fee_treasury: bigint;
   communal_treasury: bigint;
-  cross_validation_probability_permille: bigint;
-  cross_validation_extra_nodes_count: bigint;
-  sampling_consensus_charge_permille: bigint;
-  cross_validation_extra_nodes_charge_permille: bigint;
-  permille_to_slash_node_on_timeout: bigint;
   is_registration_disabled: boolean;
   /** AtomaDb.models; an array, not a map, so that a model name can never collide with an object key. */
   models: ModelEntry[];
