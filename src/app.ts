@@ -203,6 +203,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'subscriptions' },
         { name: 'stacks' },
         { name: 'disputes' },
+        { name: 'earnings', description: "The node's money: what it earned and can claim" },
+        { name: 'autopilot', description: 'Settles, attests and claims when it is worth it' },
         { name: 'writes' },
         { name: 'dev network', description: 'Only on the embedded dev network' },
         { name: 'meta' },

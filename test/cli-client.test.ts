@@ -389,7 +389,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   // Claiming too early: nothing submitted, each stack says from which epoch (exit 4).
   const early = await refused(
     ['claim', '1', '5'],
-    /^node-daemon: none of the listed stacks can be claimed now$/,
+    /^node-daemon: none of the 2 listed stacks can be claimed now \(2 dispute_period\); each stack's reason is in results$/,
   );
   assert.match(
     early.stdout,
@@ -408,13 +408,15 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   const claim = await call(['claim', '1', '5', '2']);
   assert.equal(claim.code, 0, claim.stderr);
   assert.equal(claim.stderr, 'claiming 3 stacks…\n');
-  assert.match(claim.stdout, /\n +1 +claimed +settlement ticket\n/);
-  assert.match(claim.stdout, /\n +5 +claimed +settlement ticket\n/);
+  assert.match(claim.stdout, /\n +1 +claimed +settlement ticket, 500 units\n/);
+  assert.match(claim.stdout, /\n +5 +claimed +settlement ticket, 1900 units\n/);
   assert.match(claim.stdout, /\n +2 +not claimable \(in_dispute\) +stack 2 is in dispute/);
   assert.match(claim.stdout, /\ntransaction: +\w{43,44}\n/);
-  assert.deepEqual((await parsed(['claim', '6'])).claimed, [
-    { stack_small_id: 6, path: 'settlement_ticket' },
-  ]);
+  const six = (await parsed(['claim', '6'])) as { claimed: { stack_small_id: number; path: string }[] };
+  assert.deepEqual(
+    six.claimed.map((c) => [c.stack_small_id, c.path]),
+    [[6, 'settlement_ticket']],
+  );
   assert.deepEqual(await parsed(['dev', 'epoch']), { epoch: 2 });
   assert.match(await table(['dev', 'task', 'remove', '3']), /^removed task 3\n/);
   assert.equal(typeof (await parsed(['dev', 'task', 'remove', '4'])).tx_digest, 'string');

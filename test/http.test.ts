@@ -211,6 +211,9 @@ describe('read API', () => {
       user_refund_amount: 'U64_MAX',
       is_claimed: true,
       claim_path: 'settlement_ticket',
+      // Additions: no epoch in these events; the fee is the contract's, 600 x 2_000_000 x 1.2 / 1e6.
+      claimable_from_epoch: null,
+      node_fee_amount: 1440,
     });
     assert.deepEqual(
       body.map((c) => [c.stack_small_id, c.claim_path]),

@@ -257,7 +257,7 @@ export function storeContract(
             stack_merkle_leaf: leaf,
             num_claimed_compute_units: 700,
           },
-          undefined,
+          7,
         );
       });
       assert.equal((await store.listStacks(1))[0]?.in_settle_period, true);
@@ -301,7 +301,7 @@ export function storeContract(
             num_claimed_compute_units: 700,
             user_refund_amount: U64_MAX,
           },
-          { epoch: undefined, node_fee_amount: null },
+          { epoch: 9, node_fee_amount: 1234 },
         );
       });
       assert.deepEqual(outcomes, ['applied', 'not_requested', 'no_ticket']);
@@ -319,6 +319,8 @@ export function storeContract(
         user_refund_amount: U64_MAX,
         is_claimed: true,
         claim_path: 'settlement_ticket',
+        claimable_from_epoch: 8,
+        node_fee_amount: 1234,
       });
       const [claimedStack] = await store.listStacks(1);
       assert.equal(claimedStack?.is_claimed, true);
@@ -576,6 +578,218 @@ export function storeContract(
         'reserved',
         'forgotten after 24 hours',
       );
+    });
+
+    it('keeps what decides the fees: terms, claimable epochs, claim fees, attester rewards, the chain state', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 2));
+        await tx.putStack(newStack(1, 1));
+        await tx.putStack(newStack(2, 1, 500, 99)); // its task was never seen
+        await tx.putStack(newStack(3, 1));
+        await tx.putTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 1,
+            requested_attestation_nodes: [4, 5, 4],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 700,
+          },
+          ABOVE_SAFE,
+        );
+        await tx.saveChainState({ epoch: 12, parameters: undefined });
+      });
+      assert.deepEqual(await store.getStackTerms(1), {
+        price_per_one_million_compute_units: 2_000_000,
+        num_compute_units: 1000,
+        security_level: 2,
+      });
+      assert.equal((await store.getStackTerms(2))?.security_level, null);
+      assert.equal(await store.getStackTerms(404), undefined);
+      assert.equal((await store.getTicket(1))?.claimable_from_epoch, ABOVE_SAFE + 1n);
+      assert.deepEqual(await store.getChainState(), { epoch: 12, parameters: null });
+      const parameters = {
+        sampling_consensus_charge_permille: 1000n,
+        cross_validation_extra_nodes_charge_permille: 12n,
+        cross_validation_probability_permille: 10n,
+        cross_validation_extra_nodes_count: 3n,
+        permille_to_slash_node_on_timeout: 100n,
+      };
+      await write(async (tx) => {
+        await tx.saveChainState({ epoch: undefined, parameters });
+        const context = await tx.claimContext(1);
+        assert.deepEqual(context.already_attested, [], 'inside the transaction, before any attestation');
+        assert.equal(context.terms?.security_level, 2);
+        assert.deepEqual(await tx.claimContext(404), { terms: undefined, already_attested: [] });
+      });
+      assert.deepEqual(await store.getChainState(), { epoch: 12, parameters }, 'each field kept when absent');
+      await write(async (tx) => {
+        await tx.recordAttestation({
+          stack_small_id: 1,
+          attestation_node_id: 4,
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+        });
+        await tx.claimTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 1,
+            attestation_nodes: [4, 5, 4],
+            num_claimed_compute_units: 700,
+            user_refund_amount: 360,
+          },
+          { epoch: 13, node_fee_amount: 1680 },
+        );
+        await tx.putAttesterRewards([
+          { stack_small_id: 1, slot: 0, node_small_id: 4, amount: 560, epoch: 13 },
+          { stack_small_id: 1, slot: 2, node_small_id: 4, amount: U64_MAX, epoch: null },
+        ]);
+        await tx.claimStack(
+          { stack_small_id: 3, selected_node_id: 1, num_claimed_compute_units: 10, user_refund_amount: 5 },
+          { epoch: 13, node_fee_amount: 20 },
+        );
+      });
+      assert.deepEqual(await store.listAttesterRewards(4), [
+        { stack_small_id: 1, slot: 0, node_small_id: 4, amount: 560, epoch: 13 },
+        { stack_small_id: 1, slot: 2, node_small_id: 4, amount: U64_MAX, epoch: null },
+      ]);
+      assert.deepEqual(await store.listAttesterRewards(5), []);
+      const ledger = await store.listLedger(1);
+      assert.deepEqual(
+        ledger
+          .map((row) => [
+            row.stack_small_id,
+            row.stack_claimed,
+            row.ticket?.node_fee_amount,
+            row.ticket?.claimed_epoch,
+          ])
+          .sort((a, b) => Number(a[0]) - Number(b[0])),
+        [
+          [1, true, 1680, 13],
+          [2, false, undefined, undefined],
+          [3, true, 20, 13],
+        ],
+      );
+    });
+
+    it('finds what the autopilot may act on in one index range each', async () => {
+      const now = 1_000_000;
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 0));
+        for (let id = 1; id <= 6; id++) await tx.putStack(newStack(id, 1, 1000));
+        await tx.putStack(newStack(7, 2, 1000));
+        await tx.putTicket(
+          {
+            stack_small_id: 5,
+            selected_node_id: 1,
+            requested_attestation_nodes: [],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 10,
+          },
+          4,
+        );
+        await tx.putTicket(
+          {
+            stack_small_id: 6,
+            selected_node_id: 1,
+            requested_attestation_nodes: [],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 10,
+          },
+          7,
+        );
+        // Node 1 is asked to attest node 2's stack 7, twice (a node can be drawn twice).
+        await tx.putTicket(
+          {
+            stack_small_id: 7,
+            selected_node_id: 2,
+            requested_attestation_nodes: [1, 3, 1],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 10,
+          },
+          7,
+        );
+      });
+      await store.addStackUsage(1, 960, REQUEST, now); // filled to 96%
+      await store.addStackUsage(2, 100, REQUEST, now - 5_000); // idle for 5 s
+      await store.addStackUsage(3, 100, REQUEST, now); // busy
+      const ids = (rows: { stack_small_id: U64 }[]) => rows.map((r) => r.stack_small_id);
+      assert.deepEqual(ids(await store.listSettleCandidates(1, 950_000, now - 1_000)), [1, 2]);
+      assert.deepEqual(ids(await store.listSettleCandidates(1, 950_000, now - 10_000)), [1]);
+      assert.deepEqual(ids(await store.listSettleCandidates(1, 1_000_000, now + 1)), [1, 2, 3]);
+      const [candidate] = await store.listSettleCandidates(1, 950_000, 0);
+      assert.deepEqual(candidate, {
+        stack_small_id: 1,
+        terms: { price_per_one_million_compute_units: 2_000_000, num_compute_units: 1000, security_level: 0 },
+        already_computed_units: 960,
+        last_usage_at: now,
+      });
+      assert.equal(await store.oldestUsageAt(1), now - 5_000);
+      assert.equal(await store.oldestUsageAt(2), null);
+      assert.deepEqual(ids(await store.listClaimable(1, 4)), []);
+      assert.deepEqual(ids(await store.listClaimable(1, 5)), [5]);
+      assert.deepEqual(ids(await store.listClaimable(1, 100)), [5, 6]);
+      assert.equal((await store.listClaimable(1, 5))[0]?.claimable_from_epoch, 5);
+      await store.putStackHash(7, new Uint8Array(32).fill(1), 1);
+      assert.deepEqual(await store.listAttestationRequests(1), [
+        { stack_small_id: 7, slot: 0, until_epoch: 8, is_in_dispute: false, has_record: true },
+        { stack_small_id: 7, slot: 2, until_epoch: 8, is_in_dispute: false, has_record: true },
+      ]);
+      await write(async (tx) => {
+        await tx.recordAttestation({
+          stack_small_id: 7,
+          attestation_node_id: 1,
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+        });
+      });
+      assert.deepEqual(await store.listAttestationRequests(1), [], 'one attestation answers both slots');
+      assert.equal((await store.listAttestationRequests(3)).length, 1);
+    });
+
+    it('records autopilot actions and finds the pending ones', async () => {
+      const base = {
+        at: 1,
+        updated_at: 1,
+        kind: 'settle' as const,
+        node_small_id: 1,
+        stack_small_ids: [1, ABOVE_SAFE],
+        status: 'pending' as const,
+        reason: 'filled to 96% (threshold 95%)',
+        node_fee_amount: null,
+        gas_estimate: 2_000_000,
+        tx_digests: [],
+        error: null,
+      };
+      const first = await store.insertAutopilotAction(base);
+      const second = await store.insertAutopilotAction({ ...base, kind: 'claim', node_fee_amount: U64_MAX });
+      assert.ok(second > first);
+      await store.updateAutopilotAction(first, {
+        status: 'succeeded',
+        tx_digests: ['digest-1'],
+        error: null,
+        updated_at: 2,
+        node_fee_amount: 7,
+      });
+      const [latest, earlier] = await store.listAutopilotActions({ limit: 10 });
+      assert.equal(latest?.id, second);
+      assert.deepEqual(earlier, {
+        ...base,
+        id: first,
+        status: 'succeeded',
+        tx_digests: ['digest-1'],
+        updated_at: 2,
+        node_fee_amount: 7,
+      });
+      assert.equal(latest?.node_fee_amount, U64_MAX);
+      assert.deepEqual(
+        (await store.listAutopilotActions({ limit: 10, pending: true })).map((a) => a.id),
+        [second],
+      );
+      assert.equal((await store.listAutopilotActions({ limit: 1 })).length, 1);
     });
 
     it('refuses work once closed', async () => {

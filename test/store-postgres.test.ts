@@ -6,7 +6,7 @@ import type { Config } from '../src/config.ts';
 import { CliError } from '../src/internal/exit-codes.ts';
 import { fromPostgresError, StoreError } from '../src/store/errors.ts';
 import { openStore } from '../src/store/open.ts';
-import { LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
+import { AUTOPILOT_QUERIES, LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
 import { migrate, migrationStatus, redactUrl } from '../src/store/postgres-migrations.ts';
 import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
 import {
@@ -168,10 +168,11 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           migrate(db.url),
         ]);
         const [a, b, c] = stores;
-        assert.deepEqual(
-          [a.migrationsApplied, b.migrationsApplied, c.applied.length].sort(),
-          [0, 0, shipped],
-        );
+        assert.deepEqual([a.migrationsApplied, b.migrationsApplied, c.applied.length].sort(), [
+          0,
+          0,
+          shipped,
+        ]);
         const rows = await withClient(db.url, (client) =>
           client.query('SELECT version, count(*)::int AS n FROM schema_migrations GROUP BY version'),
         );
@@ -486,6 +487,40 @@ if (await postgresAvailable('PostgreSQL store suite')) {
               assert.ok(
                 nodes.some((n) => n['Index Name'] === expected[name as keyof typeof LIST_QUERIES]),
                 label,
+              );
+            }
+          }
+        });
+        // The autopilot's questions: one index range each (with stacks and tickets in the thousands).
+        const autopilot: Record<keyof typeof AUTOPILOT_QUERIES, string[]> = {
+          settleCandidates: ['stacks_open_by_fill', 'stacks_open_by_last_usage'],
+          oldestUsage: ['stacks_open_by_last_usage'],
+          claimable: ['stack_settlement_tickets_claimable'],
+          requests: ['attestation_requests_open'],
+        };
+        await withClient(db.url, async (client) => {
+          await client.query(`UPDATE stacks SET fill_ppm = (i % 1000) * 1000, last_usage_at = i
+            FROM generate_series(1, 50000) i WHERE stack_small_id = i`);
+          await client.query(
+            `UPDATE stack_settlement_tickets SET claimable_from_epoch = stack_small_id % 50`,
+          );
+          await client.query(`INSERT INTO attestation_requests SELECT i, 0, i % 500, i % 4 = 0
+            FROM generate_series(1, 50000) i`);
+          await client.query(
+            `INSERT INTO stack_hashes SELECT i, '\\x00', 1 FROM generate_series(1, 50000, 2) i`,
+          );
+          await client.query('ANALYZE');
+          for (const [name, sql] of Object.entries(AUTOPILOT_QUERIES)) {
+            const params = sql.includes('$3') ? [7, 950000, 100] : sql.includes('$2') ? [7, 10] : [7];
+            const result = await client.query(`EXPLAIN (FORMAT JSON) ${sql}`, params);
+            const nodes = walk(result.rows[0]['QUERY PLAN'][0].Plan);
+            const kinds = nodes.map((n) => n['Node Type']);
+            const label = `${name}: ${kinds.join(' > ')}`;
+            assert.ok(!kinds.includes('Seq Scan'), label);
+            for (const index of autopilot[name as keyof typeof AUTOPILOT_QUERIES]) {
+              assert.ok(
+                nodes.some((n) => n['Index Name'] === index),
+                `${label}: ${index}`,
               );
             }
           }

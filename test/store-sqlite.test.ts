@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, it } from 'node:test';
-import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import { AUTOPILOT_QUERIES, SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { storeContract } from './store-contract.ts';
 
@@ -83,6 +83,24 @@ describe('sqlite store', () => {
       plan('SELECT * FROM node_subscriptions WHERE node_small_id = 1'),
       /SEARCH node_subscriptions USING PRIMARY KEY/,
     );
+    // The autopilot's questions are one index range each, whatever the number of stacks.
+    const expected: Record<keyof typeof AUTOPILOT_QUERIES, RegExp[]> = {
+      settleCandidates: [/USING INDEX stacks_open_by_fill/, /USING INDEX stacks_open_by_last_usage/],
+      oldestUsage: [/USING (COVERING )?INDEX stacks_open_by_last_usage/],
+      claimable: [/USING INDEX stack_settlement_tickets_claimable/],
+      requests: [/USING (COVERING )?INDEX attestation_requests_open/],
+    };
+    for (const [name, sql] of Object.entries(AUTOPILOT_QUERIES)) {
+      const text = plan(sql.replaceAll(/\?\d/g, '1'));
+      for (const pattern of expected[name as keyof typeof AUTOPILOT_QUERIES]) {
+        assert.match(text, pattern, name);
+      }
+      assert.doesNotMatch(
+        text,
+        /SCAN (stacks|stack_settlement_tickets|attestation_requests)\b(?! USING)/,
+        name,
+      );
+    }
     db.close();
     await store.close();
     await remove();

@@ -134,9 +134,23 @@ describe('write API on the dev network', () => {
       assert.deepEqual(ok(await d.post('/dev/epoch')), { epoch: 1 });
       const before = d.services.dev!.balanceOf(d.services.chain!.signerAddress);
       const claim = ok(await d.post('/nodes/claim-funds', { stack_small_ids: [stack] }));
-      assert.deepEqual(claim.claimed, [{ stack_small_id: stack, path: 'settlement_ticket' }]);
-      // SamplingConsensus pays 1.2 x price per unit (contracts.md §4.2): 900 * 2_000_000 * 1200 / 1e9.
+      // SamplingConsensus pays 1.2 x price per unit (contracts.md §4.2): 900 * 2_000_000 * 1200 / 1e9,
+      // and refunds the buyer the same for the 100 units not claimed.
       const fee = (900n * 2_000_000n * 1200n) / 1_000_000_000n;
+      assert.deepEqual(claim.claimed, [
+        {
+          stack_small_id: stack,
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 900,
+          node_fee_amount: Number(fee),
+          user_refund_amount: 240,
+        },
+      ]);
+      assert.deepEqual(claim.total, { node_fee_amount: 2160, user_refund_amount: 240, unpriced_stacks: 0 });
+      assert.deepEqual(
+        (claim.results as Json[]).map((r) => [r.stack_small_id, r.status, r.tx_digest]),
+        [[stack, 'success', claim.tx_digest]],
+      );
       const gained = d.services.dev!.balanceOf(d.services.chain!.signerAddress) - before;
       assert.ok(gained >= fee, `the node was paid at least its fee ${fee} (got ${gained})`);
       const claimed = ok(await d.get('/claimed-stacks/nodes/2')) as unknown as Json[];
@@ -162,8 +176,15 @@ describe('write API on the dev network', () => {
       const stack = await buy(d, 2);
       ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 400 }));
       const claim = ok(await d.post('/nodes/claim-funds', { stack_small_ids: [stack] }));
+      // The direct path pays floor(units x price / 1e6): 400 x 2_000_000 / 1e6, and refunds 600 units' worth.
       assert.deepEqual(claim.claimed, [
-        { stack_small_id: stack, path: 'confidential_compute', num_claimed_compute_units: 400 },
+        {
+          stack_small_id: stack,
+          path: 'confidential_compute',
+          num_claimed_compute_units: 400,
+          node_fee_amount: 800,
+          user_refund_amount: 1200,
+        },
       ]);
       const [row] = ok(await d.get('/claimed-stacks/nodes/2')) as unknown as Json[];
       assert.deepEqual(

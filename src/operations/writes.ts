@@ -1,9 +1,11 @@
 import type { Badge, Chain, GasOptions, MoveAbort, Operation, Submission } from '../chain/chain.ts';
 import type { Mutex } from '../internal/mutex.ts';
-import { compareU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
-import { ProblemError, refuse } from '../problems/catalog.ts';
+import { compareU64, normalizeU64, parseU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
+import { ERRORS, type ErrorCode, ProblemError, refuse } from '../problems/catalog.ts';
 import { problemFromError } from '../problems/from-error.ts';
-import { REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
+import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
+import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
+import { knownFee } from '../protocol/fees.ts';
 import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from '../protocol/proofs.ts';
 import type { Stack } from '../schemas/model.ts';
 import type {
@@ -225,72 +227,89 @@ export class Writes {
   }
 
   /**
-   * Try-settles each stack in its own transaction (the contract takes one stack per call). Claimed units
-   * default to the recorded usage; the proof and leaf come from the stack's running request hash.
+   * Try-settles each listed stack that can be settled, each in its own transaction (the contract takes
+   * one stack per call); the others are answered with the reason, and nothing is signed for them.
+   * Claimed units default to the recorded usage, and a stack with none is refused unless the request
+   * names its units (settling claims 0 and gives the pay up). The proof and leaf come from the stack's
+   * running request hash. 200 when at least one settled; a problem carrying every stack's reason when
+   * none could be.
    */
   trySettle(input: TrySettleRequest): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
       const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
-      const plans: { stack: Stack; badge: Badge; claimed: U64; proof: Uint8Array; leaf: Uint8Array }[] = [];
-      const byStack = input.num_claimed_compute_units_by_stack ?? {};
-      for (const key of Object.keys(byStack)) {
-        if (!input.stack_small_ids.some((id) => u64ToString(id) === key)) {
+      const byStack = new Map(
+        Object.entries(input.num_claimed_compute_units_by_stack ?? {}).map(([key, units]) => [
+          parseU64(key),
+          units,
+        ]),
+      );
+      for (const id of byStack.keys()) {
+        if (id === undefined || !input.stack_small_ids.some((listed) => listed === id)) {
           throw refuse(
             'invalid_body',
-            `num_claimed_compute_units_by_stack names stack ${key}, which is not in stack_small_ids`,
-            {
-              parameter: 'num_claimed_compute_units_by_stack',
-            },
+            `num_claimed_compute_units_by_stack names stack ${id}, which is not in stack_small_ids`,
+            { parameter: 'num_claimed_compute_units_by_stack' },
           );
         }
       }
+      const planned: Planned[] = [];
+      const skips: StackResult[] = [];
       for (const id of input.stack_small_ids) {
-        const { stack, badge } = await this.#ownStack(id, badges);
+        const own = await this.#ownStack(id, badges);
+        if ('status' in own) {
+          skips.push(own);
+          continue;
+        }
+        const { stack, badge } = own;
         if (stack.in_settle_period || (await this.#store.getTicket(id))) {
-          throw refuse(
-            'already_settled',
-            `stack ${id} was already try-settled; try-settle is once per stack`,
-            {
-              parameter: 'stack_small_ids',
-            },
+          skips.push(
+            skip(id, 'already_settled', `stack ${id} was already try-settled; try-settle is once per stack`),
           );
+          continue;
         }
         if (stack.is_claimed) {
-          throw refuse('already_settled', `stack ${id} was already claimed`, {
-            parameter: 'stack_small_ids',
-          });
+          skips.push(skip(id, 'already_settled', `stack ${id} was already claimed`));
+          continue;
         }
-        const claimed =
-          byStack[u64ToString(id)] ?? input.num_claimed_compute_units ?? stack.already_computed_units;
-        if (compareU64(claimed, stack.num_compute_units) > 0) {
-          throw refuse(
-            'invalid_body',
-            `stack ${id} has ${stack.num_compute_units} compute units; ${claimed} cannot be claimed`,
-            { parameter: 'num_claimed_compute_units' },
+        const explicit = byStack.get(id) ?? input.num_claimed_compute_units;
+        if (explicit === undefined && stack.already_computed_units === 0) {
+          skips.push(
+            skip(
+              id,
+              'no_usage',
+              `stack ${id} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage) or name the units in num_claimed_compute_units`,
+            ),
           );
+          continue;
+        }
+        const claimed = explicit ?? stack.already_computed_units;
+        if (claimed > stack.num_compute_units) {
+          skips.push(
+            skip(
+              id,
+              'invalid_body',
+              `stack ${id} has ${stack.num_compute_units} compute units; ${claimed} cannot be claimed`,
+            ),
+          );
+          continue;
         }
         const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
-        plans.push({ stack, badge, claimed, proof: commitmentFor(total, k), leaf: leafFor(total, 0) });
-      }
-      return this.#perStack(
-        input.stack_small_ids,
-        plans.map((plan) => ({
-          stack_small_id: plan.stack.stack_small_id,
-          num_claimed_compute_units: plan.claimed,
+        planned.push({
+          stack_small_id: id,
+          num_claimed_compute_units: claimed,
           operation: {
             kind: 'try_settle_stack',
-            badge: plan.badge,
-            stack_small_id: plan.stack.stack_small_id,
-            num_claimed_compute_units: plan.claimed,
-            committed_stack_proof: plan.proof,
-            stack_merkle_leaf: plan.leaf,
+            badge,
+            stack_small_id: id,
+            num_claimed_compute_units: claimed,
+            committed_stack_proof: commitmentFor(total, k),
+            stack_merkle_leaf: leafFor(total, 0),
           },
-        })),
-        [],
-        input,
-        'try_settle_stack',
-      );
+        });
+      }
+      if (planned.length === 0) throw nothingToDo('nothing_to_settle', 'settled', skips);
+      return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack');
     });
   }
 
@@ -376,10 +395,12 @@ export class Writes {
   }
 
   /**
-   * Claims the funds of the listed stacks. A settled stack goes through claim_funds (one atomic call for
-   * all of them), a confidential-compute stack without a ticket through claim_funds_for_stacks with its
-   * recorded usage. Stacks not claimable yet are reported with the reason (and the epoch from which they
-   * will be); when none is claimable, nothing is submitted.
+   * Claims the funds of the listed stacks that can be claimed now: settled stacks through claim_funds
+   * (one atomic call per badge), confidential-compute stacks without a ticket through
+   * claim_funds_for_stacks with their recorded usage. The others are answered with the reason (and, in
+   * the dispute window, the epoch from which they will be claimable); nothing is signed for them. Each
+   * claimed stack says the node's fee and the buyer's refund; so does the total. 200 when at least one
+   * claim went through; a problem carrying every stack's reason when none did.
    */
   claimFunds(input: ClaimFundsRequest): Promise<ClaimResult> {
     return this.#serialized(async () => {
@@ -387,96 +408,158 @@ export class Writes {
       const epoch = await this.#chain.currentEpoch();
       const settled: { badge: Badge; id: U64 }[] = [];
       const direct: { badge: Badge; id: U64; units: U64 }[] = [];
+      const skips: StackResult[] = [];
       const notClaimable: NotClaimable[] = [];
+      const notNow = (id: U64, reason: NotClaimable['reason'], detail: string, from?: U64) => {
+        notClaimable.push({
+          stack_small_id: id,
+          reason,
+          detail,
+          ...(from === undefined ? {} : { claimable_from_epoch: from }),
+        });
+        skips.push(skip(id, reason, detail));
+      };
       for (const id of input.stack_small_ids) {
-        const { stack, badge } = await this.#ownStack(id, badges);
+        const own = await this.#ownStack(id, badges);
+        if ('status' in own) {
+          skips.push(own);
+          continue;
+        }
+        const { stack, badge } = own;
         if (stack.is_claimed) {
-          notClaimable.push({
-            stack_small_id: id,
-            reason: 'already_claimed',
-            detail: `stack ${id} was already claimed`,
-          });
+          notNow(id, 'already_claimed', `stack ${id} was already claimed`);
           continue;
         }
         const ticket = await this.#chain.getTicket(id);
         if (!ticket) {
           const task = await this.#store.getTask(stack.task_small_id);
-          if (task?.security_level === SecurityLevel.ConfidentialCompute) {
-            direct.push({ badge, id, units: stack.already_computed_units });
+          if (task?.security_level !== SecurityLevel.ConfidentialCompute) {
+            notNow(
+              id,
+              'not_settled',
+              `stack ${id} has not been try-settled; settle it first with POST /nodes/try-settle-stacks`,
+            );
+          } else if (stack.already_computed_units === 0) {
+            notNow(
+              id,
+              'no_usage',
+              `stack ${id} has no recorded usage: claiming it now would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage)`,
+            );
           } else {
-            notClaimable.push({
-              stack_small_id: id,
-              reason: 'not_settled',
-              detail: `stack ${id} has not been try-settled; settle it first with POST /nodes/try-settle-stacks`,
-            });
+            direct.push({ badge, id, units: stack.already_computed_units });
           }
         } else if (ticket.is_in_dispute) {
-          notClaimable.push({
-            stack_small_id: id,
-            reason: 'in_dispute',
-            detail: `stack ${id} is in dispute; the contract offers no way to resolve it`,
-          });
-        } else if (compareU64(epoch, ticket.dispute_settled_at_epoch) < 0) {
-          notClaimable.push({
-            stack_small_id: id,
-            reason: 'dispute_period',
-            detail: `stack ${id} is in its dispute period; it can be claimed from epoch ${ticket.dispute_settled_at_epoch} (now ${epoch})`,
-            claimable_from_epoch: ticket.dispute_settled_at_epoch,
-          });
+          notNow(id, 'in_dispute', `stack ${id} is in dispute; the contract offers no way to resolve it`);
+        } else if (epoch < ticket.dispute_settled_at_epoch) {
+          notNow(
+            id,
+            'dispute_period',
+            `stack ${id} is in its dispute period; it can be claimed from epoch ${ticket.dispute_settled_at_epoch} (now ${epoch})`,
+            ticket.dispute_settled_at_epoch,
+          );
         } else {
           settled.push({ badge, id });
         }
       }
       if (settled.length === 0 && direct.length === 0) {
-        throw refuse('nothing_to_claim', 'none of the listed stacks can be claimed now', {
-          extensions: { not_claimable: notClaimable },
-        });
+        throw nothingToDo('nothing_to_claim', 'claimed', skips, { not_claimable: notClaimable });
       }
-      const digests: string[] = [];
-      const claimed: ClaimResult['claimed'] = [];
-      let indexed = true;
-      const groups = groupByBadge(settled);
-      for (const [badge, ids] of groups) {
-        const result = await this.#submit(
-          { kind: 'claim_funds', badge, settled_ticket_ids: ids },
-          input,
-          'claim_funds',
-        );
-        digests.push(result.submission.digest);
-        indexed &&= result.indexed;
-        claimed.push(...ids.map((id) => ({ stack_small_id: id, path: 'settlement_ticket' as const })));
-      }
-      for (const [badge, ids] of groupByBadge(direct)) {
-        const units = ids.map((id) => direct.find((d) => d.id === id)!.units);
-        const result = await this.#submit(
-          {
+      const claims = [
+        ...[...groupByBadge(settled)].map(([badge, ids]) => ({
+          what: 'claim_funds',
+          ids,
+          operation: { kind: 'claim_funds', badge, settled_ticket_ids: ids } satisfies Operation,
+        })),
+        ...[...groupByBadge(direct)].map(([badge, ids]) => ({
+          what: 'claim_funds_for_stacks',
+          ids,
+          operation: {
             kind: 'claim_funds_for_stacks',
             badge,
             stack_small_ids: ids,
-            num_compute_units_per_stack_to_claim: units,
-          },
-          input,
-          'claim_funds_for_stacks',
-        );
-        digests.push(result.submission.digest);
-        indexed &&= result.indexed;
-        claimed.push(
-          ...ids.map((id, i) => ({
-            stack_small_id: id,
-            path: 'confidential_compute' as const,
-            num_claimed_compute_units: units[i]!,
-          })),
-        );
+            num_compute_units_per_stack_to_claim: ids.map((id) => direct.find((d) => d.id === id)!.units),
+          } satisfies Operation,
+        })),
+      ];
+      const results: StackResult[] = [...skips];
+      const digests: string[] = [];
+      let indexed = true;
+      for (const claim of claims) {
+        try {
+          const result = await this.#submit(claim.operation, input, claim.what);
+          digests.push(result.submission.digest);
+          indexed &&= result.indexed;
+          results.push(...(await this.#claimedAmounts(result.submission)));
+        } catch (error) {
+          if (!(error instanceof ProblemError)) throw error;
+          const failed = failure(error);
+          if (failed.tx_digest !== undefined) digests.push(failed.tx_digest);
+          results.push(
+            ...claim.ids.map((id) => ({ stack_small_id: id, status: 'failed' as const, ...failed })),
+          );
+        }
       }
+      const done = results.filter((r) => r.status === 'success');
+      ordered(input.stack_small_ids, results);
+      if (done.length === 0) throw allFailed(results, digests, 'claim');
+      const sum = (field: 'node_fee_amount' | 'user_refund_amount') =>
+        normalizeU64(done.reduce((total, r) => total + BigInt(r[field] ?? 0), 0n));
       return {
         tx_digest: digests[0]!,
         tx_digests: digests,
         status: 'success',
-        claimed,
+        claimed: done.map((r) => ({
+          stack_small_id: r.stack_small_id,
+          path: r.path!,
+          num_claimed_compute_units: r.num_claimed_compute_units!,
+          node_fee_amount: r.node_fee_amount ?? null,
+          user_refund_amount: r.user_refund_amount!,
+        })),
         not_claimable: notClaimable,
+        results,
+        total: {
+          node_fee_amount: sum('node_fee_amount'),
+          user_refund_amount: sum('user_refund_amount'),
+          unpriced_stacks: done.filter((r) => r.node_fee_amount === null).length,
+        },
         indexed,
       };
     });
+  }
+
+  /**
+   * Each stack a claim transaction claimed, from its events: the units, the buyer's refund (as the chain
+   * paid it) and the node's fee (the contract's formula on the stack's terms; null when never seen).
+   */
+  async #claimedAmounts(submission: Submission): Promise<StackResult[]> {
+    const parameters = (await this.#store.getChainState()).parameters ?? DEFAULT_PARAMETERS;
+    const out: StackResult[] = [];
+    for (const raw of submission.events) {
+      const envelope = readEnvelope(raw);
+      if (envelope.name !== 'StackSettlementTicketClaimedEvent' && envelope.name !== 'ClaimedStackEvent')
+        continue;
+      const { payload } = decodePayload(envelope.name, (raw as { parsedJson?: unknown }).parsedJson) as {
+        payload: Payload<'ClaimedStackEvent'>;
+      };
+      const direct = envelope.name === 'ClaimedStackEvent';
+      const terms = await this.#store.getStackTerms(payload.stack_small_id);
+      const fee = knownFee(
+        parameters,
+        direct ? SecurityLevel.ConfidentialCompute : terms?.security_level,
+        terms?.price_per_one_million_compute_units,
+        payload.num_claimed_compute_units,
+      );
+      out.push({
+        stack_small_id: payload.stack_small_id,
+        status: 'success',
+        tx_digest: submission.digest,
+        path: direct ? 'confidential_compute' : 'settlement_ticket',
+        num_claimed_compute_units: payload.num_claimed_compute_units,
+        node_fee_amount: fee === null ? null : normalizeU64(fee),
+        user_refund_amount: payload.user_refund_amount,
+      });
+    }
+    return out;
   }
 
   /** Records work the node's inference server served on one of its stacks (off-chain; no transaction). */
@@ -535,20 +618,16 @@ export class Writes {
     return mine(await this.badges()) || mine(await this.badges(true));
   }
 
-  async #ownStack(id: U64, badges: Badge[]): Promise<{ stack: Stack; badge: Badge }> {
+  /** The stack and the badge it is assigned to, or the skipped result that says why it is not the node's. */
+  async #ownStack(id: U64, badges: Badge[]): Promise<{ stack: Stack; badge: Badge } | StackResult> {
     const stack = await this.#store.getStack(id);
-    if (!stack)
-      throw refuse('stack_not_found', `no stack ${id} is known to this daemon`, {
-        parameter: 'stack_small_ids',
-      });
-    const badge = badges.find((b) => compareU64(b.node_small_id, stack.selected_node_id) === 0);
+    if (!stack) return skip(id, 'stack_not_found', `no stack ${id} is known to this daemon`);
+    const badge = badges.find((b) => b.node_small_id === stack.selected_node_id);
     if (!badge) {
-      throw refuse(
+      return skip(
+        id,
         'stack_not_ours',
         `stack ${id} is assigned to node ${stack.selected_node_id}, not to this signer's node`,
-        {
-          parameter: 'stack_small_ids',
-        },
       );
     }
     return { stack, badge };
@@ -580,16 +659,15 @@ export class Writes {
 
   /** One transaction per stack, in order; a failure does not stop the others. */
   async #perStack(
-    requested: U64[],
-    planned: { stack_small_id: U64; operation: Operation; num_claimed_compute_units?: U64 }[],
-    skipped: StackResult[],
+    requested: readonly U64[],
+    planned: Planned[],
+    skips: StackResult[],
     gas: GasOptions,
     what: string,
   ): Promise<MultiTxResult> {
-    const results: StackResult[] = [...skipped];
+    const results: StackResult[] = [...skips];
     const digests: string[] = [];
     let indexed = true;
-    let failed = 0;
     for (const plan of planned) {
       const extra =
         plan.num_claimed_compute_units === undefined
@@ -607,37 +685,89 @@ export class Writes {
         });
       } catch (error) {
         if (!(error instanceof ProblemError)) throw error;
-        failed += 1;
-        const digest = error.extensions.tx_digest as string | undefined;
-        if (digest) digests.push(digest);
-        results.push({
-          stack_small_id: plan.stack_small_id,
-          status: 'failed',
-          ...(digest ? { tx_digest: digest } : {}),
-          ...extra,
-          error: {
-            code: error.code,
-            detail: error.message,
-            ...(error.extensions.abort ? { abort: error.extensions.abort as MoveAbort } : {}),
-          },
-        });
+        const failed = failure(error);
+        if (failed.tx_digest !== undefined) digests.push(failed.tx_digest);
+        results.push({ stack_small_id: plan.stack_small_id, status: 'failed', ...extra, ...failed });
       }
     }
-    // Results in the order the request listed the stacks.
-    const order = new Map(requested.map((id, i) => [u64ToString(id), i]));
-    results.sort(
-      (a, b) =>
-        (order.get(u64ToString(a.stack_small_id)) ?? 0) - (order.get(u64ToString(b.stack_small_id)) ?? 0),
-    );
-    if (failed > 0) {
-      throw new ProblemError(
-        'transaction_failed',
-        `${failed} of ${planned.length} ${what} transactions failed; see results`,
-        { extensions: { tx_digests: digests, results } },
-      );
-    }
+    ordered(requested, results);
+    if (!results.some((r) => r.status === 'success')) throw allFailed(results, digests, what);
     return { tx_digests: digests, results, indexed };
   }
+}
+
+/** One planned transaction of a multi-stack write. */
+interface Planned {
+  stack_small_id: U64;
+  operation: Operation;
+  num_claimed_compute_units?: U64;
+}
+
+/** A listed stack that cannot be acted on, and why: nothing is signed for it. */
+function skip(id: U64, code: string, detail: string): StackResult {
+  return { stack_small_id: id, status: 'skipped', error: { code, detail } };
+}
+
+/**
+ * The refusal when no listed stack can be acted on: with the one reason they share when it is in the
+ * catalog (a single stack keeps its own code, e.g. already_settled), else `fallback`, and every stack's
+ * reason in `results`.
+ */
+function nothingToDo(
+  fallback: ErrorCode,
+  what: string,
+  results: StackResult[],
+  extensions: Record<string, unknown> = {},
+): ProblemError {
+  const codes = new Set(results.map((r) => r.error?.code ?? ''));
+  const [only = ''] = codes;
+  const code = codes.size === 1 && Object.hasOwn(ERRORS, only) ? (only as ErrorCode) : fallback;
+  const reasons = new Map<string, number>();
+  for (const r of results) reasons.set(r.error?.code ?? '', (reasons.get(r.error?.code ?? '') ?? 0) + 1);
+  const detail =
+    results.length === 1
+      ? results[0]!.error!.detail
+      : `none of the ${results.length} listed stacks can be ${what} now (${[...reasons]
+          .map(([reason, n]) => `${n} ${reason}`)
+          .join(', ')}); each stack's reason is in results`;
+  return refuse(code, detail, { parameter: 'stack_small_ids', extensions: { results, ...extensions } });
+}
+
+/** A stack's failed submission: its transaction (when one executed) and the problem. */
+function failure(error: ProblemError): Pick<StackResult, 'tx_digest' | 'error'> {
+  const digest = error.extensions.tx_digest as string | undefined;
+  const abort = error.extensions.abort as MoveAbort | undefined;
+  return {
+    ...(digest === undefined ? {} : { tx_digest: digest }),
+    error: { code: error.code, detail: error.message, ...(abort ? { abort } : {}) },
+  };
+}
+
+/**
+ * The problem when every submission failed: an outcome still unknown (the Idempotency-Key stays blocked)
+ * before a contract abort (422), before a refusal by the chain (nothing executed).
+ */
+function allFailed(results: StackResult[], digests: string[], what: string): ProblemError {
+  const failed = results.filter((r) => r.status === 'failed');
+  const codes = failed.map((r) => r.error?.code as ErrorCode);
+  const code =
+    (['chain_outcome_unknown', 'transaction_failed'] as const).find((c) => codes.includes(c)) ??
+    codes[0] ??
+    'transaction_failed';
+  return new ProblemError(
+    code,
+    `none of the ${failed.length} ${what} transactions went through; see results`,
+    {
+      extensions: { tx_digests: digests, results },
+      refusal: digests.length === 0 && code !== 'chain_outcome_unknown',
+    },
+  );
+}
+
+/** Sorts per-stack results into the order the request listed the stacks. */
+function ordered(requested: readonly U64[], results: StackResult[]): void {
+  const order = new Map(requested.map((id, i) => [id, i]));
+  results.sort((a, b) => (order.get(a.stack_small_id) ?? 0) - (order.get(b.stack_small_id) ?? 0));
 }
 
 function positive(value: U64, parameter: string): void {

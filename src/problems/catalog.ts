@@ -27,6 +27,8 @@ export const ERRORS = {
   stack_not_ours: { status: 409, title: 'Stack of another node' },
   already_settled: { status: 409, title: 'Stack already settled' },
   over_capacity: { status: 409, title: 'Beyond stack capacity' },
+  no_usage: { status: 409, title: 'No usage recorded' },
+  nothing_to_settle: { status: 409, title: 'Nothing to settle' },
   nothing_to_attest: { status: 409, title: 'Nothing to attest' },
   nothing_to_claim: { status: 409, title: 'Nothing to claim' },
   idempotency_key_reused: { status: 409, title: 'Idempotency-Key reused' },

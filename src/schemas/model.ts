@@ -91,7 +91,11 @@ export const StackSettlementTicketSchema = Type.Object(
     requested_attestation_nodes: Type.String({ description: 'A JSON array of node small ids, as a string' }),
     committed_stack_proofs: Bytes('The committed stack proof (32 bytes)'),
     stack_merkle_leaves: Bytes("32 bytes for the settling node's leaf, then 32 per requested attester"),
-    dispute_settled_at_epoch: Nullable(U64()),
+    dispute_settled_at_epoch: Nullable(
+      U64(),
+      'As upstream: the epoch that StackSettlementTicketEvent reports, the epoch of the last attestation ' +
+        '(null when no attester was asked). It is not when the stack can be claimed: see claimable_from_epoch.',
+    ),
     already_attested_nodes: Type.String({ description: 'A JSON array of node small ids, as a string' }),
     is_in_dispute: Type.Boolean(),
     user_refund_amount: U64(),
@@ -99,6 +103,16 @@ export const StackSettlementTicketSchema = Type.Object(
     claim_path: Nullable(
       StringEnum(['settlement_ticket', 'confidential_compute']),
       'Addition: how the stack was claimed',
+    ),
+    claimable_from_epoch: Nullable(
+      U64(),
+      'Addition: the epoch from which the ticket can be claimed (its try-settle epoch + 1); null when the ' +
+        'event source did not say the try-settle epoch',
+    ),
+    node_fee_amount: Nullable(
+      U64(),
+      "Addition: what the claim paid the node, by the contract's formula; null where the daemon never saw " +
+        "the stack's price or task",
     ),
   },
   Strict,

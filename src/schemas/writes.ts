@@ -104,19 +104,41 @@ export const RegisterResultSchema = Type.Object({
   node_small_id: Nullable(U64(), 'The new node small id'),
   badge_id: Nullable(Type.String(), 'The new NodeBadge object id'),
 });
+const ClaimPathSchema = StringEnum(['settlement_ticket', 'confidential_compute'], {
+  description: 'claim_funds (a settled stack) or claim_funds_for_stacks (confidential compute)',
+});
+const NodeFee = () =>
+  Nullable(U64(), "The node's fee, by the contract's formula; null where the stack's price was never seen");
+
+/** One listed stack's outcome: done, failed on chain, or skipped before signing (with the reason). */
 export const StackResultSchema = Type.Object({
   stack_small_id: U64(),
   status: StringEnum(['success', 'failed', 'skipped']),
   tx_digest: Type.Optional(Type.String()),
   num_claimed_compute_units: Type.Optional(U64()),
+  path: Type.Optional(ClaimPathSchema),
+  node_fee_amount: Type.Optional(NodeFee()),
+  user_refund_amount: Type.Optional(
+    U64("The buyer's refund for the units not claimed, as the chain paid it"),
+  ),
   error: Type.Optional(
-    Type.Object({ code: Type.String(), detail: Type.String(), abort: Type.Optional(AbortSchema) }),
+    Type.Object({
+      code: Type.String({ description: 'Why: a catalog code, or a reason like dispute_period' }),
+      detail: Type.String(),
+      abort: Type.Optional(AbortSchema),
+    }),
   ),
 });
 export const MultiTxResultSchema = Type.Object({
   tx_digests: Type.Array(Type.String()),
-  results: Type.Array(StackResultSchema),
+  results: Type.Array(StackResultSchema, { description: 'One per listed stack, in the order listed' }),
   indexed: Indexed,
+});
+export const NotClaimableSchema = Type.Object({
+  stack_small_id: U64(),
+  reason: StringEnum(['not_settled', 'dispute_period', 'in_dispute', 'already_claimed', 'no_usage']),
+  detail: Type.String(),
+  claimable_from_epoch: Type.Optional(U64()),
 });
 export const ClaimResultSchema = Type.Object({
   tx_digest: Type.String({ description: 'The first transaction (upstream field)' }),
@@ -127,18 +149,19 @@ export const ClaimResultSchema = Type.Object({
   claimed: Type.Array(
     Type.Object({
       stack_small_id: U64(),
-      path: StringEnum(['settlement_ticket', 'confidential_compute']),
-      num_claimed_compute_units: Type.Optional(U64()),
+      path: ClaimPathSchema,
+      num_claimed_compute_units: U64(),
+      node_fee_amount: NodeFee(),
+      user_refund_amount: U64(),
     }),
   ),
-  not_claimable: Type.Array(
-    Type.Object({
-      stack_small_id: U64(),
-      reason: StringEnum(['not_settled', 'dispute_period', 'in_dispute', 'already_claimed']),
-      detail: Type.String(),
-      claimable_from_epoch: Type.Optional(U64()),
-    }),
-  ),
+  not_claimable: Type.Array(NotClaimableSchema),
+  results: Type.Array(StackResultSchema, { description: 'One per listed stack, in the order listed' }),
+  total: Type.Object({
+    node_fee_amount: U64('The node fees of the stacks claimed (those of unknown price left out)'),
+    user_refund_amount: U64('The refunds paid to the buyers'),
+    unpriced_stacks: Type.Integer({ description: 'Claimed stacks whose fee is not known' }),
+  }),
   indexed: Indexed,
 });
 export const UsageResultSchema = Type.Object({
@@ -166,5 +189,5 @@ export type RegisterResult = Static<typeof RegisterResultSchema>;
 export type StackResult = Static<typeof StackResultSchema>;
 export type MultiTxResult = Static<typeof MultiTxResultSchema>;
 export type ClaimResult = Static<typeof ClaimResultSchema>;
-export type NotClaimable = ClaimResult['not_claimable'][number];
+export type NotClaimable = Static<typeof NotClaimableSchema>;
 export type UsageResult = Static<typeof UsageResultSchema>;

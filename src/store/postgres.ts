@@ -44,6 +44,7 @@ import type {
   NewTask,
   OpenStack,
   StackClaimed,
+  StackTerms,
   Store,
   TicketClaimed,
   TicketSettled,
@@ -140,6 +141,30 @@ export const LIST_QUERIES = {
     WHERE attestation_node_id = $1 ORDER BY stack_small_id`,
 } as const;
 
+/** What the autopilot asks, exported for the test that checks each is one index range. */
+export const AUTOPILOT_QUERIES = {
+  settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND fill_ppm >= $2
+    UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed
+      AND last_usage_at IS NOT NULL AND last_usage_at < $3
+    ORDER BY stack_small_id`,
+  oldestUsage: `SELECT min(last_usage_at) AS at FROM stacks
+    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND last_usage_at IS NOT NULL`,
+  claimable: `SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
+      s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
+    FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+    WHERE t.selected_node_id = $1 AND NOT t.is_claimed AND NOT t.is_in_dispute AND t.claimable_from_epoch <= $2
+    ORDER BY t.stack_small_id`,
+  requests: `SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch, t.is_in_dispute,
+      h.stack_small_id IS NOT NULL AS has_record
+    FROM attestation_requests r
+    JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
+    LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
+    WHERE r.node_small_id = $1 AND NOT r.attested AND NOT t.is_claimed
+    ORDER BY r.stack_small_id, r.slot`,
+} as const;
+
 const BUMP_VERSION = 'UPDATE store_version SET version = version + 1';
 
 const S = statements({
@@ -166,26 +191,7 @@ const S = statements({
     FROM stack_settlement_tickets t
     WHERE t.selected_node_id = $1 AND NOT EXISTS (SELECT 1 FROM stacks s WHERE s.stack_small_id = t.stack_small_id)`,
   rewards: 'SELECT * FROM attester_rewards WHERE node_small_id = $1 ORDER BY stack_small_id, slot',
-  settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
-    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND fill_ppm >= $2
-    UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
-    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed
-      AND last_usage_at IS NOT NULL AND last_usage_at < $3
-    ORDER BY stack_small_id`,
-  oldestUsage: `SELECT min(last_usage_at) AS at FROM stacks
-    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND last_usage_at IS NOT NULL`,
-  claimable: `SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
-      s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
-    FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
-    WHERE t.selected_node_id = $1 AND NOT t.is_claimed AND NOT t.is_in_dispute AND t.claimable_from_epoch <= $2
-    ORDER BY t.stack_small_id`,
-  requests: `SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch, t.is_in_dispute,
-      h.stack_small_id IS NOT NULL AS has_record
-    FROM attestation_requests r
-    JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
-    LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
-    WHERE r.node_small_id = $1 AND NOT r.attested AND NOT t.is_claimed
-    ORDER BY r.stack_small_id, r.slot`,
+  ...AUTOPILOT_QUERIES,
   actions: 'SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT $1',
   pendingActions: "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT $1",
   insertAction: `WITH a AS (INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
@@ -773,6 +779,11 @@ export class PostgresStore implements Store {
   async getStack(stackSmallId: U64): Promise<Stack | undefined> {
     const [row] = await this.#rows(S.getStack, [enc(stackSmallId)]);
     return row ? rows.stack(row) : undefined;
+  }
+
+  async getStackTerms(stackSmallId: U64): Promise<StackTerms | undefined> {
+    const [row] = await this.#rows(S.stackTerms, [enc(stackSmallId)]);
+    return row ? rows.terms(row) : undefined;
   }
 
   async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {

@@ -44,7 +44,7 @@ export const TERMS_COLUMNS =
   'price_per_one_million_compute_units, num_compute_units, security_level, already_computed_units, last_usage_at';
 export const TICKET_COLUMNS = `stack_small_id, selected_node_id, num_claimed_compute_units, requested_attestation_nodes,
   committed_stack_proofs, stack_merkle_leaves, dispute_settled_at_epoch, already_attested_nodes, is_in_dispute,
-  user_refund_amount, is_claimed, claim_path`;
+  user_refund_amount, is_claimed, claim_path, claimable_from_epoch, node_fee_amount`;
 export const DISPUTE_COLUMNS =
   'stack_small_id, attestation_commitment, attestation_node_id, original_node_id, original_commitment';
 
@@ -151,6 +151,8 @@ export function rowMappers(dec: (value: unknown) => U64) {
       user_refund_amount: dec(r.user_refund_amount),
       is_claimed: flag(r.is_claimed),
       claim_path: (r.claim_path as ClaimPath | null) ?? null,
+      claimable_from_epoch: decNullable(r.claimable_from_epoch),
+      node_fee_amount: decNullable(r.node_fee_amount),
     }),
     dispute: (r: Row): StackAttestationDispute => ({
       stack_small_id: dec(r.stack_small_id),

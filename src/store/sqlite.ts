@@ -45,6 +45,7 @@ import type {
   NewTask,
   OpenStack,
   StackClaimed,
+  StackTerms,
   Store,
   TicketClaimed,
   TicketSettled,
@@ -468,6 +469,11 @@ export class SqliteStore implements Store {
     return row ? rows.stack(row) : undefined;
   }
 
+  async getStackTerms(stackSmallId: U64): Promise<StackTerms | undefined> {
+    const row = this.#guard(() => this.#r.stackTerms!.get(enc(stackSmallId)));
+    return row ? rows.terms(row) : undefined;
+  }
+
   async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
     const row = this.#guard(() => this.#r.getSubscription!.get(enc(nodeSmallId), enc(taskSmallId)));
     return row ? rows.subscription(row) : undefined;
@@ -642,6 +648,30 @@ function openConnection(file: string): DatabaseSync {
   return db;
 }
 
+/** What the autopilot asks, exported for the test that checks each is one index range. */
+export const AUTOPILOT_QUERIES = {
+  settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0 AND fill_ppm >= ?2
+      UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0
+        AND last_usage_at IS NOT NULL AND last_usage_at < ?3
+      ORDER BY stack_small_id`,
+  oldestUsage: `SELECT min(last_usage_at) AS at FROM stacks
+      WHERE selected_node_id = ? AND in_settle_period = 0 AND is_claimed = 0 AND last_usage_at IS NOT NULL`,
+  claimable: `SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
+        s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
+      FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+      WHERE t.selected_node_id = ? AND t.is_claimed = 0 AND t.is_in_dispute = 0 AND t.claimable_from_epoch <= ?
+      ORDER BY t.stack_small_id`,
+  requests: `SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch,
+        t.is_in_dispute, h.stack_small_id IS NOT NULL AS has_record
+      FROM attestation_requests r
+      JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
+      LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
+      WHERE r.node_small_id = ? AND r.attested = 0 AND t.is_claimed = 0
+      ORDER BY r.stack_small_id, r.slot`,
+} as const;
+
 /** Every stack of a node with its ticket, then the node's tickets of stacks never seen. */
 const LEDGER_QUERY = `SELECT s.stack_small_id, s.price_per_one_million_compute_units, s.num_compute_units,
     s.security_level, s.already_computed_units, s.is_claimed AS stack_claimed, t.stack_small_id AS t_stack_small_id,
@@ -685,30 +715,15 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
     getTicket: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = ?`),
     hasEvent: db.prepare('SELECT 1 FROM applied_events WHERE event_key = ?'),
     chainState: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),
+    stackTerms: db.prepare(`SELECT ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     ledger: db.prepare(LEDGER_QUERY),
     rewards: db.prepare(
       'SELECT * FROM attester_rewards WHERE node_small_id = ? ORDER BY stack_small_id, slot',
     ),
-    settleCandidates: db.prepare(`SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
-      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0 AND fill_ppm >= ?2
-      UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
-      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0
-        AND last_usage_at IS NOT NULL AND last_usage_at < ?3
-      ORDER BY stack_small_id`),
-    oldestUsage: db.prepare(`SELECT min(last_usage_at) AS at FROM stacks
-      WHERE selected_node_id = ? AND in_settle_period = 0 AND is_claimed = 0 AND last_usage_at IS NOT NULL`),
-    claimable: db.prepare(`SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
-        s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
-      FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
-      WHERE t.selected_node_id = ? AND t.is_claimed = 0 AND t.is_in_dispute = 0 AND t.claimable_from_epoch <= ?
-      ORDER BY t.stack_small_id`),
-    requests: db.prepare(`SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch,
-        t.is_in_dispute, h.stack_small_id IS NOT NULL AS has_record
-      FROM attestation_requests r
-      JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
-      LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
-      WHERE r.node_small_id = ? AND r.attested = 0 AND t.is_claimed = 0
-      ORDER BY r.stack_small_id, r.slot`),
+    settleCandidates: db.prepare(AUTOPILOT_QUERIES.settleCandidates),
+    oldestUsage: db.prepare(AUTOPILOT_QUERIES.oldestUsage),
+    claimable: db.prepare(AUTOPILOT_QUERIES.claimable),
+    requests: db.prepare(AUTOPILOT_QUERIES.requests),
     actions: db.prepare('SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT ?'),
     pendingActions: db.prepare(
       "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT ?",

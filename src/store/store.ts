@@ -234,6 +234,8 @@ export interface Store {
   getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined>;
   getTask(taskSmallId: U64): Promise<Task | undefined>;
   getStack(stackSmallId: U64): Promise<Stack | undefined>;
+  /** What decides the stack's fees, when the stack was seen. */
+  getStackTerms(stackSmallId: U64): Promise<StackTerms | undefined>;
   getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined>;
   /** The settlement ticket of a stack, claimed or not. */
   getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined>;

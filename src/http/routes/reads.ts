@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { nodeEarnings } from '../../operations/earnings.ts';
+import { EarningsSchema } from '../../schemas/earnings.ts';
 import {
   NodeIdParamsSchema,
   NodeSubscriptionSchema,
@@ -98,6 +100,20 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
     handler: async (request, reply) => {
       const node = request.params.node_id;
       return sendCached(reply, cache, version, `own:${node}`, () => store.listDisputesOwn(node));
+    },
+  });
+
+  app.get('/earnings/nodes/:node_id', {
+    schema: {
+      tags: ['earnings'],
+      summary:
+        'What the node earned and can claim: claimed, claimable, settling, disputed and unsettled fees, attester rewards, refunds, by epoch',
+      params: NodeIdParamsSchema,
+      response: { 200: EarningsSchema, ...badRequest },
+    },
+    handler: async (request, reply) => {
+      const node = request.params.node_id;
+      return sendCached(reply, cache, version, `earnings:${node}`, () => nodeEarnings(store, node));
     },
   });
 };
