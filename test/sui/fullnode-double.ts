@@ -16,7 +16,9 @@
  *   that version was already consumed by another transaction: a test can prove the adapter never does.
  * - Re-sending an executed transaction returns its recorded result, as Sui does.
  * - Simulation checks the same inputs and prices the call with the dev network's gas model; it does not
- *   run the Move code, so it never predicts an abort (execution still reports it).
+ *   run the Move code, so it never predicts an abort (execution still reports it). A Move abort comes back
+ *   as MOVE_ABORT with its code and location; an arithmetic error (u64 overflow, division by zero) as a
+ *   fullnode sends it: MOVE_PRIMITIVE_RUNTIME_ERROR with the location and no abort code.
  * - ListEvents streams the dev network's events, digest-mapped to the Sui transactions, one checkpoint per
  *   transaction, with opaque cursors; each transaction of a dev actor (admin, user, peers) is one too.
  *
@@ -42,6 +44,7 @@ import { DevNetwork } from '../../src/chain/dev/dev-network.ts';
 import { gasFor, REFERENCE_GAS_PRICE } from '../../src/chain/dev/gas.ts';
 import { DB_EVENT_LAYOUTS, structName } from '../../src/chain/sui/event-bcs.ts';
 import { Mutex } from '../../src/internal/mutex.ts';
+import { ARITHMETIC_ERROR } from '../../src/protocol/aborts.ts';
 
 const T = GrpcTypes;
 const SUI_COIN = normalizeStructTag('0x2::coin::Coin<0x2::sui::SUI>');
@@ -970,34 +973,26 @@ export class FullnodeDouble {
     let status: GrpcTypes.ExecutionStatus;
     if (success) status = { success: true };
     else if (!submission) status = { success: false, error: insufficientGas() };
-    else if (abort && abort.name !== 'ArithmeticError') {
+    else if (abort?.name === ARITHMETIC_ERROR)
+      status = { success: false, error: this.#arithmeticError(checked.fn) };
+    else {
       status = {
         success: false,
         error: {
-          description: `MoveAbort in ${abort.module}: ${abort.code}`,
+          description: `MoveAbort in ${abort?.module}: ${abort?.code}`,
           command: 0n,
           kind: T.ExecutionError_ExecutionErrorKind.MOVE_ABORT,
           errorDetails: {
             oneofKind: 'abort',
             abort: {
-              abortCode: BigInt(abort.code),
+              abortCode: BigInt(abort?.code ?? 0),
               location: {
-                package: abort.module === 'db' ? this.packageId : normalizeSuiAddress('0x2'),
-                module: abort.module,
-                functionName: abort.module === 'db' ? checked.fn : 'borrow',
+                package: abort?.module === 'db' ? this.packageId : normalizeSuiAddress('0x2'),
+                module: abort?.module ?? 'db',
+                functionName: abort?.module === 'db' ? checked.fn : 'borrow',
               },
             },
           },
-        },
-      };
-    } else {
-      status = {
-        success: false,
-        error: {
-          description: 'ArithmeticError',
-          command: 0n,
-          kind: T.ExecutionError_ExecutionErrorKind.MOVE_PRIMITIVE_RUNTIME_ERROR,
-          errorDetails: { oneofKind: undefined },
         },
       };
     }
@@ -1048,6 +1043,22 @@ export class FullnodeDouble {
       operation: checked.operation.kind,
     });
     return { transaction };
+  }
+
+  /**
+   * u64 overflow or division by zero as a fullnode reports it (sui-rpc's conversion of
+   * ExecutionFailureStatus::MovePrimitiveRuntimeError): kind MOVE_PRIMITIVE_RUNTIME_ERROR, the location in
+   * the abort details, and no abort code. The double runs no bytecode, so the location names the entry
+   * function, at function index 0 and offset 0.
+   */
+  #arithmeticError(fn: string): GrpcTypes.ExecutionError {
+    const location = { package: this.packageId, module: 'db', function: 0, instruction: 0, functionName: fn };
+    return {
+      description: `Move Primitive Runtime Error. Location: ${this.packageId}::db::${fn} (function index 0) at offset 0. Arithmetic error, stack overflow, max value depth, etc.`,
+      command: 0n,
+      kind: T.ExecutionError_ExecutionErrorKind.MOVE_PRIMITIVE_RUNTIME_ERROR,
+      errorDetails: { oneofKind: 'abort', abort: { location } },
+    };
   }
 
   #guard<X>(bytes: Uint8Array, fn: () => X): X {

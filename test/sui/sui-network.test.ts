@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it, mock } from 'node:test';
 import { bcs } from '@mysten/sui/bcs';
 import { decodeSuiPrivateKey, parseSerializedSignature } from '@mysten/sui/cryptography';
-import { SuiGrpcClient } from '@mysten/sui/grpc';
+import { GrpcTypes, SuiGrpcClient } from '@mysten/sui/grpc';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { Secp256k1Keypair } from '@mysten/sui/keypairs/secp256k1';
 import { Transaction } from '@mysten/sui/transactions';
@@ -18,6 +18,8 @@ import {
   type Operation,
   type Submission,
 } from '../../src/chain/chain.ts';
+import { arithmeticAbort } from '../../src/chain/dev/aborts.ts';
+import { decodeExecutionError } from '../../src/chain/sui/aborts.ts';
 import { DB_EVENT_LAYOUTS, parsedJsonFromBcs } from '../../src/chain/sui/event-bcs.ts';
 import { KeystoreError, loadKeystore } from '../../src/chain/sui/keystore.ts';
 import {
@@ -589,6 +591,64 @@ describe('Sui adapter: writes', () => {
         w.sui.submit({ kind: 'claim_funds', badge: { ...badge, node_small_id: 5 }, settled_ticket_ids: [] }),
         (error: Error) => error instanceof ChainRejectedError && error.code === 'badge_not_owned',
       );
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('names an arithmetic error as the dev network does, from what a fullnode sends for it', async () => {
+    const w = await world();
+    try {
+      const badge = await register(w);
+      // A sampling-consensus stack at a price whose claim overflows u64: claimed × price × 1200 (§6).
+      const task = (await w.double.dev.createTask({ role: 0, model_name: null, security_level: 2 }))
+        .task_small_id!;
+      const price = 5_000_000_000_000n;
+      const op = { badge, task_small_id: task, price_per_one_million_compute_units: price };
+      assert.equal((await w.sui.submit({ kind: 'subscribe_node_to_task', ...op })).status, 'success');
+      const stack = (
+        await w.double.dev.buyStack({
+          task_small_id: task,
+          num_compute_units: 1_000_000,
+          price_per_one_million_compute_units: price,
+          selected_node_id: badge.node_small_id,
+        })
+      ).stack_small_id!;
+      const settled = await w.sui.submit({
+        kind: 'try_settle_stack',
+        badge,
+        stack_small_id: stack,
+        num_claimed_compute_units: 1_000_000,
+        committed_stack_proof: new Uint8Array(32).fill(1),
+        stack_merkle_leaf: new Uint8Array(32).fill(2),
+      });
+      assert.equal(settled.status, 'success');
+      await w.double.dev.advanceEpoch();
+      const claimed = await w.sui.submit({ kind: 'claim_funds', badge, settled_ticket_ids: [stack] });
+      assert.equal(claimed.status, 'failure');
+      assert.deepEqual(claimed.abort, arithmeticAbort('').abort);
+      assert.deepEqual(claimed.abort, { name: 'ArithmeticError', code: 0, module: 'db' });
+      const problem = abortProblem(claimed, 'claim_funds');
+      assert.equal(ERRORS[problem.code].status, 422);
+      assert.match(problem.message, /ArithmeticError/);
+
+      // The double answered as a fullnode does: the kind, the location in the abort details, no code.
+      const client = new SuiGrpcClient({ network: 'unknown', baseUrl: w.double.url });
+      const { response } = await client.ledgerService.getTransaction({
+        digest: claimed.digest,
+        readMask: { paths: ['effects'] },
+      });
+      const error = response.transaction?.effects?.status?.error;
+      assert.equal(error?.kind, GrpcTypes.ExecutionError_ExecutionErrorKind.MOVE_PRIMITIVE_RUNTIME_ERROR);
+      assert.equal(error?.errorDetails.oneofKind, 'abort');
+      const details = error.errorDetails.oneofKind === 'abort' ? error.errorDetails.abort : undefined;
+      assert.equal(details?.abortCode, undefined);
+      assert.equal(details?.location?.module, 'db');
+      assert.equal(details?.location?.package, w.double.packageId);
+
+      // Without a location (a fullnode sends none when it has none), the module is not guessed.
+      const bare = { kind: error.kind, errorDetails: { oneofKind: undefined } } as const;
+      assert.deepEqual(decodeExecutionError(bare), { name: 'ArithmeticError', code: 0, module: 'unknown' });
     } finally {
       await w.close();
     }
