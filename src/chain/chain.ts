@@ -185,6 +185,11 @@ export interface Chain {
    * have used them since. Called under the cross-process signer lock when daemons share a store.
    */
   forgetCachedObjects?(): void;
+  /**
+   * Why the network cannot be used now, in one line (e.g. its node does not answer), or undefined when
+   * nothing is known to stand in the way. Networks that are always there leave it out; /ready reports it.
+   */
+  unavailableReason?(): string | undefined;
   /** Calls back when new events may be available (the indexer then reads without waiting). */
   onNewEvents(listener: () => void): () => void;
   close(): Promise<void>;

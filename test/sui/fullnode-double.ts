@@ -150,6 +150,8 @@ export interface FullnodeDoubleOptions {
   samplingProbability?: number;
   attestationNodes?: number;
   random?: (bound: number) => number;
+  /** The loopback port to listen on (default: an ephemeral one). */
+  port?: number;
 }
 
 type Transport = 'text' | 'binary';
@@ -215,7 +217,15 @@ export class FullnodeDouble {
     if (!published) throw new Error('the dev network has no PublishedEvent');
     const double = new FullnodeDouble(dev, normalizeSuiObjectId(published.parsedJson.db), signer);
     double.#genesis(options.coins ?? [10n * MIST_PER_SUI, 10n * MIST_PER_SUI]);
-    await new Promise<void>((resolve) => double.#server.listen(0, '127.0.0.1', resolve));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        double.#server.once('error', reject);
+        double.#server.listen(options.port ?? 0, '127.0.0.1', resolve);
+      });
+    } catch (error) {
+      await dev.close();
+      throw error;
+    }
     const address = double.#server.address();
     if (address === null || typeof address === 'string') throw new Error('no port');
     double.url = `http://127.0.0.1:${address.port}`;

@@ -262,17 +262,149 @@ describe('Sui adapter: opening', () => {
       await config({ atomaDbInitialSharedVersion: 99n }, /configured as 99, but the object's is 3/);
       await config({ keystore: join(w.dir, 'missing.keystore') }, /missing\.keystore does not exist/);
       await config({ address: `0x${'ab'.repeat(32)}` }, /is not in the keystore .*holds 1 address\)/);
-      await assert.rejects(open({ url: 'http://127.0.0.1:1' }), (error: Error) => {
-        assert.ok(error instanceof ChainUnavailableError);
-        assert.match(error.message, /cannot reach the Sui fullnode at http:\/\/127\.0\.0\.1:1/);
-        return true;
-      });
+      // fetch never connects to port 1 (a WHATWG "bad port"): a setting that can never work.
+      await config(
+        { url: 'http://127.0.0.1:1' },
+        /^cannot use the Sui fullnode URL http:\/\/127\.0\.0\.1:1: fetch refuses to connect to port 1/,
+      );
       // A configured version that matches is accepted.
       const again = await open({ atomaDbInitialSharedVersion: 3n });
       await again.close();
       assert.equal(w.sui.signerAddress, w.kp.toSuiAddress());
     } finally {
       await w.close();
+    }
+  });
+});
+
+describe('Sui adapter: a fullnode that is not there yet', () => {
+  /** A double's ids and a port nothing listens on any more: start it, note what it is, stop it. */
+  async function absentFullnode(dir: string, signerAddress: string) {
+    const dataDir = join(dir, 'chain');
+    const first = await FullnodeDouble.start({ dataDir, signerAddress });
+    const { url, packageId, atomaDbId } = first;
+    await first.close();
+    const port = Number(new URL(url).port);
+    return {
+      url,
+      packageId,
+      atomaDbId,
+      /** Starts the fullnode (the same chain) on that port. */
+      start: () => FullnodeDouble.start({ dataDir, signerAddress, port }),
+    };
+  }
+
+  const unavailable = (message: string) => (error: Error) => {
+    assert.ok(error instanceof ChainUnavailableError, `${error.name}: ${error.message}`);
+    assert.equal(error.message, message);
+    return true;
+  };
+
+  it('opens without it, names it once in every failure, and connects once it answers', async () => {
+    const tmp = tempDir('sui-absent-');
+    const kp = Ed25519Keypair.generate();
+    const keystore = writeKeystore(tmp.dir, [entryOf(kp)]);
+    // backoffDelay with Math.random() = 0.99: 495 ms after the first failed check, 990 ms after the second.
+    const random = mock.method(Math, 'random', () => 0.99);
+    const log = captureLogger();
+    let double: FullnodeDouble | undefined;
+    let sui: SuiNetwork | undefined;
+    try {
+      const absent = await absentFullnode(tmp.dir, kp.toSuiAddress());
+      const reason = `cannot reach the Sui fullnode at ${absent.url}: connection refused (ECONNREFUSED)`;
+      sui = await SuiNetwork.open(
+        {
+          url: absent.url,
+          packageId: absent.packageId,
+          atomaDbId: absent.atomaDbId,
+          atomaDbInitialSharedVersion: undefined,
+          keystore,
+          address: undefined,
+          gasBudgetCap: DEFAULT_GAS_BUDGET_CAP,
+        },
+        log.logger,
+      );
+      assert.equal(sui.signerAddress, kp.toSuiAddress());
+      assert.equal(sui.unavailableReason(), reason);
+      const open = sui;
+      const calls = [
+        () => open.listBadges(),
+        () => open.currentEpoch(),
+        () => open.parameters(),
+        () => open.getTicket(1),
+        () => open.events.readPage(null),
+        () => open.submit({ kind: 'register_node' }),
+      ];
+      for (const call of calls) await assert.rejects(call(), unavailable(reason));
+      const said = log
+        .lines()
+        .map((l) => String(l.msg))
+        .filter((m) => m.includes('Sui fullnode'));
+      assert.deepEqual(said, [`${reason}; serving the store meanwhile, retrying`]);
+
+      double = await absent.start();
+      // Within the back-off, a call answers at once with the last reason, without asking the fullnode;
+      // the event source's read (whose caller backs off) checks again, and connects.
+      await assert.rejects(sui.listBadges(), (error: Error) => {
+        assert.ok(error instanceof ChainUnavailableError);
+        assert.equal(error.message, reason);
+        assert.equal(error.retryAfterSeconds, 1);
+        return true;
+      });
+      assert.deepEqual(double.requests, []);
+      const page = await sui.events.readPage(null);
+      assert.equal(readEnvelope(page.events[0]!.raw).name, 'PublishedEvent');
+      assert.equal(sui.unavailableReason(), undefined);
+      assert.ok(log.lines().some((l) => l.msg === 'connected to the Sui fullnode'));
+      assert.equal((await sui.submit({ kind: 'register_node' })).status, 'success');
+      assert.equal((await sui.listBadges()).length, 1);
+    } finally {
+      random.mock.restore();
+      await sui?.close();
+      await double?.close();
+      await tmp.remove();
+    }
+  });
+
+  it('says so, and keeps going, when the fullnode that answers at last has no such AtomaDb', async () => {
+    const tmp = tempDir('sui-absent-');
+    const kp = Ed25519Keypair.generate();
+    const keystore = writeKeystore(tmp.dir, [entryOf(kp)]);
+    const log = captureLogger();
+    let double: FullnodeDouble | undefined;
+    let sui: SuiNetwork | undefined;
+    try {
+      const absent = await absentFullnode(tmp.dir, kp.toSuiAddress());
+      const missing = `0x${'0'.repeat(60)}1234`;
+      sui = await SuiNetwork.open(
+        {
+          url: absent.url,
+          packageId: absent.packageId,
+          atomaDbId: missing,
+          atomaDbInitialSharedVersion: undefined,
+          keystore,
+          address: undefined,
+          gasBudgetCap: DEFAULT_GAS_BUDGET_CAP,
+        },
+        log.logger,
+      );
+      double = await absent.start();
+      const problem = `AtomaDb object ${missing} does not exist on the fullnode at ${absent.url} (check the id and the network)`;
+      await assert.rejects(sui.events.readPage(null), unavailable(problem));
+      assert.equal(sui.unavailableReason(), problem);
+      await assert.rejects(sui.submit({ kind: 'register_node' }), unavailable(problem));
+      await assert.rejects(sui.events.readPage(null), unavailable(problem));
+      const errors = log.lines().filter((l) => l.level === 50);
+      assert.deepEqual(
+        errors.map((l) => l.msg),
+        [`${problem}; serving the store meanwhile, retrying`],
+        'said once, however often it is met',
+      );
+      assert.deepEqual(double.executed, []);
+    } finally {
+      await sui?.close();
+      await double?.close();
+      await tmp.remove();
     }
   });
 });

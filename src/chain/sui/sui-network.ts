@@ -32,11 +32,12 @@ import {
   type Submission,
 } from '../chain.ts';
 import { decodeExecutionError } from './aborts.ts';
+import { type Connected, checkFullnode, FullnodeConnection, SuiConfigError } from './connection.ts';
 import { type CoinRef, GasCoins, type ObjectRef } from './gas-coins.ts';
 import { KeystoreError, loadKeystore } from './keystore.ts';
 import { addMoveCall, type MoveCall, moveCall, RANDOM_ID } from './move-calls.ts';
 import { executedEventJson, listedEventJson, ownedChanges, parseTicket, timestampMs } from './proto-json.ts';
-import { failureOf, markingFetch } from './transport.ts';
+import { describeFailure, failureOf, markingFetch } from './transport.ts';
 
 /**
  * The Sui network adapter: the Chain interface against a Sui fullnode's gRPC API (gRPC-web over fetch,
@@ -54,6 +55,8 @@ import { failureOf, markingFetch } from './transport.ts';
  * signer's SUI coins), proto-json.ts (the fullnode's answers in the daemon's shapes), transport.ts (how a
  * call failed), aborts.ts, event-bcs.ts and keystore.ts.
  */
+
+export { SuiConfigError };
 
 export const DEFAULT_GAS_BUDGET_CAP = 1_000_000_000n;
 /** The margin added to the simulated gas, in percent. */
@@ -78,14 +81,6 @@ export interface SuiNetworkOptions extends SuiSettings {
   transport?: RpcTransport | undefined;
   /** The deadline of one fullnode call in milliseconds (default 15 000; an execution gets four times it). */
   timeoutMs?: number | undefined;
-}
-
-/** A start-up problem (options, keystore, the AtomaDb object), in one line. */
-export class SuiConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SuiConfigError';
-  }
 }
 
 /** How far the event source is behind the chain, for /ready and /status. */
@@ -128,9 +123,7 @@ export class SuiNetwork implements Chain {
   readonly #url: string;
   readonly #timeoutMs: number;
   readonly #cap: bigint;
-  readonly #dbInitialSharedVersion: string;
-  /** The package that defines the db module's types (the first version, when the package was upgraded). */
-  readonly #typePackage: string;
+  readonly #connection: FullnodeConnection;
   readonly #lock = new Mutex();
   readonly #listeners = new Set<() => void>();
   readonly #badges = new Map<string, BadgeRef>();
@@ -155,8 +148,7 @@ export class SuiNetwork implements Chain {
     cap: bigint;
     packageId: string;
     atomaDbId: string;
-    dbInitialSharedVersion: string;
-    typePackage: string;
+    configuredVersion: bigint | undefined;
   }) {
     this.#client = init.client;
     this.#keypair = init.keypair;
@@ -167,8 +159,6 @@ export class SuiNetwork implements Chain {
     this.#cap = init.cap;
     this.packageId = init.packageId;
     this.atomaDbId = init.atomaDbId;
-    this.#dbInitialSharedVersion = init.dbInitialSharedVersion;
-    this.#typePackage = init.typePackage;
     this.events = { id: `sui:${init.packageId}`, readPage: (cursor) => this.#readPage(cursor) };
     this.#coins = new GasCoins({
       owner: init.address,
@@ -178,16 +168,26 @@ export class SuiNetwork implements Chain {
           this.#client.listCoins({ owner: this.signerAddress, limit: 50, cursor, signal }),
         ),
     });
+    const target = {
+      url: init.url,
+      atomaDbId: init.atomaDbId,
+      configuredVersion: init.configuredVersion,
+      timeoutMs: init.timeoutMs,
+    };
+    this.#connection = new FullnodeConnection(
+      () => checkFullnode(this.#client, target),
+      init.log,
+      (connected) => this.#onConnected(connected),
+    );
   }
 
   /**
-   * Validates the options, loads the signing key, and checks the AtomaDb object on the fullnode (which must
-   * answer). Throws SuiConfigError (one line) for a bad option, keystore or object, ChainUnavailableError
-   * when the fullnode cannot be reached.
+   * Loads the signing key and checks the fullnode once. A bad keystore, or an AtomaDb object the fullnode
+   * says is not the configured one, throws SuiConfigError (one line). An unreachable fullnode does not: the
+   * adapter opens, its calls fail with ChainUnavailableError naming the fullnode, and they check again
+   * (connection.ts) until it answers.
    */
   static async open(options: SuiNetworkOptions, log: Logger): Promise<SuiNetwork> {
-    const { url, packageId, atomaDbId } = options;
-    const configuredVersion = options.atomaDbInitialSharedVersion;
     let signer: ReturnType<typeof loadKeystore>;
     try {
       signer = loadKeystore(options.keystore, options.address);
@@ -195,87 +195,45 @@ export class SuiNetwork implements Chain {
       if (error instanceof KeystoreError) throw new SuiConfigError(error.message);
       throw error;
     }
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const client = options.transport
       ? new SuiGrpcClient({ network: 'unknown', transport: options.transport })
-      : new SuiGrpcClient({ network: 'unknown', baseUrl: url, fetch: markingFetch });
-
-    const unreachable = (error: unknown) =>
-      new ChainUnavailableError(`cannot reach the Sui fullnode at ${url}: ${(error as Error).message}`, 5, {
-        cause: error,
-      });
-    let chain: string;
-    try {
-      const { response } = await client.ledgerService.getServiceInfo(
-        {},
-        { abort: AbortSignal.timeout(timeoutMs) },
-      );
-      chain = `${response.chain ?? 'unnamed chain'} (${response.chainId ?? 'unknown id'})`;
-    } catch (error) {
-      throw unreachable(error);
-    }
-    let db: Awaited<ReturnType<typeof client.getObjects<{ json: true }>>>['objects'][number] | undefined;
-    try {
-      [db] = (
-        await client.getObjects({
-          objectIds: [atomaDbId],
-          include: { json: true },
-          signal: AbortSignal.timeout(timeoutMs),
-        })
-      ).objects;
-    } catch (error) {
-      throw unreachable(error);
-    }
-    if (!db || db instanceof Error) {
-      if (db instanceof ObjectError && db.reason === 'notFound') {
-        throw new SuiConfigError(
-          `AtomaDb object ${atomaDbId} does not exist on the fullnode at ${url} (check the id and the network)`,
-        );
-      }
-      throw unreachable(db ?? new Error('no answer for the AtomaDb object'));
-    }
-    const type = /^(0x[0-9a-f]{64})::db::AtomaDb$/.exec(db.type);
-    if (!type)
-      throw new SuiConfigError(`object ${atomaDbId} is a ${db.type || 'package'}, not an Atoma db::AtomaDb`);
-    if (db.owner.$kind !== 'Shared') {
-      throw new SuiConfigError(
-        `object ${atomaDbId} is not a shared object (owner: ${db.owner.$kind}): it is not the AtomaDb`,
-      );
-    }
-    const initialSharedVersion = db.owner.Shared.initialSharedVersion;
-    if (configuredVersion !== undefined && configuredVersion !== BigInt(initialSharedVersion)) {
-      throw new SuiConfigError(
-        `AtomaDb initial shared version is configured as ${configuredVersion}, but the object's is ${initialSharedVersion}`,
-      );
-    }
-    const typePackage = type[1]!;
+      : new SuiGrpcClient({ network: 'unknown', baseUrl: options.url, fetch: markingFetch });
     const network = new SuiNetwork({
       client,
       keypair: signer.keypair,
       address: signer.address,
       log,
-      url,
-      timeoutMs,
+      url: options.url,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       cap: options.gasBudgetCap,
-      packageId,
-      atomaDbId,
-      dbInitialSharedVersion: initialSharedVersion,
-      typePackage,
+      packageId: options.packageId,
+      atomaDbId: options.atomaDbId,
+      configuredVersion: options.atomaDbInitialSharedVersion,
     });
-    network.#dbJson = { json: db.json ?? {}, at: Date.now() };
-    log.info(
+    await network.#connection.start();
+    return network;
+  }
+
+  #onConnected(connected: Connected): void {
+    this.#dbJson = { json: connected.dbJson, at: Date.now() };
+    const { chain, initialSharedVersion, typePackage } = connected;
+    this.#log.info(
       {
         chain,
-        url,
-        address: signer.address,
-        packageId,
-        atomaDbId,
+        url: this.#url,
+        address: this.signerAddress,
+        packageId: this.packageId,
+        atomaDbId: this.atomaDbId,
         initialSharedVersion,
-        ...(typePackage === packageId ? {} : { typePackage }),
+        ...(typePackage === this.packageId ? {} : { typePackage }),
       },
       'connected to the Sui fullnode',
     );
-    return network;
+  }
+
+  /** Why the chain cannot be used now: the fullnode has not answered the connection check yet. */
+  unavailableReason(): string | undefined {
+    return this.#connection.problem();
   }
 
   // --- Chain -----------------------------------------------------------------------------------------------
@@ -286,6 +244,7 @@ export class SuiNetwork implements Chain {
   }
 
   async listBadges(): Promise<Badge[]> {
+    const { typePackage } = await this.#connection.get();
     const badges: BadgeRef[] = [];
     let cursor: string | null = null;
     do {
@@ -294,7 +253,7 @@ export class SuiNetwork implements Chain {
         (signal) =>
           this.#client.listOwnedObjects({
             owner: this.signerAddress,
-            type: `${this.#typePackage}::db::NodeBadge`,
+            type: `${typePackage}::db::NodeBadge`,
             include: { json: true },
             limit: 50,
             cursor,
@@ -324,6 +283,7 @@ export class SuiNetwork implements Chain {
   }
 
   async currentEpoch(): Promise<U64> {
+    await this.#connection.get();
     const { epoch } = await this.#fetchGasPrice(true);
     return normalizeU64(epoch);
   }
@@ -340,11 +300,12 @@ export class SuiNetwork implements Chain {
   }
 
   async getTicket(stackSmallId: U64): Promise<ChainTicket | undefined> {
+    const { typePackage } = await this.#connection.get();
     const table = await this.#ticketsTableId();
     const key = bcs.u64().serialize(BigInt(stackSmallId)).toBytes();
     const fieldId = deriveDynamicFieldID(
       table,
-      `0x2::dynamic_object_field::Wrapper<${this.#typePackage}::db::StackSmallId>`,
+      `0x2::dynamic_object_field::Wrapper<${typePackage}::db::StackSmallId>`,
       key,
     );
     const field = await this.#object(fieldId, 'read a settlement ticket');
@@ -414,10 +375,12 @@ export class SuiNetwork implements Chain {
   // --- events ------------------------------------------------------------------------------------------------
 
   async #readPage(cursor: string | null): Promise<EventPage> {
+    // The indexer backs off between failed reads: each read may check the connection again.
+    const { typePackage } = await this.#connection.get(true);
     const page = await this.#read('list the db events', (signal) =>
       this.#client.listEvents({
         // Events whose type the db module declares: the same filter before and after a package upgrade.
-        filter: { eventType: `${this.#typePackage}::db` },
+        filter: { eventType: `${typePackage}::db` },
         limit: EVENT_PAGE_SIZE,
         ...(cursor === null ? {} : { after: cursor }),
         signal,
@@ -463,10 +426,11 @@ export class SuiNetwork implements Chain {
 
   async #submit(operation: Operation, gas: GasOptions): Promise<Submission> {
     const call = moveCall(operation);
+    const connected = await this.#connection.get();
     await this.#resolvePending();
     for (let attempt = 1; ; attempt++) {
       try {
-        const signed = await this.#prepare(call, gas);
+        const signed = await this.#prepare(call, gas, connected);
         return await this.#execute(signed);
       } catch (error) {
         if (!(error instanceof Refused)) throw error;
@@ -487,8 +451,8 @@ export class SuiNetwork implements Chain {
   }
 
   /** Builds, budgets and signs one transaction. */
-  async #prepare(call: MoveCall, gas: GasOptions): Promise<Signed> {
-    const badge = call.badge ? await this.#badgeRef(call.badge) : undefined;
+  async #prepare(call: MoveCall, gas: GasOptions, connected: Connected): Promise<Signed> {
+    const badge = call.badge ? await this.#badgeRef(call.badge, connected.typePackage) : undefined;
     const randomVersion = call.random ? await this.#randomVersion() : undefined;
     const price = await this.#price(gas.gas_price);
     const build = (payment: CoinRef[], budget: bigint) => {
@@ -499,7 +463,7 @@ export class SuiNetwork implements Chain {
       tx.setGasPayment(payment.map(({ objectId, version, digest }) => ({ objectId, version, digest })));
       addMoveCall(tx, call, {
         packageId: this.packageId,
-        atomaDb: { objectId: this.atomaDbId, initialSharedVersion: this.#dbInitialSharedVersion },
+        atomaDb: { objectId: this.atomaDbId, initialSharedVersion: connected.initialSharedVersion },
         badge,
         randomVersion,
       });
@@ -572,7 +536,7 @@ export class SuiNetwork implements Chain {
     } catch (error) {
       if (failureOf(error) === 'refused') throw new Refused((error as Error).message);
       throw new ChainUnavailableError(
-        `cannot simulate on the Sui fullnode at ${this.#url}: ${(error as Error).message}`,
+        `cannot simulate on the Sui fullnode at ${this.#url}: ${describeFailure(error, this.#timeoutMs)}`,
         5,
         {
           cause: error,
@@ -617,7 +581,7 @@ export class SuiNetwork implements Chain {
         if (failure === 'unknown') sent = true;
       }
     }
-    const detail = (lastError as Error).message;
+    const detail = describeFailure(lastError, this.#timeoutMs * 4);
     if (!sent) {
       throw new ChainUnavailableError(`cannot reach the Sui fullnode at ${this.#url}: ${detail}`, 5, {
         cause: lastError,
@@ -772,7 +736,7 @@ export class SuiNetwork implements Chain {
   // --- object refs and gas -------------------------------------------------------------------------------------
 
   /** The badge at its current version; refused unless the signer owns it with that node id. */
-  async #badgeRef(badge: Badge): Promise<BadgeRef> {
+  async #badgeRef(badge: Badge, typePackage: string): Promise<BadgeRef> {
     const wanted =
       typeof badge?.badge_id === 'string' && OBJECT_ID.test(badge.badge_id)
         ? normalizeSuiObjectId(badge.badge_id)
@@ -795,7 +759,7 @@ export class SuiNetwork implements Chain {
     if (
       object?.owner.$kind !== 'AddressOwner' ||
       normalizeSuiAddress(object.owner.AddressOwner) !== this.signerAddress ||
-      object.type !== normalizeStructTag(`${this.#typePackage}::db::NodeBadge`) ||
+      object.type !== normalizeStructTag(`${typePackage}::db::NodeBadge`) ||
       inner === undefined ||
       smallId === undefined ||
       BigInt(inner) !== BigInt(smallId)
@@ -855,6 +819,7 @@ export class SuiNetwork implements Chain {
   }
 
   async #atomaDbJson(): Promise<Record<string, unknown>> {
+    await this.#connection.get();
     if (this.#dbJson && Date.now() - this.#dbJson.at < PARAMETERS_TTL_MS) return this.#dbJson.json;
     const db = await this.#object(this.atomaDbId, 'read the AtomaDb object');
     if (!db) throw new ChainUnavailableError(`the AtomaDb object ${this.atomaDbId} no longer exists`);
@@ -899,7 +864,7 @@ export class SuiNetwork implements Chain {
     } catch (error) {
       if (error instanceof ChainUnavailableError || error instanceof ChainRejectedError) throw error;
       throw new ChainUnavailableError(
-        `cannot ${what} on the Sui fullnode at ${this.#url}: ${(error as Error).message}`,
+        `cannot ${what} on the Sui fullnode at ${this.#url}: ${describeFailure(error, this.#timeoutMs)}`,
         5,
         {
           cause: error,
