@@ -21,6 +21,10 @@
  *   fullnode sends it: MOVE_PRIMITIVE_RUNTIME_ERROR with the location and no abort code.
  * - ListEvents streams the dev network's events, digest-mapped to the Sui transactions, one checkpoint per
  *   transaction, with opaque cursors; each transaction of a dev actor (admin, user, peers) is one too.
+ * - The ledger follows the dev network's epochs: each checkpoint is in the epoch its transaction ran in, an
+ *   epoch ends with a checkpoint of its own and the next starts with one (so the head checkpoint is always
+ *   in the current epoch), and GetServiceInfo, GetEpoch (first and last checkpoint) and GetCheckpoint
+ *   (summary.epoch) answer from that, honouring read masks.
  *
  * Fault injection for tests: fail(method, times, status), dropResponses(method, times), and a log of every
  * request. Gas is the dev network's deterministic model at a reference price of 1000 MIST.
@@ -179,13 +183,18 @@ export class FullnodeDouble {
   readonly #events: LoggedEvent[] = [];
   readonly #devToSui = new Map<string, string>();
   readonly #checkpointOf = new Map<string, bigint>();
-  readonly #checkpointTimes = new Map<bigint, number>();
+  /** Every checkpoint: its epoch and time. Checkpoint 0 is genesis, in epoch 0. */
+  readonly #checkpoints = new Map<bigint, { epoch: bigint; timestampMs: number }>();
+  /** The first checkpoint of each epoch; an epoch ends where the next begins. */
+  readonly #epochFirst = new Map<bigint, bigint>([[0n, 0n]]);
   readonly #faults = new Map<string, { times: number; code: number; message: string }>();
   readonly #drops = new Map<string, number>();
   readonly #mutex = new Mutex();
   readonly #ticketsTable: string;
   #devCursor: string | null = null;
   #checkpoint = 0n;
+  /** The epoch of the latest checkpoint: the dev network's, once synced. */
+  #epoch = 0n;
   #counter = 0;
 
   private constructor(dev: DevNetwork, atomaDbId: string, signerAddress: string) {
@@ -194,6 +203,7 @@ export class FullnodeDouble {
     this.atomaDbId = atomaDbId;
     this.signerAddress = signerAddress;
     this.#ticketsTable = hashId(`${atomaDbId}:stack_settlement_tickets`);
+    this.#checkpoints.set(0n, { epoch: 0n, timestampMs: Date.now() });
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         res.destroy(error as Error);
@@ -340,7 +350,9 @@ export class FullnodeDouble {
         const txDigest = this.#devToSui.get(raw.id.txDigest) ?? raw.id.txDigest;
         let checkpoint = this.#checkpointOf.get(txDigest);
         if (checkpoint === undefined) {
-          checkpoint = this.#nextCheckpoint(Number(raw.timestampMs));
+          // A dev actor's transaction, in the epoch the dev network executed it in.
+          const epoch = item.epoch === undefined ? this.#epoch : BigInt(item.epoch);
+          checkpoint = this.#nextCheckpoint(Number(raw.timestampMs), epoch);
           this.#checkpointOf.set(txDigest, checkpoint);
         }
         const sender = normalizeSuiAddress(raw.sender);
@@ -362,6 +374,8 @@ export class FullnodeDouble {
       this.#devCursor = page.nextCursor;
       if (!page.hasMore) break;
     }
+    // Epochs pass without transactions (dev.advanceEpoch): the ledger follows.
+    this.#rollTo(BigInt(await this.dev.currentEpoch()), Date.now());
   }
 
   #makeBadge(badgeId: string, smallId: unknown, owner: string, version: bigint): void {
@@ -378,10 +392,46 @@ export class FullnodeDouble {
     });
   }
 
-  #nextCheckpoint(timestampMs: number): bigint {
+  /** The checkpoint of a new transaction executed in `epoch` (the epochs before it end first). */
+  #nextCheckpoint(timestampMs: number, epoch: bigint): bigint {
+    this.#rollTo(epoch, timestampMs);
+    return this.#addCheckpoint(timestampMs);
+  }
+
+  #addCheckpoint(timestampMs: number): bigint {
     this.#checkpoint += 1n;
-    this.#checkpointTimes.set(this.#checkpoint, timestampMs);
+    this.#checkpoints.set(this.#checkpoint, { epoch: this.#epoch, timestampMs });
     return this.#checkpoint;
+  }
+
+  /**
+   * Ends epochs up to `epoch` as Sui does: each ends with its end-of-epoch checkpoint, and the next starts
+   * with a checkpoint of its own, so the head checkpoint is always in the current epoch (GetServiceInfo).
+   */
+  #rollTo(epoch: bigint, timestampMs: number): void {
+    while (this.#epoch < epoch) {
+      this.#addCheckpoint(timestampMs);
+      this.#epoch += 1n;
+      this.#epochFirst.set(this.#epoch, this.#checkpoint + 1n);
+      this.#addCheckpoint(timestampMs);
+    }
+  }
+
+  /** An epoch as GetEpoch answers: its range, the last checkpoint once it has ended. */
+  #epochOf(epoch: bigint): Record<string, unknown> | undefined {
+    const first = this.#epochFirst.get(epoch);
+    if (first === undefined) return undefined;
+    const next = this.#epochFirst.get(epoch + 1n);
+    const last = next === undefined ? undefined : next - 1n;
+    return {
+      epoch,
+      firstCheckpoint: first,
+      start: timestamp(this.#checkpoints.get(first)!.timestampMs),
+      referenceGasPrice: REFERENCE_GAS_PRICE,
+      ...(last === undefined
+        ? {}
+        : { lastCheckpoint: last, end: timestamp(this.#checkpoints.get(last)!.timestampMs) }),
+    };
   }
 
   /** The settlement tickets as objects: each a dynamic object field of the tickets table, and the ticket. */
@@ -516,31 +566,38 @@ export class FullnodeDouble {
         return {
           chainId: 'double-chain-id',
           chain: 'test-double',
-          epoch: BigInt(await this.dev.currentEpoch()),
+          epoch: this.#epoch,
           checkpointHeight: this.#checkpoint,
-          timestamp: timestamp(this.#checkpointTimes.get(this.#checkpoint) ?? Date.now()),
+          timestamp: timestamp(this.#checkpoints.get(this.#checkpoint)!.timestampMs),
         } satisfies GrpcTypes.GetServiceInfoResponse;
-      case 'GetEpoch':
-        return {
-          epoch: { epoch: BigInt(await this.dev.currentEpoch()), referenceGasPrice: REFERENCE_GAS_PRICE },
-        } satisfies GrpcTypes.GetEpochResponse;
+      case 'GetEpoch': {
+        const request = input as GrpcTypes.GetEpochRequest;
+        const epoch = this.#epochOf(request.epoch ?? this.#epoch);
+        if (!epoch) throw new GrpcFailure(Status.NOT_FOUND, `epoch ${request.epoch} not found`);
+        return { epoch: masked(epoch, request.readMask?.paths ?? ['epoch']) };
+      }
       case 'GetCheckpoint': {
         const request = input as GrpcTypes.GetCheckpointRequest;
         const id = request.checkpointId;
-        if (id.oneofKind !== 'sequenceNumber' || !this.#checkpointTimes.has(id.sequenceNumber)) {
+        const checkpoint =
+          id.oneofKind === 'sequenceNumber' ? this.#checkpoints.get(id.sequenceNumber) : undefined;
+        if (id.oneofKind !== 'sequenceNumber' || !checkpoint) {
           throw new GrpcFailure(Status.NOT_FOUND, 'checkpoint not found');
         }
-        return {
-          checkpoint: {
+        const digest = toBase58(
+          blake2b(new TextEncoder().encode(`checkpoint:${id.sequenceNumber}`), { dkLen: 32 }),
+        );
+        const full = {
+          sequenceNumber: id.sequenceNumber,
+          digest,
+          summary: {
+            digest,
+            epoch: checkpoint.epoch,
             sequenceNumber: id.sequenceNumber,
-            summary: {
-              sequenceNumber: id.sequenceNumber,
-              timestamp: timestamp(this.#checkpointTimes.get(id.sequenceNumber)!),
-              commitments: [],
-            },
-            transactions: [],
+            timestamp: timestamp(checkpoint.timestampMs),
           },
-        } satisfies GrpcTypes.GetCheckpointResponse;
+        };
+        return { checkpoint: masked(full, request.readMask?.paths ?? ['sequence_number', 'digest']) };
       }
       case 'GetObject': {
         const request = input as GrpcTypes.GetObjectRequest;
@@ -938,7 +995,8 @@ export class FullnodeDouble {
     }
     const success = submission?.status === 'success';
     const nowMs = Date.now();
-    const checkpoint = this.#nextCheckpoint(nowMs);
+    const epoch = BigInt(await this.dev.currentEpoch());
+    const checkpoint = this.#nextCheckpoint(nowMs, epoch);
     this.#checkpointOf.set(digest, checkpoint);
 
     // Effects: every owned input and the mutable shared AtomaDb move to the lamport version.
@@ -1014,7 +1072,7 @@ export class FullnodeDouble {
         digest: toBase58(blake2b(new TextEncoder().encode(`effects:${digest}`), { dkLen: 32 })),
         version: 2,
         status,
-        epoch: BigInt(await this.dev.currentEpoch()),
+        epoch,
         gasUsed: {
           computationCost: charged.computation,
           storageCost: charged.storage,
@@ -1242,6 +1300,26 @@ function toProtoValue(value: unknown): ProtoValue {
       },
     },
   };
+}
+
+/**
+ * The fields of a message a read mask asks for, as a fullnode answers (paths in snake_case, e.g.
+ * `summary.epoch`): a call that forgets a field gets none, as it would from a real one.
+ */
+function masked(message: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
+  const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) {
+    const name = snake(key);
+    if (paths.includes(name)) out[key] = value;
+    else {
+      const nested = paths.filter((p) => p.startsWith(`${name}.`)).map((p) => p.slice(name.length + 1));
+      if (nested.length > 0 && value && typeof value === 'object') {
+        out[key] = masked(value as Record<string, unknown>, nested);
+      }
+    }
+  }
+  return out;
 }
 
 function frame(flag: number, message: Uint8Array): Buffer {

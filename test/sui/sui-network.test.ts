@@ -1109,7 +1109,150 @@ describe('Sui adapter: reads and events', () => {
 
       // Nothing new: the cursor stays and the page is empty.
       const again = await w.sui.events.readPage(page.nextCursor);
-      assert.deepEqual(again, { events: [], nextCursor: page.nextCursor, hasMore: false });
+      assert.deepEqual(again, { events: [], nextCursor: page.nextCursor, hasMore: false, epoch: 0 });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("gives each event its transaction's epoch and each page the chain's, across epoch changes", async () => {
+    const w = await world();
+    try {
+      const badge = await register(w);
+      await w.double.dev.advanceEpoch();
+      await w.sui.submit({ kind: 'add_node_to_model', badge, model_name: MODEL, echelon_id: 1 });
+      await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+      await w.double.dev.advanceEpoch();
+      await w.double.dev.advanceEpoch();
+      await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+      await w.double.dev.advanceEpoch();
+
+      // A fresh adapter, which has learnt nothing yet, reads from the start.
+      const sui = await SuiNetwork.open(w.options, silent);
+      try {
+        const page = await sui.events.readPage(null);
+        assert.deepEqual(
+          page.events.map((e) => [readEnvelope(e.raw).name, e.epoch]),
+          [
+            ['PublishedEvent', 0],
+            ['NodeRegisteredEvent', 0],
+            ['NodeSubscribedToModelEvent', 1],
+            ['TaskRegisteredEvent', 1],
+            ['TaskRegisteredEvent', 3],
+          ],
+        );
+        assert.equal(page.epoch, 4, 'epochs pass without events');
+        // The same epochs as the dev network (behind the double) gives the same events.
+        const dev = await w.double.dev.events.readPage(null);
+        assert.deepEqual(
+          page.events.map((e) => e.epoch),
+          dev.events.map((e) => e.epoch),
+        );
+        assert.equal(page.epoch, dev.epoch);
+        // The double's ledger is consistent: epochs are runs of checkpoints, the head is in the current one.
+        const ledger = new SuiGrpcClient({ network: 'unknown', baseUrl: w.double.url }).ledgerService;
+        const paths = ['epoch', 'first_checkpoint', 'last_checkpoint'];
+        let first = 0n;
+        for (let epoch = 0n; epoch <= 4n; epoch++) {
+          const range = (await ledger.getEpoch({ epoch, readMask: { paths } })).response.epoch!;
+          assert.equal(range.firstCheckpoint, first);
+          if (epoch < 4n) first = range.lastCheckpoint! + 1n;
+          else assert.equal(range.lastCheckpoint, undefined, 'the running epoch has no last checkpoint');
+        }
+        const head = (await ledger.getServiceInfo({})).response;
+        assert.equal(head.epoch, 4n);
+        const summary = await ledger.getCheckpoint({
+          checkpointId: { oneofKind: 'sequenceNumber', sequenceNumber: head.checkpointHeight! },
+          readMask: { paths: ['summary.epoch'] },
+        });
+        assert.equal(summary.response.checkpoint?.summary?.epoch, 4n);
+        assert.equal(summary.response.checkpoint?.summary?.timestamp, undefined, 'only what the mask asks');
+        assert.deepEqual((await ledger.getEpoch({})).response.epoch, { epoch: 4n });
+        // And the epoch an execution's effects report.
+        const next = await sui.submit({ kind: 'register_node' });
+        const tail = await sui.events.readPage(page.nextCursor);
+        assert.deepEqual(
+          tail.events.map((e) => [readEnvelope(e.raw).key, e.epoch]),
+          [[readEnvelope(next.events[0]).key, 4]],
+        );
+      } finally {
+        await sui.close();
+      }
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('looks each epoch up about once, however many events it holds', async () => {
+    const w = await world();
+    try {
+      const EPOCHS = 5;
+      const PER_EPOCH = 40;
+      for (let epoch = 0; epoch < EPOCHS; epoch++) {
+        for (let i = 0; i < PER_EPOCH; i++)
+          await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+        if (epoch < EPOCHS - 1) await w.double.dev.advanceEpoch();
+      }
+      const LOOKUPS = new Set(['GetServiceInfo', 'GetEpoch', 'GetCheckpoint']);
+      const lookupsSince = (since: number) =>
+        w.double.requests
+          .slice(since)
+          .filter((r) => LOOKUPS.has(r.method))
+          .map((r) => r.method);
+
+      const sui = await SuiNetwork.open(w.options, silent);
+      try {
+        const since = w.double.requests.length;
+        const epochs: unknown[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        for (;;) {
+          const page = await sui.events.readPage(cursor);
+          pages += 1;
+          epochs.push(...page.events.map((e) => e.epoch));
+          assert.equal(page.epoch, EPOCHS - 1);
+          cursor = page.nextCursor;
+          if (!page.hasMore) break;
+        }
+        const expected = [
+          0,
+          ...Array.from({ length: EPOCHS * PER_EPOCH }, (_, i) => Math.floor(i / PER_EPOCH)),
+        ];
+        assert.deepEqual(epochs, expected);
+        const catchingUp = lookupsSince(since);
+        // The head and the running epoch's first checkpoint; a checkpoint and its epoch's range for the
+        // first events; then one range per epoch.
+        assert.ok(pages >= 4, `${pages} pages`);
+        assert.deepEqual(catchingUp, [
+          'GetServiceInfo',
+          'GetEpoch',
+          'GetCheckpoint',
+          ...Array<string>(EPOCHS - 1).fill('GetEpoch'),
+        ]);
+
+        // Following the head: new events in the running epoch cost one head read per page at most.
+        await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+        const tailSince = w.double.requests.length;
+        const tail = await sui.events.readPage(cursor);
+        assert.deepEqual(
+          tail.events.map((e) => e.epoch),
+          [EPOCHS - 1],
+        );
+        assert.ok(lookupsSince(tailSince).length <= 1, `${lookupsSince(tailSince)}`);
+        // A new epoch: the head, and the new epoch's first checkpoint.
+        await w.double.dev.advanceEpoch();
+        await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+        const nextSince = w.double.requests.length;
+        const next = await sui.events.readPage(tail.nextCursor);
+        assert.deepEqual(
+          next.events.map((e) => e.epoch),
+          [EPOCHS],
+        );
+        assert.equal(next.epoch, EPOCHS);
+        assert.deepEqual(lookupsSince(nextSince), ['GetServiceInfo', 'GetEpoch']);
+      } finally {
+        await sui.close();
+      }
     } finally {
       await w.close();
     }

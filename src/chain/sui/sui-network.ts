@@ -33,6 +33,7 @@ import {
 } from '../chain.ts';
 import { decodeExecutionError } from './aborts.ts';
 import { type Connected, checkFullnode, FullnodeConnection, SuiConfigError } from './connection.ts';
+import { EpochIndex, type Head } from './epochs.ts';
 import { type CoinRef, GasCoins, type ObjectRef } from './gas-coins.ts';
 import { KeystoreError, loadKeystore } from './keystore.ts';
 import { addMoveCall, type MoveCall, moveCall, RANDOM_ID } from './move-calls.ts';
@@ -71,6 +72,8 @@ const EXECUTE_ATTEMPTS = 3;
 const PARAMETERS_TTL_MS = 10_000;
 const GAS_PRICE_TTL_MS = 60_000;
 const LAG_TTL_MS = 2_000;
+/** How old the chain head may be when a page says the current epoch (an epoch lasts about a day). */
+const PAGE_EPOCH_TTL_MS = 5_000;
 const EXECUTED_PATHS = ['digest', 'effects', 'events', 'checkpoint', 'timestamp'];
 const OBJECT_ID = /^0x[0-9a-fA-F]{1,64}$/;
 const EMPTY_EXECUTED: GrpcTypes.ExecutedTransaction = { signatures: [], balanceChanges: [] };
@@ -136,6 +139,7 @@ export class SuiNetwork implements Chain {
   #lastRead: { at: number; caughtUp: boolean; checkpoint: bigint | undefined } | undefined;
   #lag: { value: SuiIndexerLag; at: number } | undefined;
   readonly #checkpointTimes = new Map<bigint, number>();
+  readonly #epochs: EpochIndex;
   #closing: Promise<void> | undefined;
 
   private constructor(init: {
@@ -167,6 +171,11 @@ export class SuiNetwork implements Chain {
         this.#read('list the gas coins', (signal) =>
           this.#client.listCoins({ owner: this.signerAddress, limit: 50, cursor, signal }),
         ),
+    });
+    this.#epochs = new EpochIndex({
+      head: () => this.#readHead(),
+      epochRange: (epoch) => this.#epochRange(epoch),
+      checkpointEpoch: (sequence) => this.#checkpointEpoch(sequence),
     });
     const target = {
       url: init.url,
@@ -344,11 +353,8 @@ export class SuiNetwork implements Chain {
     const last = this.#lastRead;
     if (!last) return undefined;
     if (this.#lag && Date.now() - this.#lag.at < LAG_TTL_MS) return this.#lag.value;
-    const { response } = await this.#read('read the chain head', (signal) =>
-      this.#client.ledgerService.getServiceInfo({}, { abort: signal }),
-    );
-    const head = response.checkpointHeight ?? 0n;
-    const headMs = timestampMs(response.timestamp) ?? Date.now();
+    const { checkpoint: head, timestampMs: headTime } = await this.#epochs.head(LAG_TTL_MS);
+    const headMs = headTime ?? Date.now();
     let value: SuiIndexerLag;
     if (last.caughtUp) {
       value = {
@@ -386,12 +392,22 @@ export class SuiNetwork implements Chain {
         signal,
       }),
     );
-    const events = page.events.map(
-      (event): RawEvent => ({
+    const checkpointOf = (event: (typeof page.events)[number]) =>
+      event.checkpoint === null ? undefined : BigInt(event.checkpoint);
+    const epochs = await this.#epochs.epochsOf(
+      page.events.map(checkpointOf).filter((c): c is bigint => c !== undefined),
+    );
+    let current = (await this.#epochs.head(PAGE_EPOCH_TTL_MS)).epoch;
+    const events = page.events.map((event): RawEvent => {
+      const checkpoint = checkpointOf(event);
+      const epoch = checkpoint === undefined ? undefined : epochs.get(checkpoint);
+      if (epoch !== undefined && epoch > current) current = epoch;
+      return {
         position: `sui:${event.transactionDigest}:${event.eventIndex}`,
         raw: listedEventJson(event),
-      }),
-    );
+        epoch: epoch === undefined ? undefined : normalizeU64(epoch),
+      };
+    });
     const last = page.events.at(-1)?.checkpoint;
     this.#lag = undefined;
     this.#lastRead = {
@@ -399,7 +415,55 @@ export class SuiNetwork implements Chain {
       caughtUp: !page.hasNextPage,
       checkpoint: last === null || last === undefined ? this.#lastRead?.checkpoint : BigInt(last),
     };
-    return { events, nextCursor: page.endCursor ?? cursor, hasMore: page.hasNextPage };
+    return {
+      events,
+      nextCursor: page.endCursor ?? cursor,
+      hasMore: page.hasNextPage,
+      epoch: normalizeU64(current),
+    };
+  }
+
+  // --- the ledger: the head, epochs and checkpoints ------------------------------------------------------------
+
+  /** GetServiceInfo: the latest checkpoint and its epoch (a new epoch also has a new gas price). */
+  async #readHead(): Promise<Head> {
+    const { response } = await this.#read('read the chain head', (signal) =>
+      this.#client.ledgerService.getServiceInfo({}, { abort: signal }),
+    );
+    if (response.epoch === undefined || response.checkpointHeight === undefined)
+      throw new ChainUnavailableError('the fullnode did not report its latest checkpoint and epoch');
+    if (this.#gasPrice && this.#gasPrice.epoch !== response.epoch) this.#gasPrice = undefined;
+    return {
+      epoch: response.epoch,
+      checkpoint: response.checkpointHeight,
+      timestampMs: timestampMs(response.timestamp),
+    };
+  }
+
+  async #epochRange(epoch: bigint): Promise<{ first: bigint | undefined; last: bigint | undefined }> {
+    const { response } = await this.#read(`read epoch ${epoch}`, (signal) =>
+      this.#client.ledgerService.getEpoch(
+        { epoch, readMask: { paths: ['epoch', 'first_checkpoint', 'last_checkpoint'] } },
+        { abort: signal },
+      ),
+    );
+    return { first: response.epoch?.firstCheckpoint, last: response.epoch?.lastCheckpoint };
+  }
+
+  async #checkpointEpoch(sequence: bigint): Promise<bigint> {
+    const { response } = await this.#read(`read checkpoint ${sequence}`, (signal) =>
+      this.#client.ledgerService.getCheckpoint(
+        {
+          checkpointId: { oneofKind: 'sequenceNumber', sequenceNumber: sequence },
+          readMask: { paths: ['summary.epoch'] },
+        },
+        { abort: signal },
+      ),
+    );
+    const epoch = response.checkpoint?.summary?.epoch;
+    if (epoch === undefined)
+      throw new ChainUnavailableError(`the fullnode did not report the epoch of checkpoint ${sequence}`);
+    return epoch;
   }
 
   async #checkpointTime(sequence: bigint): Promise<number | undefined> {
