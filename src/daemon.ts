@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { type App, buildApp } from './app.ts';
-import { type Chain, ChainUnavailableError } from './chain/chain.ts';
+import type { Chain } from './chain/chain.ts';
 import { DevNetwork } from './chain/dev/dev-network.ts';
 import { instrumentChain } from './chain/instrument.ts';
 import { loadOrCreateSigner } from './chain/signer.ts';
@@ -122,18 +122,15 @@ function openDevNetwork(dataDir: string, settings: DevSettings, logger: Logger):
   }
 }
 
-/** Connects to the Sui fullnode; a setting it cannot use is a usage error, an unreachable node a failure. */
+/**
+ * Opens the Sui adapter. A setting it cannot use is a usage error; an unreachable fullnode is not: the
+ * adapter opens without it, /ready says so, and it connects once the fullnode answers.
+ */
 async function openSui(settings: SuiSettings, logger: Logger): Promise<SuiNetwork> {
   try {
     return await SuiNetwork.open(settings, logger.child({ component: 'sui' }));
   } catch (error) {
     if (error instanceof SuiConfigError || error instanceof KeystoreError) throw new CliError(error.message);
-    if (error instanceof ChainUnavailableError) {
-      throw new CliError(
-        `cannot reach the Sui fullnode at ${settings.url}: ${error.message}`,
-        ExitCode.failure,
-      );
-    }
     throw error;
   }
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { EventPage, RawEvent } from '../src/chain/chain.ts';
 import { applyPage } from '../src/indexer/apply.ts';
-import { backoffDelay } from '../src/indexer/run.ts';
+import { backoffDelay } from '../src/internal/backoff.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import {

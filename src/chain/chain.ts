@@ -161,12 +161,6 @@ export interface ChainTicket {
   already_attested_nodes: U64[];
 }
 
-/** The protocol parameters an operator's daemon needs to build proofs. */
-export interface ChainParameters {
-  /** k: the number of 32-byte attester slots after the settler's in a ticket's leaves. */
-  cross_validation_extra_nodes_count: number;
-}
-
 export interface Chain {
   readonly network: 'dev' | 'sui';
   /** The address that signs every operation. */
@@ -178,7 +172,8 @@ export interface Chain {
   /** NodeBadges the signer owns, by small id. */
   listBadges(): Promise<Badge[]>;
   currentEpoch(): Promise<U64>;
-  parameters(): Promise<ChainParameters>;
+  /** The AtomaDb fee and sampling parameters, now (the admin changes them without events). */
+  parameters(): Promise<ProtocolParameters>;
   /** The stack's settlement ticket, or undefined when it has none (not try-settled, or claimed and deleted). */
   getTicket(stackSmallId: U64): Promise<ChainTicket | undefined>;
   /** The signer's balances where the network offers them, by coin (e.g. USDC, SUI), smallest units. */
@@ -188,6 +183,11 @@ export interface Chain {
    * have used them since. Called under the cross-process signer lock when daemons share a store.
    */
   forgetCachedObjects?(): void;
+  /**
+   * Why the network cannot be used now, in one line (e.g. its node does not answer), or undefined when
+   * nothing is known to stand in the way. Networks that are always there leave it out; /ready reports it.
+   */
+  unavailableReason?(): string | undefined;
   /** Calls back when new events may be available (the indexer then reads without waiting). */
   onNewEvents(listener: () => void): () => void;
   close(): Promise<void>;

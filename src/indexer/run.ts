@@ -1,15 +1,10 @@
 import type { Logger } from 'pino';
 import type { EventSource } from '../chain/chain.ts';
+import { backoffDelay } from '../internal/backoff.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { sameParameters } from '../protocol/constants.ts';
 import type { IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
-
-/** Capped exponential back-off with full jitter: never a hot loop, never a thundering herd. */
-export function backoffDelay(attempt: number, baseMs = 250, capMs = 30_000, random = Math.random): number {
-  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
-  return Math.max(baseMs / 2, Math.floor(random() * ceiling));
-}
 
 /** How often a daemon that does not hold the indexer lease tries to take it. */
 const LEASE_RETRY_MS = 1000;

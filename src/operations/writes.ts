@@ -237,7 +237,7 @@ export class Writes {
   trySettle(input: TrySettleRequest): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
-      const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
+      const k = Number((await this.#chain.parameters()).cross_validation_extra_nodes_count);
       const byStack = new Map(
         Object.entries(input.num_claimed_compute_units_by_stack ?? {}).map(([key, units]) => [
           parseU64(key),
@@ -329,7 +329,7 @@ export class Writes {
           });
         }
       }
-      const k = (await this.#chain.parameters()).cross_validation_extra_nodes_count;
+      const k = Number((await this.#chain.parameters()).cross_validation_extra_nodes_count);
       const planned: { stack_small_id: U64; operation: Operation }[] = [];
       const skipped: StackResult[] = [];
       const skip = (id: U64, code: string, detail: string) =>

@@ -16,7 +16,7 @@ export function problemFromError(error: unknown): ProblemError | undefined {
   if (error instanceof ProblemError) return error;
   if (error instanceof ChainUnavailableError) {
     // Nothing was executed, so retrying (even with the same Idempotency-Key) is safe.
-    return refuse('chain_unavailable', `the chain cannot be reached: ${error.message}; retry shortly`, {
+    return refuse('chain_unavailable', `the chain is unavailable: ${error.message}; retry shortly`, {
       retryAfterSeconds: error.retryAfterSeconds,
     });
   }

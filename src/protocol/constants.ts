@@ -1,3 +1,5 @@
+import { toU64 } from '../internal/u64.ts';
+
 /**
  * The Atoma db module's constants (contracts.md §6, at 9e53429), as every layer of the daemon needs them.
  * Amounts, ids and counts are u64 on chain: bigints here.
@@ -42,6 +44,15 @@ export interface ProtocolParameters {
   permille_to_slash_node_on_timeout: bigint;
 }
 
+/** The parameters' names, in their declaration order. */
+export const PARAMETER_NAMES = [
+  'sampling_consensus_charge_permille',
+  'cross_validation_extra_nodes_charge_permille',
+  'cross_validation_probability_permille',
+  'cross_validation_extra_nodes_count',
+  'permille_to_slash_node_on_timeout',
+] as const satisfies readonly (keyof ProtocolParameters)[];
+
 export const DEFAULT_PARAMETERS: Readonly<ProtocolParameters> = Object.freeze({
   sampling_consensus_charge_permille: 1200n,
   cross_validation_extra_nodes_charge_permille: 12n,
@@ -63,5 +74,19 @@ export function pickParameters(source: ProtocolParameters): ProtocolParameters {
 
 export function sameParameters(a: ProtocolParameters | null, b: ProtocolParameters | null): boolean {
   if (a === null || b === null) return a === b;
-  return (Object.keys(DEFAULT_PARAMETERS) as (keyof ProtocolParameters)[]).every((key) => a[key] === b[key]);
+  return PARAMETER_NAMES.every((key) => a[key] === b[key]);
+}
+
+/**
+ * The parameters out of a record holding them as u64 values (AtomaDb's JSON, a stored copy): the
+ * parameters, or the name of the first one missing or malformed.
+ */
+export function readParameters(record: Record<string, unknown>): ProtocolParameters | { missing: string } {
+  const out: Partial<Record<keyof ProtocolParameters, bigint>> = {};
+  for (const name of PARAMETER_NAMES) {
+    const value = toU64(record[name]);
+    if (value === undefined) return { missing: name };
+    out[name] = BigInt(value);
+  }
+  return out as ProtocolParameters;
 }

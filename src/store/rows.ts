@@ -1,6 +1,6 @@
 import type { U64 } from '../internal/u64.ts';
 import { u64ToString } from '../internal/u64.ts';
-import { DEFAULT_PARAMETERS, type ProtocolParameters } from '../protocol/constants.ts';
+import { type ProtocolParameters, readParameters } from '../protocol/constants.ts';
 import { withAttesterLeaf } from '../protocol/proofs.ts';
 import { addUsage, type RequestRecord } from '../protocol/usage.ts';
 import type {
@@ -11,6 +11,7 @@ import type {
   StackSettlementTicket,
   Task,
 } from '../schemas/model.ts';
+import { StoreError } from './errors.ts';
 import type {
   Attestation,
   AttestationRequest,
@@ -61,13 +62,11 @@ export function encodeParameters(parameters: ProtocolParameters): string {
 }
 
 export function decodeParameters(text: string): ProtocolParameters {
-  const json = JSON.parse(text) as Record<string, string>;
-  const out: Record<string, bigint> = {};
-  for (const key of Object.keys(DEFAULT_PARAMETERS)) {
-    out[key] =
-      json[key] === undefined ? DEFAULT_PARAMETERS[key as keyof ProtocolParameters] : BigInt(json[key]);
+  const parameters = readParameters(JSON.parse(text) as Record<string, unknown>);
+  if ('missing' in parameters) {
+    throw new StoreError('store_corrupt', `chain_state.parameters has no ${parameters.missing}`, false);
   }
-  return out as unknown as ProtocolParameters;
+  return parameters;
 }
 
 /** floor(used x 1e6 / capacity), at most 1e6; a stack without capacity counts as full. */

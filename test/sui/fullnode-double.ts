@@ -16,9 +16,15 @@
  *   that version was already consumed by another transaction: a test can prove the adapter never does.
  * - Re-sending an executed transaction returns its recorded result, as Sui does.
  * - Simulation checks the same inputs and prices the call with the dev network's gas model; it does not
- *   run the Move code, so it never predicts an abort (execution still reports it).
+ *   run the Move code, so it never predicts an abort (execution still reports it). A Move abort comes back
+ *   as MOVE_ABORT with its code and location; an arithmetic error (u64 overflow, division by zero) as a
+ *   fullnode sends it: MOVE_PRIMITIVE_RUNTIME_ERROR with the location and no abort code.
  * - ListEvents streams the dev network's events, digest-mapped to the Sui transactions, one checkpoint per
  *   transaction, with opaque cursors; each transaction of a dev actor (admin, user, peers) is one too.
+ * - The ledger follows the dev network's epochs: each checkpoint is in the epoch its transaction ran in, an
+ *   epoch ends with a checkpoint of its own and the next starts with one (so the head checkpoint is always
+ *   in the current epoch), and GetServiceInfo, GetEpoch (first and last checkpoint) and GetCheckpoint
+ *   (summary.epoch) answer from that, honouring read masks.
  *
  * Fault injection for tests: fail(method, times, status), dropResponses(method, times), and a log of every
  * request. Gas is the dev network's deterministic model at a reference price of 1000 MIST.
@@ -42,6 +48,8 @@ import { DevNetwork } from '../../src/chain/dev/dev-network.ts';
 import { gasFor, REFERENCE_GAS_PRICE } from '../../src/chain/dev/gas.ts';
 import { DB_EVENT_LAYOUTS, structName } from '../../src/chain/sui/event-bcs.ts';
 import { Mutex } from '../../src/internal/mutex.ts';
+import { ARITHMETIC_ERROR } from '../../src/protocol/aborts.ts';
+import type { ProtocolParameters } from '../../src/protocol/constants.ts';
 
 const T = GrpcTypes;
 const SUI_COIN = normalizeStructTag('0x2::coin::Coin<0x2::sui::SUI>');
@@ -147,6 +155,8 @@ export interface FullnodeDoubleOptions {
   samplingProbability?: number;
   attestationNodes?: number;
   random?: (bound: number) => number;
+  /** The loopback port to listen on (default: an ephemeral one). */
+  port?: number;
 }
 
 type Transport = 'text' | 'binary';
@@ -174,13 +184,18 @@ export class FullnodeDouble {
   readonly #events: LoggedEvent[] = [];
   readonly #devToSui = new Map<string, string>();
   readonly #checkpointOf = new Map<string, bigint>();
-  readonly #checkpointTimes = new Map<bigint, number>();
+  /** Every checkpoint: its epoch and time. Checkpoint 0 is genesis, in epoch 0. */
+  readonly #checkpoints = new Map<bigint, { epoch: bigint; timestampMs: number }>();
+  /** The first checkpoint of each epoch; an epoch ends where the next begins. */
+  readonly #epochFirst = new Map<bigint, bigint>([[0n, 0n]]);
   readonly #faults = new Map<string, { times: number; code: number; message: string }>();
   readonly #drops = new Map<string, number>();
   readonly #mutex = new Mutex();
   readonly #ticketsTable: string;
   #devCursor: string | null = null;
   #checkpoint = 0n;
+  /** The epoch of the latest checkpoint: the dev network's, once synced. */
+  #epoch = 0n;
   #counter = 0;
 
   private constructor(dev: DevNetwork, atomaDbId: string, signerAddress: string) {
@@ -189,6 +204,7 @@ export class FullnodeDouble {
     this.atomaDbId = atomaDbId;
     this.signerAddress = signerAddress;
     this.#ticketsTable = hashId(`${atomaDbId}:stack_settlement_tickets`);
+    this.#checkpoints.set(0n, { epoch: 0n, timestampMs: Date.now() });
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         res.destroy(error as Error);
@@ -212,7 +228,15 @@ export class FullnodeDouble {
     if (!published) throw new Error('the dev network has no PublishedEvent');
     const double = new FullnodeDouble(dev, normalizeSuiObjectId(published.parsedJson.db), signer);
     double.#genesis(options.coins ?? [10n * MIST_PER_SUI, 10n * MIST_PER_SUI]);
-    await new Promise<void>((resolve) => double.#server.listen(0, '127.0.0.1', resolve));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        double.#server.once('error', reject);
+        double.#server.listen(options.port ?? 0, '127.0.0.1', resolve);
+      });
+    } catch (error) {
+      await dev.close();
+      throw error;
+    }
     const address = double.#server.address();
     if (address === null || typeof address === 'string') throw new Error('no port');
     double.url = `http://127.0.0.1:${address.port}`;
@@ -296,22 +320,24 @@ export class FullnodeDouble {
   }
 
   #atomaDbJson(): unknown {
-    // The gRPC JSON rendering of the fields the adapter reads (contracts.md §1.3); tables as { id, size }.
-    const k = this.#devParameters;
+    // The gRPC JSON rendering of the fields the adapter reads (contracts.md §1.3): u64 as decimal strings,
+    // tables as { id, size }; the dev network's parameters as of its last sync.
+    const parameters = this.#devParameters;
     return {
       id: this.atomaDbId,
       stack_settlement_tickets: { id: this.#ticketsTable, size: '0' },
-      cross_validation_probability_permille: '0',
-      cross_validation_extra_nodes_count: String(k),
+      ...(parameters
+        ? Object.fromEntries(Object.entries(parameters).map(([name, value]) => [name, String(value)]))
+        : {}),
       fee_treasury: String(this.dev.feeTreasury()),
     };
   }
 
-  #devParameters = 0;
+  #devParameters: ProtocolParameters | undefined;
 
   /** Reads new dev network events into the log: digests mapped, one checkpoint per transaction, badges made. */
   async #sync(): Promise<void> {
-    this.#devParameters = (await this.dev.parameters()).cross_validation_extra_nodes_count;
+    this.#devParameters = await this.dev.parameters();
     for (;;) {
       const page = await this.dev.events.readPage(this.#devCursor);
       for (const item of page.events) {
@@ -327,7 +353,9 @@ export class FullnodeDouble {
         const txDigest = this.#devToSui.get(raw.id.txDigest) ?? raw.id.txDigest;
         let checkpoint = this.#checkpointOf.get(txDigest);
         if (checkpoint === undefined) {
-          checkpoint = this.#nextCheckpoint(Number(raw.timestampMs));
+          // A dev actor's transaction, in the epoch the dev network executed it in.
+          const epoch = item.epoch === undefined ? this.#epoch : BigInt(item.epoch);
+          checkpoint = this.#nextCheckpoint(Number(raw.timestampMs), epoch);
           this.#checkpointOf.set(txDigest, checkpoint);
         }
         const sender = normalizeSuiAddress(raw.sender);
@@ -349,6 +377,8 @@ export class FullnodeDouble {
       this.#devCursor = page.nextCursor;
       if (!page.hasMore) break;
     }
+    // Epochs pass without transactions (dev.advanceEpoch): the ledger follows.
+    this.#rollTo(BigInt(await this.dev.currentEpoch()), Date.now());
   }
 
   #makeBadge(badgeId: string, smallId: unknown, owner: string, version: bigint): void {
@@ -365,10 +395,46 @@ export class FullnodeDouble {
     });
   }
 
-  #nextCheckpoint(timestampMs: number): bigint {
+  /** The checkpoint of a new transaction executed in `epoch` (the epochs before it end first). */
+  #nextCheckpoint(timestampMs: number, epoch: bigint): bigint {
+    this.#rollTo(epoch, timestampMs);
+    return this.#addCheckpoint(timestampMs);
+  }
+
+  #addCheckpoint(timestampMs: number): bigint {
     this.#checkpoint += 1n;
-    this.#checkpointTimes.set(this.#checkpoint, timestampMs);
+    this.#checkpoints.set(this.#checkpoint, { epoch: this.#epoch, timestampMs });
     return this.#checkpoint;
+  }
+
+  /**
+   * Ends epochs up to `epoch` as Sui does: each ends with its end-of-epoch checkpoint, and the next starts
+   * with a checkpoint of its own, so the head checkpoint is always in the current epoch (GetServiceInfo).
+   */
+  #rollTo(epoch: bigint, timestampMs: number): void {
+    while (this.#epoch < epoch) {
+      this.#addCheckpoint(timestampMs);
+      this.#epoch += 1n;
+      this.#epochFirst.set(this.#epoch, this.#checkpoint + 1n);
+      this.#addCheckpoint(timestampMs);
+    }
+  }
+
+  /** An epoch as GetEpoch answers: its range, the last checkpoint once it has ended. */
+  #epochOf(epoch: bigint): Record<string, unknown> | undefined {
+    const first = this.#epochFirst.get(epoch);
+    if (first === undefined) return undefined;
+    const next = this.#epochFirst.get(epoch + 1n);
+    const last = next === undefined ? undefined : next - 1n;
+    return {
+      epoch,
+      firstCheckpoint: first,
+      start: timestamp(this.#checkpoints.get(first)!.timestampMs),
+      referenceGasPrice: REFERENCE_GAS_PRICE,
+      ...(last === undefined
+        ? {}
+        : { lastCheckpoint: last, end: timestamp(this.#checkpoints.get(last)!.timestampMs) }),
+    };
   }
 
   /** The settlement tickets as objects: each a dynamic object field of the tickets table, and the ticket. */
@@ -503,31 +569,38 @@ export class FullnodeDouble {
         return {
           chainId: 'double-chain-id',
           chain: 'test-double',
-          epoch: BigInt(await this.dev.currentEpoch()),
+          epoch: this.#epoch,
           checkpointHeight: this.#checkpoint,
-          timestamp: timestamp(this.#checkpointTimes.get(this.#checkpoint) ?? Date.now()),
+          timestamp: timestamp(this.#checkpoints.get(this.#checkpoint)!.timestampMs),
         } satisfies GrpcTypes.GetServiceInfoResponse;
-      case 'GetEpoch':
-        return {
-          epoch: { epoch: BigInt(await this.dev.currentEpoch()), referenceGasPrice: REFERENCE_GAS_PRICE },
-        } satisfies GrpcTypes.GetEpochResponse;
+      case 'GetEpoch': {
+        const request = input as GrpcTypes.GetEpochRequest;
+        const epoch = this.#epochOf(request.epoch ?? this.#epoch);
+        if (!epoch) throw new GrpcFailure(Status.NOT_FOUND, `epoch ${request.epoch} not found`);
+        return { epoch: masked(epoch, request.readMask?.paths ?? ['epoch']) };
+      }
       case 'GetCheckpoint': {
         const request = input as GrpcTypes.GetCheckpointRequest;
         const id = request.checkpointId;
-        if (id.oneofKind !== 'sequenceNumber' || !this.#checkpointTimes.has(id.sequenceNumber)) {
+        const checkpoint =
+          id.oneofKind === 'sequenceNumber' ? this.#checkpoints.get(id.sequenceNumber) : undefined;
+        if (id.oneofKind !== 'sequenceNumber' || !checkpoint) {
           throw new GrpcFailure(Status.NOT_FOUND, 'checkpoint not found');
         }
-        return {
-          checkpoint: {
+        const digest = toBase58(
+          blake2b(new TextEncoder().encode(`checkpoint:${id.sequenceNumber}`), { dkLen: 32 }),
+        );
+        const full = {
+          sequenceNumber: id.sequenceNumber,
+          digest,
+          summary: {
+            digest,
+            epoch: checkpoint.epoch,
             sequenceNumber: id.sequenceNumber,
-            summary: {
-              sequenceNumber: id.sequenceNumber,
-              timestamp: timestamp(this.#checkpointTimes.get(id.sequenceNumber)!),
-              commitments: [],
-            },
-            transactions: [],
+            timestamp: timestamp(checkpoint.timestampMs),
           },
-        } satisfies GrpcTypes.GetCheckpointResponse;
+        };
+        return { checkpoint: masked(full, request.readMask?.paths ?? ['sequence_number', 'digest']) };
       }
       case 'GetObject': {
         const request = input as GrpcTypes.GetObjectRequest;
@@ -925,7 +998,8 @@ export class FullnodeDouble {
     }
     const success = submission?.status === 'success';
     const nowMs = Date.now();
-    const checkpoint = this.#nextCheckpoint(nowMs);
+    const epoch = BigInt(await this.dev.currentEpoch());
+    const checkpoint = this.#nextCheckpoint(nowMs, epoch);
     this.#checkpointOf.set(digest, checkpoint);
 
     // Effects: every owned input and the mutable shared AtomaDb move to the lamport version.
@@ -970,34 +1044,26 @@ export class FullnodeDouble {
     let status: GrpcTypes.ExecutionStatus;
     if (success) status = { success: true };
     else if (!submission) status = { success: false, error: insufficientGas() };
-    else if (abort && abort.name !== 'ArithmeticError') {
+    else if (abort?.name === ARITHMETIC_ERROR)
+      status = { success: false, error: this.#arithmeticError(checked.fn) };
+    else {
       status = {
         success: false,
         error: {
-          description: `MoveAbort in ${abort.module}: ${abort.code}`,
+          description: `MoveAbort in ${abort?.module}: ${abort?.code}`,
           command: 0n,
           kind: T.ExecutionError_ExecutionErrorKind.MOVE_ABORT,
           errorDetails: {
             oneofKind: 'abort',
             abort: {
-              abortCode: BigInt(abort.code),
+              abortCode: BigInt(abort?.code ?? 0),
               location: {
-                package: abort.module === 'db' ? this.packageId : normalizeSuiAddress('0x2'),
-                module: abort.module,
-                functionName: abort.module === 'db' ? checked.fn : 'borrow',
+                package: abort?.module === 'db' ? this.packageId : normalizeSuiAddress('0x2'),
+                module: abort?.module ?? 'db',
+                functionName: abort?.module === 'db' ? checked.fn : 'borrow',
               },
             },
           },
-        },
-      };
-    } else {
-      status = {
-        success: false,
-        error: {
-          description: 'ArithmeticError',
-          command: 0n,
-          kind: T.ExecutionError_ExecutionErrorKind.MOVE_PRIMITIVE_RUNTIME_ERROR,
-          errorDetails: { oneofKind: undefined },
         },
       };
     }
@@ -1009,7 +1075,7 @@ export class FullnodeDouble {
         digest: toBase58(blake2b(new TextEncoder().encode(`effects:${digest}`), { dkLen: 32 })),
         version: 2,
         status,
-        epoch: BigInt(await this.dev.currentEpoch()),
+        epoch,
         gasUsed: {
           computationCost: charged.computation,
           storageCost: charged.storage,
@@ -1048,6 +1114,22 @@ export class FullnodeDouble {
       operation: checked.operation.kind,
     });
     return { transaction };
+  }
+
+  /**
+   * u64 overflow or division by zero as a fullnode reports it (sui-rpc's conversion of
+   * ExecutionFailureStatus::MovePrimitiveRuntimeError): kind MOVE_PRIMITIVE_RUNTIME_ERROR, the location in
+   * the abort details, and no abort code. The double runs no bytecode, so the location names the entry
+   * function, at function index 0 and offset 0.
+   */
+  #arithmeticError(fn: string): GrpcTypes.ExecutionError {
+    const location = { package: this.packageId, module: 'db', function: 0, instruction: 0, functionName: fn };
+    return {
+      description: `Move Primitive Runtime Error. Location: ${this.packageId}::db::${fn} (function index 0) at offset 0. Arithmetic error, stack overflow, max value depth, etc.`,
+      command: 0n,
+      kind: T.ExecutionError_ExecutionErrorKind.MOVE_PRIMITIVE_RUNTIME_ERROR,
+      errorDetails: { oneofKind: 'abort', abort: { location } },
+    };
   }
 
   #guard<X>(bytes: Uint8Array, fn: () => X): X {
@@ -1221,6 +1303,26 @@ function toProtoValue(value: unknown): ProtoValue {
       },
     },
   };
+}
+
+/**
+ * The fields of a message a read mask asks for, as a fullnode answers (paths in snake_case, e.g.
+ * `summary.epoch`): a call that forgets a field gets none, as it would from a real one.
+ */
+function masked(message: Record<string, unknown>, paths: readonly string[]): Record<string, unknown> {
+  const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) {
+    const name = snake(key);
+    if (paths.includes(name)) out[key] = value;
+    else {
+      const nested = paths.filter((p) => p.startsWith(`${name}.`)).map((p) => p.slice(name.length + 1));
+      if (nested.length > 0 && value && typeof value === 'object') {
+        out[key] = masked(value as Record<string, unknown>, nested);
+      }
+    }
+  }
+  return out;
 }
 
 function frame(flag: number, message: Uint8Array): Buffer {

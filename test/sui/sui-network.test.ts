@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it, mock } from 'node:test';
 import { bcs } from '@mysten/sui/bcs';
 import { decodeSuiPrivateKey, parseSerializedSignature } from '@mysten/sui/cryptography';
-import { SuiGrpcClient } from '@mysten/sui/grpc';
+import { GrpcTypes, SuiGrpcClient } from '@mysten/sui/grpc';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { Secp256k1Keypair } from '@mysten/sui/keypairs/secp256k1';
 import { Transaction } from '@mysten/sui/transactions';
@@ -18,6 +18,8 @@ import {
   type Operation,
   type Submission,
 } from '../../src/chain/chain.ts';
+import { arithmeticAbort } from '../../src/chain/dev/aborts.ts';
+import { decodeExecutionError } from '../../src/chain/sui/aborts.ts';
 import { DB_EVENT_LAYOUTS, parsedJsonFromBcs } from '../../src/chain/sui/event-bcs.ts';
 import { KeystoreError, loadKeystore } from '../../src/chain/sui/keystore.ts';
 import {
@@ -260,17 +262,149 @@ describe('Sui adapter: opening', () => {
       await config({ atomaDbInitialSharedVersion: 99n }, /configured as 99, but the object's is 3/);
       await config({ keystore: join(w.dir, 'missing.keystore') }, /missing\.keystore does not exist/);
       await config({ address: `0x${'ab'.repeat(32)}` }, /is not in the keystore .*holds 1 address\)/);
-      await assert.rejects(open({ url: 'http://127.0.0.1:1' }), (error: Error) => {
-        assert.ok(error instanceof ChainUnavailableError);
-        assert.match(error.message, /cannot reach the Sui fullnode at http:\/\/127\.0\.0\.1:1/);
-        return true;
-      });
+      // fetch never connects to port 1 (a WHATWG "bad port"): a setting that can never work.
+      await config(
+        { url: 'http://127.0.0.1:1' },
+        /^cannot use the Sui fullnode URL http:\/\/127\.0\.0\.1:1: fetch refuses to connect to port 1/,
+      );
       // A configured version that matches is accepted.
       const again = await open({ atomaDbInitialSharedVersion: 3n });
       await again.close();
       assert.equal(w.sui.signerAddress, w.kp.toSuiAddress());
     } finally {
       await w.close();
+    }
+  });
+});
+
+describe('Sui adapter: a fullnode that is not there yet', () => {
+  /** A double's ids and a port nothing listens on any more: start it, note what it is, stop it. */
+  async function absentFullnode(dir: string, signerAddress: string) {
+    const dataDir = join(dir, 'chain');
+    const first = await FullnodeDouble.start({ dataDir, signerAddress });
+    const { url, packageId, atomaDbId } = first;
+    await first.close();
+    const port = Number(new URL(url).port);
+    return {
+      url,
+      packageId,
+      atomaDbId,
+      /** Starts the fullnode (the same chain) on that port. */
+      start: () => FullnodeDouble.start({ dataDir, signerAddress, port }),
+    };
+  }
+
+  const unavailable = (message: string) => (error: Error) => {
+    assert.ok(error instanceof ChainUnavailableError, `${error.name}: ${error.message}`);
+    assert.equal(error.message, message);
+    return true;
+  };
+
+  it('opens without it, names it once in every failure, and connects once it answers', async () => {
+    const tmp = tempDir('sui-absent-');
+    const kp = Ed25519Keypair.generate();
+    const keystore = writeKeystore(tmp.dir, [entryOf(kp)]);
+    // backoffDelay with Math.random() = 0.99: 495 ms after the first failed check, 990 ms after the second.
+    const random = mock.method(Math, 'random', () => 0.99);
+    const log = captureLogger();
+    let double: FullnodeDouble | undefined;
+    let sui: SuiNetwork | undefined;
+    try {
+      const absent = await absentFullnode(tmp.dir, kp.toSuiAddress());
+      const reason = `cannot reach the Sui fullnode at ${absent.url}: connection refused (ECONNREFUSED)`;
+      sui = await SuiNetwork.open(
+        {
+          url: absent.url,
+          packageId: absent.packageId,
+          atomaDbId: absent.atomaDbId,
+          atomaDbInitialSharedVersion: undefined,
+          keystore,
+          address: undefined,
+          gasBudgetCap: DEFAULT_GAS_BUDGET_CAP,
+        },
+        log.logger,
+      );
+      assert.equal(sui.signerAddress, kp.toSuiAddress());
+      assert.equal(sui.unavailableReason(), reason);
+      const open = sui;
+      const calls = [
+        () => open.listBadges(),
+        () => open.currentEpoch(),
+        () => open.parameters(),
+        () => open.getTicket(1),
+        () => open.events.readPage(null),
+        () => open.submit({ kind: 'register_node' }),
+      ];
+      for (const call of calls) await assert.rejects(call(), unavailable(reason));
+      const said = log
+        .lines()
+        .map((l) => String(l.msg))
+        .filter((m) => m.includes('Sui fullnode'));
+      assert.deepEqual(said, [`${reason}; serving the store meanwhile, retrying`]);
+
+      double = await absent.start();
+      // Within the back-off, a call answers at once with the last reason, without asking the fullnode;
+      // the event source's read (whose caller backs off) checks again, and connects.
+      await assert.rejects(sui.listBadges(), (error: Error) => {
+        assert.ok(error instanceof ChainUnavailableError);
+        assert.equal(error.message, reason);
+        assert.equal(error.retryAfterSeconds, 1);
+        return true;
+      });
+      assert.deepEqual(double.requests, []);
+      const page = await sui.events.readPage(null);
+      assert.equal(readEnvelope(page.events[0]!.raw).name, 'PublishedEvent');
+      assert.equal(sui.unavailableReason(), undefined);
+      assert.ok(log.lines().some((l) => l.msg === 'connected to the Sui fullnode'));
+      assert.equal((await sui.submit({ kind: 'register_node' })).status, 'success');
+      assert.equal((await sui.listBadges()).length, 1);
+    } finally {
+      random.mock.restore();
+      await sui?.close();
+      await double?.close();
+      await tmp.remove();
+    }
+  });
+
+  it('says so, and keeps going, when the fullnode that answers at last has no such AtomaDb', async () => {
+    const tmp = tempDir('sui-absent-');
+    const kp = Ed25519Keypair.generate();
+    const keystore = writeKeystore(tmp.dir, [entryOf(kp)]);
+    const log = captureLogger();
+    let double: FullnodeDouble | undefined;
+    let sui: SuiNetwork | undefined;
+    try {
+      const absent = await absentFullnode(tmp.dir, kp.toSuiAddress());
+      const missing = `0x${'0'.repeat(60)}1234`;
+      sui = await SuiNetwork.open(
+        {
+          url: absent.url,
+          packageId: absent.packageId,
+          atomaDbId: missing,
+          atomaDbInitialSharedVersion: undefined,
+          keystore,
+          address: undefined,
+          gasBudgetCap: DEFAULT_GAS_BUDGET_CAP,
+        },
+        log.logger,
+      );
+      double = await absent.start();
+      const problem = `AtomaDb object ${missing} does not exist on the fullnode at ${absent.url} (check the id and the network)`;
+      await assert.rejects(sui.events.readPage(null), unavailable(problem));
+      assert.equal(sui.unavailableReason(), problem);
+      await assert.rejects(sui.submit({ kind: 'register_node' }), unavailable(problem));
+      await assert.rejects(sui.events.readPage(null), unavailable(problem));
+      const errors = log.lines().filter((l) => l.level === 50);
+      assert.deepEqual(
+        errors.map((l) => l.msg),
+        [`${problem}; serving the store meanwhile, retrying`],
+        'said once, however often it is met',
+      );
+      assert.deepEqual(double.executed, []);
+    } finally {
+      await sui?.close();
+      await double?.close();
+      await tmp.remove();
     }
   });
 });
@@ -594,6 +728,64 @@ describe('Sui adapter: writes', () => {
     }
   });
 
+  it('names an arithmetic error as the dev network does, from what a fullnode sends for it', async () => {
+    const w = await world();
+    try {
+      const badge = await register(w);
+      // A sampling-consensus stack at a price whose claim overflows u64: claimed × price × 1200 (§6).
+      const task = (await w.double.dev.createTask({ role: 0, model_name: null, security_level: 2 }))
+        .task_small_id!;
+      const price = 5_000_000_000_000n;
+      const op = { badge, task_small_id: task, price_per_one_million_compute_units: price };
+      assert.equal((await w.sui.submit({ kind: 'subscribe_node_to_task', ...op })).status, 'success');
+      const stack = (
+        await w.double.dev.buyStack({
+          task_small_id: task,
+          num_compute_units: 1_000_000,
+          price_per_one_million_compute_units: price,
+          selected_node_id: badge.node_small_id,
+        })
+      ).stack_small_id!;
+      const settled = await w.sui.submit({
+        kind: 'try_settle_stack',
+        badge,
+        stack_small_id: stack,
+        num_claimed_compute_units: 1_000_000,
+        committed_stack_proof: new Uint8Array(32).fill(1),
+        stack_merkle_leaf: new Uint8Array(32).fill(2),
+      });
+      assert.equal(settled.status, 'success');
+      await w.double.dev.advanceEpoch();
+      const claimed = await w.sui.submit({ kind: 'claim_funds', badge, settled_ticket_ids: [stack] });
+      assert.equal(claimed.status, 'failure');
+      assert.deepEqual(claimed.abort, arithmeticAbort('').abort);
+      assert.deepEqual(claimed.abort, { name: 'ArithmeticError', code: 0, module: 'db' });
+      const problem = abortProblem(claimed, 'claim_funds');
+      assert.equal(ERRORS[problem.code].status, 422);
+      assert.match(problem.message, /ArithmeticError/);
+
+      // The double answered as a fullnode does: the kind, the location in the abort details, no code.
+      const client = new SuiGrpcClient({ network: 'unknown', baseUrl: w.double.url });
+      const { response } = await client.ledgerService.getTransaction({
+        digest: claimed.digest,
+        readMask: { paths: ['effects'] },
+      });
+      const error = response.transaction?.effects?.status?.error;
+      assert.equal(error?.kind, GrpcTypes.ExecutionError_ExecutionErrorKind.MOVE_PRIMITIVE_RUNTIME_ERROR);
+      assert.equal(error?.errorDetails.oneofKind, 'abort');
+      const details = error.errorDetails.oneofKind === 'abort' ? error.errorDetails.abort : undefined;
+      assert.equal(details?.abortCode, undefined);
+      assert.equal(details?.location?.module, 'db');
+      assert.equal(details?.location?.package, w.double.packageId);
+
+      // Without a location (a fullnode sends none when it has none), the module is not guessed.
+      const bare = { kind: error.kind, errorDetails: { oneofKind: undefined } } as const;
+      assert.deepEqual(decodeExecutionError(bare), { name: 'ArithmeticError', code: 0, module: 'unknown' });
+    } finally {
+      await w.close();
+    }
+  });
+
   it('never equivocates: back-to-back, concurrent, and after another client moved a coin', async () => {
     const w = await world();
     try {
@@ -844,7 +1036,7 @@ describe('Sui adapter: reads and events', () => {
       );
       assert.equal(await w.sui.currentEpoch(), 0);
       await w.double.dev.advanceEpoch();
-      assert.deepEqual(await w.sui.parameters(), { cross_validation_extra_nodes_count: 2 });
+      assert.equal((await w.sui.parameters()).cross_validation_extra_nodes_count, 2n);
       assert.equal(await w.sui.getTicket(1), undefined);
     } finally {
       await w.close();
@@ -917,7 +1109,155 @@ describe('Sui adapter: reads and events', () => {
 
       // Nothing new: the cursor stays and the page is empty.
       const again = await w.sui.events.readPage(page.nextCursor);
-      assert.deepEqual(again, { events: [], nextCursor: page.nextCursor, hasMore: false });
+      assert.deepEqual(
+        { ...again, parameters: undefined },
+        { events: [], nextCursor: page.nextCursor, hasMore: false, epoch: 0, parameters: undefined },
+      );
+      // With the AtomaDb parameters as of the read, as the dev network under the double has them.
+      assert.deepEqual(again.parameters, await w.double.dev.parameters());
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("gives each event its transaction's epoch and each page the chain's, across epoch changes", async () => {
+    const w = await world();
+    try {
+      const badge = await register(w);
+      await w.double.dev.advanceEpoch();
+      await w.sui.submit({ kind: 'add_node_to_model', badge, model_name: MODEL, echelon_id: 1 });
+      await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+      await w.double.dev.advanceEpoch();
+      await w.double.dev.advanceEpoch();
+      await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+      await w.double.dev.advanceEpoch();
+
+      // A fresh adapter, which has learnt nothing yet, reads from the start.
+      const sui = await SuiNetwork.open(w.options, silent);
+      try {
+        const page = await sui.events.readPage(null);
+        assert.deepEqual(
+          page.events.map((e) => [readEnvelope(e.raw).name, e.epoch]),
+          [
+            ['PublishedEvent', 0],
+            ['NodeRegisteredEvent', 0],
+            ['NodeSubscribedToModelEvent', 1],
+            ['TaskRegisteredEvent', 1],
+            ['TaskRegisteredEvent', 3],
+          ],
+        );
+        assert.equal(page.epoch, 4, 'epochs pass without events');
+        // The same epochs as the dev network (behind the double) gives the same events.
+        const dev = await w.double.dev.events.readPage(null);
+        assert.deepEqual(
+          page.events.map((e) => e.epoch),
+          dev.events.map((e) => e.epoch),
+        );
+        assert.equal(page.epoch, dev.epoch);
+        // The double's ledger is consistent: epochs are runs of checkpoints, the head is in the current one.
+        const ledger = new SuiGrpcClient({ network: 'unknown', baseUrl: w.double.url }).ledgerService;
+        const paths = ['epoch', 'first_checkpoint', 'last_checkpoint'];
+        let first = 0n;
+        for (let epoch = 0n; epoch <= 4n; epoch++) {
+          const range = (await ledger.getEpoch({ epoch, readMask: { paths } })).response.epoch!;
+          assert.equal(range.firstCheckpoint, first);
+          if (epoch < 4n) first = range.lastCheckpoint! + 1n;
+          else assert.equal(range.lastCheckpoint, undefined, 'the running epoch has no last checkpoint');
+        }
+        const head = (await ledger.getServiceInfo({})).response;
+        assert.equal(head.epoch, 4n);
+        const summary = await ledger.getCheckpoint({
+          checkpointId: { oneofKind: 'sequenceNumber', sequenceNumber: head.checkpointHeight! },
+          readMask: { paths: ['summary.epoch'] },
+        });
+        assert.equal(summary.response.checkpoint?.summary?.epoch, 4n);
+        assert.equal(summary.response.checkpoint?.summary?.timestamp, undefined, 'only what the mask asks');
+        assert.deepEqual((await ledger.getEpoch({})).response.epoch, { epoch: 4n });
+        // And the epoch an execution's effects report.
+        const next = await sui.submit({ kind: 'register_node' });
+        const tail = await sui.events.readPage(page.nextCursor);
+        assert.deepEqual(
+          tail.events.map((e) => [readEnvelope(e.raw).key, e.epoch]),
+          [[readEnvelope(next.events[0]).key, 4]],
+        );
+      } finally {
+        await sui.close();
+      }
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('looks each epoch up about once, however many events it holds', async () => {
+    const w = await world();
+    try {
+      const EPOCHS = 5;
+      const PER_EPOCH = 40;
+      for (let epoch = 0; epoch < EPOCHS; epoch++) {
+        for (let i = 0; i < PER_EPOCH; i++)
+          await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+        if (epoch < EPOCHS - 1) await w.double.dev.advanceEpoch();
+      }
+      const LOOKUPS = new Set(['GetServiceInfo', 'GetEpoch', 'GetCheckpoint']);
+      const lookupsSince = (since: number) =>
+        w.double.requests
+          .slice(since)
+          .filter((r) => LOOKUPS.has(r.method))
+          .map((r) => r.method);
+
+      const sui = await SuiNetwork.open(w.options, silent);
+      try {
+        const since = w.double.requests.length;
+        const epochs: unknown[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        for (;;) {
+          const page = await sui.events.readPage(cursor);
+          pages += 1;
+          epochs.push(...page.events.map((e) => e.epoch));
+          assert.equal(page.epoch, EPOCHS - 1);
+          cursor = page.nextCursor;
+          if (!page.hasMore) break;
+        }
+        const expected = [
+          0,
+          ...Array.from({ length: EPOCHS * PER_EPOCH }, (_, i) => Math.floor(i / PER_EPOCH)),
+        ];
+        assert.deepEqual(epochs, expected);
+        const catchingUp = lookupsSince(since);
+        // The head and the running epoch's first checkpoint; a checkpoint and its epoch's range for the
+        // first events; then one range per epoch.
+        assert.ok(pages >= 4, `${pages} pages`);
+        assert.deepEqual(catchingUp, [
+          'GetServiceInfo',
+          'GetEpoch',
+          'GetCheckpoint',
+          ...Array<string>(EPOCHS - 1).fill('GetEpoch'),
+        ]);
+
+        // Following the head: new events in the running epoch cost one head read per page at most.
+        await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+        const tailSince = w.double.requests.length;
+        const tail = await sui.events.readPage(cursor);
+        assert.deepEqual(
+          tail.events.map((e) => e.epoch),
+          [EPOCHS - 1],
+        );
+        assert.ok(lookupsSince(tailSince).length <= 1, `${lookupsSince(tailSince)}`);
+        // A new epoch: the head, and the new epoch's first checkpoint.
+        await w.double.dev.advanceEpoch();
+        await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+        const nextSince = w.double.requests.length;
+        const next = await sui.events.readPage(tail.nextCursor);
+        assert.deepEqual(
+          next.events.map((e) => e.epoch),
+          [EPOCHS],
+        );
+        assert.equal(next.epoch, EPOCHS);
+        assert.deepEqual(lookupsSince(nextSince), ['GetServiceInfo', 'GetEpoch']);
+      } finally {
+        await sui.close();
+      }
     } finally {
       await w.close();
     }

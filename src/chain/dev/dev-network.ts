@@ -4,13 +4,12 @@ import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { Listeners } from '../../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../../internal/u64.ts';
-import { DEFAULT_PARAMETERS, pickParameters } from '../../protocol/constants.ts';
+import { DEFAULT_PARAMETERS, type ProtocolParameters, pickParameters } from '../../protocol/constants.ts';
 import { commitmentFor, leafFor } from '../../protocol/proofs.ts';
 import { asciiArg, u64Arg, u64List, uintArg } from '../arguments.ts';
 import {
   type Badge,
   type Chain,
-  type ChainParameters,
   ChainRejectedError,
   type ChainTicket,
   ChainUnavailableError,
@@ -222,9 +221,9 @@ export class DevNetwork implements Chain {
     return big(this.#epoch());
   }
 
-  async parameters(): Promise<ChainParameters> {
+  async parameters(): Promise<ProtocolParameters> {
     this.#assertOpen();
-    return { cross_validation_extra_nodes_count: Number(this.#db().cross_validation_extra_nodes_count) };
+    return pickParameters(this.#db());
   }
 
   async getTicket(stackSmallId: U64): Promise<ChainTicket | undefined> {

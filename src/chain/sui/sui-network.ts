@@ -2,28 +2,23 @@ import { bcs } from '@mysten/sui/bcs';
 import { ObjectError, type SuiClientTypes } from '@mysten/sui/client';
 import { GrpcTypes, RpcError, type RpcTransport, SuiGrpcClient } from '@mysten/sui/grpc';
 import type { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
-import {
-  type Transaction as SuiTransaction,
-  Transaction,
-  TransactionDataBuilder,
-} from '@mysten/sui/transactions';
+import { Transaction, TransactionDataBuilder } from '@mysten/sui/transactions';
 import {
   deriveDynamicFieldID,
   fromBase64,
   normalizeStructTag,
   normalizeSuiAddress,
   normalizeSuiObjectId,
-  SUI_RANDOM_OBJECT_ID,
 } from '@mysten/sui/utils';
 import type { Logger } from 'pino';
 import { Mutex } from '../../internal/mutex.ts';
 import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
-import { asciiArg, u64Arg, u64List } from '../arguments.ts';
+import { type ProtocolParameters, readParameters } from '../../protocol/constants.ts';
+import { u64Arg } from '../arguments.ts';
 import {
   type Badge,
   type Chain,
   ChainOutcomeUnknownError,
-  type ChainParameters,
   ChainRejectedError,
   type ChainTicket,
   ChainUnavailableError,
@@ -36,9 +31,14 @@ import {
   type Submission,
 } from '../chain.ts';
 import { decodeExecutionError } from './aborts.ts';
-import { parsedJsonFromBcs } from './event-bcs.ts';
+import { type Connected, checkFullnode, FullnodeConnection, SuiConfigError } from './connection.ts';
+import { EpochIndex, type Head } from './epochs.ts';
+import { type CoinRef, GasCoins, type ObjectRef } from './gas-coins.ts';
 import { KeystoreError, loadKeystore } from './keystore.ts';
+import { addMoveCall, type MoveCall, moveCall, RANDOM_ID } from './move-calls.ts';
+import { executedEventJson, listedEventJson, ownedChanges, parseTicket, timestampMs } from './proto-json.ts';
 import type { SuiSettings } from './settings.ts';
+import { describeFailure, failureOf, markingFetch } from './transport.ts';
 
 /**
  * The Sui network adapter: the Chain interface against a Sui fullnode's gRPC API (gRPC-web over fetch,
@@ -51,7 +51,13 @@ import type { SuiSettings } from './settings.ts';
  *   and gas_price override. Submissions run one at a time and the owned refs (badges, gas coins) follow
  *   each transaction's effects, so back-to-back transactions never reuse a version (no equivocation).
  * - Events: the db module's events, ascending, from the indexer's opaque cursor (the gRPC watermark).
+ *
+ * Beside it: move-calls.ts (which db function and arguments each Operation becomes), gas-coins.ts (the
+ * signer's SUI coins), proto-json.ts (the fullnode's answers in the daemon's shapes), transport.ts (how a
+ * call failed), aborts.ts, event-bcs.ts and keystore.ts.
  */
+
+export { SuiConfigError };
 
 export const DEFAULT_GAS_BUDGET_CAP = 1_000_000_000n;
 /** The margin added to the simulated gas, in percent. */
@@ -61,27 +67,16 @@ const MIN_BUDGET_UNITS = 2_000n;
 /** Sui's largest transaction budget (protocol max_tx_gas, 50 SUI): a simulation asks for no more. */
 const MAX_TX_GAS = 50_000_000_000n;
 const EVENT_PAGE_SIZE = 50;
-const MAX_GAS_COINS = 255;
 const DEFAULT_TIMEOUT_MS = 15_000;
 const EXECUTE_ATTEMPTS = 3;
 const PARAMETERS_TTL_MS = 10_000;
 const GAS_PRICE_TTL_MS = 60_000;
 const LAG_TTL_MS = 2_000;
-const RANDOM_ID = normalizeSuiObjectId(SUI_RANDOM_OBJECT_ID);
+/** How old the chain head may be when a page says the current epoch (an epoch lasts about a day). */
+const PAGE_EPOCH_TTL_MS = 5_000;
 const EXECUTED_PATHS = ['digest', 'effects', 'events', 'checkpoint', 'timestamp'];
 const OBJECT_ID = /^0x[0-9a-fA-F]{1,64}$/;
 const EMPTY_EXECUTED: GrpcTypes.ExecutedTransaction = { signatures: [], balanceChanges: [] };
-/** The prefix of the error the adapter's fetch throws when a request provably never left this machine. */
-const NOT_SENT = 'request not sent: ';
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-]);
 
 /** The validated settings (src/config.ts), and for tests a transport and a deadline of their own. */
 export interface SuiNetworkOptions extends SuiSettings {
@@ -89,14 +84,6 @@ export interface SuiNetworkOptions extends SuiSettings {
   transport?: RpcTransport | undefined;
   /** The deadline of one fullnode call in milliseconds (default 15 000; an execution gets four times it). */
   timeoutMs?: number | undefined;
-}
-
-/** A start-up problem (options, keystore, the AtomaDb object), in one line. */
-export class SuiConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SuiConfigError';
-  }
 }
 
 /** How far the event source is behind the chain, for /ready and /status. */
@@ -113,26 +100,8 @@ export interface SuiIndexerLag {
   head_checkpoint: U64;
 }
 
-interface ObjectRef {
-  objectId: string;
-  version: string;
-  digest: string;
-}
-
-interface CoinRef extends ObjectRef {
-  balance: bigint;
-}
-
 interface BadgeRef extends ObjectRef {
   node_small_id: U64;
-}
-
-/** One db entry function call: its name, the badge it acts with, and its arguments after (self, badge). */
-interface MoveCall {
-  function: string;
-  badge: Badge | undefined;
-  args: (tx: SuiTransaction) => ReturnType<SuiTransaction['pure']['u64']>[];
-  random: boolean;
 }
 
 interface Signed {
@@ -141,8 +110,6 @@ interface Signed {
   digest: string;
   payment: CoinRef[];
 }
-
-type Failure = 'not_sent' | 'refused' | 'unknown';
 
 /** Not executed, for a reason other than the caller's: the fullnode refused the transaction. */
 class Refused extends Error {}
@@ -159,13 +126,11 @@ export class SuiNetwork implements Chain {
   readonly #url: string;
   readonly #timeoutMs: number;
   readonly #cap: bigint;
-  readonly #dbInitialSharedVersion: string;
-  /** The package that defines the db module's types (the first version, when the package was upgraded). */
-  readonly #typePackage: string;
+  readonly #connection: FullnodeConnection;
   readonly #lock = new Mutex();
   readonly #listeners = new Set<() => void>();
   readonly #badges = new Map<string, BadgeRef>();
-  #coins: Map<string, CoinRef> | undefined;
+  readonly #coins: GasCoins;
   #gasPrice: { price: bigint; epoch: bigint; at: number } | undefined;
   #dbJson: { json: Record<string, unknown>; at: number } | undefined;
   #ticketsTable: string | undefined;
@@ -174,6 +139,7 @@ export class SuiNetwork implements Chain {
   #lastRead: { at: number; caughtUp: boolean; checkpoint: bigint | undefined } | undefined;
   #lag: { value: SuiIndexerLag; at: number } | undefined;
   readonly #checkpointTimes = new Map<bigint, number>();
+  readonly #epochs: EpochIndex;
   #closing: Promise<void> | undefined;
 
   private constructor(init: {
@@ -186,8 +152,7 @@ export class SuiNetwork implements Chain {
     cap: bigint;
     packageId: string;
     atomaDbId: string;
-    dbInitialSharedVersion: string;
-    typePackage: string;
+    configuredVersion: bigint | undefined;
   }) {
     this.#client = init.client;
     this.#keypair = init.keypair;
@@ -198,19 +163,40 @@ export class SuiNetwork implements Chain {
     this.#cap = init.cap;
     this.packageId = init.packageId;
     this.atomaDbId = init.atomaDbId;
-    this.#dbInitialSharedVersion = init.dbInitialSharedVersion;
-    this.#typePackage = init.typePackage;
     this.events = { id: `sui:${init.packageId}`, readPage: (cursor) => this.#readPage(cursor) };
+    this.#coins = new GasCoins({
+      owner: init.address,
+      cap: init.cap,
+      listPage: (cursor) =>
+        this.#read('list the gas coins', (signal) =>
+          this.#client.listCoins({ owner: this.signerAddress, limit: 50, cursor, signal }),
+        ),
+    });
+    this.#epochs = new EpochIndex({
+      head: () => this.#readHead(),
+      epochRange: (epoch) => this.#epochRange(epoch),
+      checkpointEpoch: (sequence) => this.#checkpointEpoch(sequence),
+    });
+    const target = {
+      url: init.url,
+      atomaDbId: init.atomaDbId,
+      configuredVersion: init.configuredVersion,
+      timeoutMs: init.timeoutMs,
+    };
+    this.#connection = new FullnodeConnection(
+      () => checkFullnode(this.#client, target),
+      init.log,
+      (connected) => this.#onConnected(connected),
+    );
   }
 
   /**
-   * Validates the options, loads the signing key, and checks the AtomaDb object on the fullnode (which must
-   * answer). Throws SuiConfigError (one line) for a bad option, keystore or object, ChainUnavailableError
-   * when the fullnode cannot be reached.
+   * Loads the signing key and checks the fullnode once. A bad keystore, or an AtomaDb object the fullnode
+   * says is not the configured one, throws SuiConfigError (one line). An unreachable fullnode does not: the
+   * adapter opens, its calls fail with ChainUnavailableError naming the fullnode, and they check again
+   * (connection.ts) until it answers.
    */
   static async open(options: SuiNetworkOptions, log: Logger): Promise<SuiNetwork> {
-    const { url, packageId, atomaDbId } = options;
-    const configuredVersion = options.atomaDbInitialSharedVersion;
     let signer: ReturnType<typeof loadKeystore>;
     try {
       signer = loadKeystore(options.keystore, options.address);
@@ -218,87 +204,45 @@ export class SuiNetwork implements Chain {
       if (error instanceof KeystoreError) throw new SuiConfigError(error.message);
       throw error;
     }
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const client = options.transport
       ? new SuiGrpcClient({ network: 'unknown', transport: options.transport })
-      : new SuiGrpcClient({ network: 'unknown', baseUrl: url, fetch: markingFetch });
-
-    const unreachable = (error: unknown) =>
-      new ChainUnavailableError(`cannot reach the Sui fullnode at ${url}: ${(error as Error).message}`, 5, {
-        cause: error,
-      });
-    let chain: string;
-    try {
-      const { response } = await client.ledgerService.getServiceInfo(
-        {},
-        { abort: AbortSignal.timeout(timeoutMs) },
-      );
-      chain = `${response.chain ?? 'unnamed chain'} (${response.chainId ?? 'unknown id'})`;
-    } catch (error) {
-      throw unreachable(error);
-    }
-    let db: Awaited<ReturnType<typeof client.getObjects<{ json: true }>>>['objects'][number] | undefined;
-    try {
-      [db] = (
-        await client.getObjects({
-          objectIds: [atomaDbId],
-          include: { json: true },
-          signal: AbortSignal.timeout(timeoutMs),
-        })
-      ).objects;
-    } catch (error) {
-      throw unreachable(error);
-    }
-    if (!db || db instanceof Error) {
-      if (db instanceof ObjectError && db.reason === 'notFound') {
-        throw new SuiConfigError(
-          `AtomaDb object ${atomaDbId} does not exist on the fullnode at ${url} (check the id and the network)`,
-        );
-      }
-      throw unreachable(db ?? new Error('no answer for the AtomaDb object'));
-    }
-    const type = /^(0x[0-9a-f]{64})::db::AtomaDb$/.exec(db.type);
-    if (!type)
-      throw new SuiConfigError(`object ${atomaDbId} is a ${db.type || 'package'}, not an Atoma db::AtomaDb`);
-    if (db.owner.$kind !== 'Shared') {
-      throw new SuiConfigError(
-        `object ${atomaDbId} is not a shared object (owner: ${db.owner.$kind}): it is not the AtomaDb`,
-      );
-    }
-    const initialSharedVersion = db.owner.Shared.initialSharedVersion;
-    if (configuredVersion !== undefined && configuredVersion !== BigInt(initialSharedVersion)) {
-      throw new SuiConfigError(
-        `AtomaDb initial shared version is configured as ${configuredVersion}, but the object's is ${initialSharedVersion}`,
-      );
-    }
-    const typePackage = type[1]!;
+      : new SuiGrpcClient({ network: 'unknown', baseUrl: options.url, fetch: markingFetch });
     const network = new SuiNetwork({
       client,
       keypair: signer.keypair,
       address: signer.address,
       log,
-      url,
-      timeoutMs,
+      url: options.url,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       cap: options.gasBudgetCap,
-      packageId,
-      atomaDbId,
-      dbInitialSharedVersion: initialSharedVersion,
-      typePackage,
+      packageId: options.packageId,
+      atomaDbId: options.atomaDbId,
+      configuredVersion: options.atomaDbInitialSharedVersion,
     });
-    network.#dbJson = { json: db.json ?? {}, at: Date.now() };
-    log.info(
+    await network.#connection.start();
+    return network;
+  }
+
+  #onConnected(connected: Connected): void {
+    this.#dbJson = { json: connected.dbJson, at: Date.now() };
+    const { chain, initialSharedVersion, typePackage } = connected;
+    this.#log.info(
       {
         chain,
-        url,
-        address: signer.address,
-        packageId,
-        atomaDbId,
+        url: this.#url,
+        address: this.signerAddress,
+        packageId: this.packageId,
+        atomaDbId: this.atomaDbId,
         initialSharedVersion,
-        ...(typePackage === packageId ? {} : { typePackage }),
+        ...(typePackage === this.packageId ? {} : { typePackage }),
       },
       'connected to the Sui fullnode',
     );
-    return network;
+  }
+
+  /** Why the chain cannot be used now: the fullnode has not answered the connection check yet. */
+  unavailableReason(): string | undefined {
+    return this.#connection.problem();
   }
 
   // --- Chain -----------------------------------------------------------------------------------------------
@@ -309,6 +253,7 @@ export class SuiNetwork implements Chain {
   }
 
   async listBadges(): Promise<Badge[]> {
+    const { typePackage } = await this.#connection.get();
     const badges: BadgeRef[] = [];
     let cursor: string | null = null;
     do {
@@ -317,7 +262,7 @@ export class SuiNetwork implements Chain {
         (signal) =>
           this.#client.listOwnedObjects({
             owner: this.signerAddress,
-            type: `${this.#typePackage}::db::NodeBadge`,
+            type: `${typePackage}::db::NodeBadge`,
             include: { json: true },
             limit: 50,
             cursor,
@@ -347,27 +292,26 @@ export class SuiNetwork implements Chain {
   }
 
   async currentEpoch(): Promise<U64> {
+    await this.#connection.get();
     const { epoch } = await this.#fetchGasPrice(true);
     return normalizeU64(epoch);
   }
 
-  async parameters(): Promise<ChainParameters> {
-    const json = await this.#atomaDbJson();
-    const k = toU64(json.cross_validation_extra_nodes_count);
-    if (k === undefined) {
-      throw new ChainUnavailableError(
-        'the AtomaDb object has no cross_validation_extra_nodes_count (not an Atoma db?)',
-      );
+  async parameters(): Promise<ProtocolParameters> {
+    const parameters = readParameters(await this.#atomaDbJson());
+    if ('missing' in parameters) {
+      throw new ChainUnavailableError(`the AtomaDb object has no ${parameters.missing} (not an Atoma db?)`);
     }
-    return { cross_validation_extra_nodes_count: Number(k) };
+    return parameters;
   }
 
   async getTicket(stackSmallId: U64): Promise<ChainTicket | undefined> {
+    const { typePackage } = await this.#connection.get();
     const table = await this.#ticketsTableId();
     const key = bcs.u64().serialize(BigInt(stackSmallId)).toBytes();
     const fieldId = deriveDynamicFieldID(
       table,
-      `0x2::dynamic_object_field::Wrapper<${this.#typePackage}::db::StackSmallId>`,
+      `0x2::dynamic_object_field::Wrapper<${typePackage}::db::StackSmallId>`,
       key,
     );
     const field = await this.#object(fieldId, 'read a settlement ticket');
@@ -406,11 +350,8 @@ export class SuiNetwork implements Chain {
     const last = this.#lastRead;
     if (!last) return undefined;
     if (this.#lag && Date.now() - this.#lag.at < LAG_TTL_MS) return this.#lag.value;
-    const { response } = await this.#read('read the chain head', (signal) =>
-      this.#client.ledgerService.getServiceInfo({}, { abort: signal }),
-    );
-    const head = response.checkpointHeight ?? 0n;
-    const headMs = timestampMs(response.timestamp) ?? Date.now();
+    const { checkpoint: head, timestampMs: headTime } = await this.#epochs.head(LAG_TTL_MS);
+    const headMs = headTime ?? Date.now();
     let value: SuiIndexerLag;
     if (last.caughtUp) {
       value = {
@@ -437,26 +378,32 @@ export class SuiNetwork implements Chain {
   // --- events ------------------------------------------------------------------------------------------------
 
   async #readPage(cursor: string | null): Promise<EventPage> {
+    // The indexer backs off between failed reads: each read may check the connection again.
+    const { typePackage } = await this.#connection.get(true);
     const page = await this.#read('list the db events', (signal) =>
       this.#client.listEvents({
         // Events whose type the db module declares: the same filter before and after a package upgrade.
-        filter: { eventType: `${this.#typePackage}::db` },
+        filter: { eventType: `${typePackage}::db` },
         limit: EVENT_PAGE_SIZE,
         ...(cursor === null ? {} : { after: cursor }),
         signal,
       }),
     );
+    const checkpointOf = (event: (typeof page.events)[number]) =>
+      event.checkpoint === null ? undefined : BigInt(event.checkpoint);
+    const epochs = await this.#epochs.epochsOf(
+      page.events.map(checkpointOf).filter((c): c is bigint => c !== undefined),
+    );
+    let current = (await this.#epochs.head(PAGE_EPOCH_TTL_MS)).epoch;
     const events = page.events.map((event): RawEvent => {
-      const index = event.eventIndex;
-      const raw = {
-        id: { txDigest: event.transactionDigest, eventSeq: String(index) },
-        packageId: event.packageId,
-        transactionModule: event.module,
-        sender: event.sender,
-        type: event.eventType,
-        parsedJson: parsedJsonFromBcs(event.eventType, event.bcs) ?? event.json,
+      const checkpoint = checkpointOf(event);
+      const epoch = checkpoint === undefined ? undefined : epochs.get(checkpoint);
+      if (epoch !== undefined && epoch > current) current = epoch;
+      return {
+        position: `sui:${event.transactionDigest}:${event.eventIndex}`,
+        raw: listedEventJson(event),
+        epoch: epoch === undefined ? undefined : normalizeU64(epoch),
       };
-      return { position: `sui:${event.transactionDigest}:${index}`, raw };
     });
     const last = page.events.at(-1)?.checkpoint;
     this.#lag = undefined;
@@ -465,7 +412,56 @@ export class SuiNetwork implements Chain {
       caughtUp: !page.hasNextPage,
       checkpoint: last === null || last === undefined ? this.#lastRead?.checkpoint : BigInt(last),
     };
-    return { events, nextCursor: page.endCursor ?? cursor, hasMore: page.hasNextPage };
+    return {
+      events,
+      nextCursor: page.endCursor ?? cursor,
+      hasMore: page.hasNextPage,
+      epoch: normalizeU64(current),
+      parameters: await this.parameters(),
+    };
+  }
+
+  // --- the ledger: the head, epochs and checkpoints ------------------------------------------------------------
+
+  /** GetServiceInfo: the latest checkpoint and its epoch (a new epoch also has a new gas price). */
+  async #readHead(): Promise<Head> {
+    const { response } = await this.#read('read the chain head', (signal) =>
+      this.#client.ledgerService.getServiceInfo({}, { abort: signal }),
+    );
+    if (response.epoch === undefined || response.checkpointHeight === undefined)
+      throw new ChainUnavailableError('the fullnode did not report its latest checkpoint and epoch');
+    if (this.#gasPrice && this.#gasPrice.epoch !== response.epoch) this.#gasPrice = undefined;
+    return {
+      epoch: response.epoch,
+      checkpoint: response.checkpointHeight,
+      timestampMs: timestampMs(response.timestamp),
+    };
+  }
+
+  async #epochRange(epoch: bigint): Promise<{ first: bigint | undefined; last: bigint | undefined }> {
+    const { response } = await this.#read(`read epoch ${epoch}`, (signal) =>
+      this.#client.ledgerService.getEpoch(
+        { epoch, readMask: { paths: ['epoch', 'first_checkpoint', 'last_checkpoint'] } },
+        { abort: signal },
+      ),
+    );
+    return { first: response.epoch?.firstCheckpoint, last: response.epoch?.lastCheckpoint };
+  }
+
+  async #checkpointEpoch(sequence: bigint): Promise<bigint> {
+    const { response } = await this.#read(`read checkpoint ${sequence}`, (signal) =>
+      this.#client.ledgerService.getCheckpoint(
+        {
+          checkpointId: { oneofKind: 'sequenceNumber', sequenceNumber: sequence },
+          readMask: { paths: ['summary.epoch'] },
+        },
+        { abort: signal },
+      ),
+    );
+    const epoch = response.checkpoint?.summary?.epoch;
+    if (epoch === undefined)
+      throw new ChainUnavailableError(`the fullnode did not report the epoch of checkpoint ${sequence}`);
+    return epoch;
   }
 
   async #checkpointTime(sequence: bigint): Promise<number | undefined> {
@@ -492,10 +488,11 @@ export class SuiNetwork implements Chain {
 
   async #submit(operation: Operation, gas: GasOptions): Promise<Submission> {
     const call = moveCall(operation);
+    const connected = await this.#connection.get();
     await this.#resolvePending();
     for (let attempt = 1; ; attempt++) {
       try {
-        const signed = await this.#prepare(call, gas);
+        const signed = await this.#prepare(call, gas, connected);
         return await this.#execute(signed);
       } catch (error) {
         if (!(error instanceof Refused)) throw error;
@@ -516,8 +513,8 @@ export class SuiNetwork implements Chain {
   }
 
   /** Builds, budgets and signs one transaction. */
-  async #prepare(call: MoveCall, gas: GasOptions): Promise<Signed> {
-    const badge = call.badge ? await this.#badgeRef(call.badge) : undefined;
+  async #prepare(call: MoveCall, gas: GasOptions, connected: Connected): Promise<Signed> {
+    const badge = call.badge ? await this.#badgeRef(call.badge, connected.typePackage) : undefined;
     const randomVersion = call.random ? await this.#randomVersion() : undefined;
     const price = await this.#price(gas.gas_price);
     const build = (payment: CoinRef[], budget: bigint) => {
@@ -526,27 +523,12 @@ export class SuiNetwork implements Chain {
       tx.setGasPrice(price);
       tx.setGasBudget(budget);
       tx.setGasPayment(payment.map(({ objectId, version, digest }) => ({ objectId, version, digest })));
-      const args = [
-        tx.sharedObjectRef({
-          objectId: this.atomaDbId,
-          initialSharedVersion: this.#dbInitialSharedVersion,
-          mutable: true,
-        }),
-        ...(badge
-          ? [tx.objectRef({ objectId: badge.objectId, version: badge.version, digest: badge.digest })]
-          : []),
-        ...call.args(tx),
-        ...(randomVersion === undefined
-          ? []
-          : [
-              tx.sharedObjectRef({
-                objectId: RANDOM_ID,
-                initialSharedVersion: randomVersion,
-                mutable: false,
-              }),
-            ]),
-      ];
-      tx.moveCall({ target: `${this.packageId}::db::${call.function}`, arguments: args });
+      addMoveCall(tx, call, {
+        packageId: this.packageId,
+        atomaDb: { objectId: this.atomaDbId, initialSharedVersion: connected.initialSharedVersion },
+        badge,
+        randomVersion,
+      });
       return tx.build();
     };
 
@@ -556,7 +538,7 @@ export class SuiNetwork implements Chain {
       this.#checkCap(budget);
     } else {
       // Simulate with everything the signer can pay (up to the cap), then budget what it used plus a margin.
-      const probe = await this.#payment(undefined, gas.gas);
+      const probe = await this.#coins.payment(undefined, gas.gas);
       const available = probe.reduce((sum, coin) => sum + coin.balance, 0n);
       const probeBudget = minBig(minBig(available, this.#cap), MAX_TX_GAS);
       const simulated = await this.#simulate(await build(probe, probeBudget));
@@ -586,7 +568,7 @@ export class SuiNetwork implements Chain {
         );
       }
     }
-    const payment = await this.#payment(budget, gas.gas);
+    const payment = await this.#coins.payment(budget, gas.gas);
     const bytes = await build(payment, budget);
     const { signature } = await this.#keypair.signTransaction(bytes);
     return { bytes, signature, digest: TransactionDataBuilder.getDigestFromBytes(bytes), payment };
@@ -616,7 +598,7 @@ export class SuiNetwork implements Chain {
     } catch (error) {
       if (failureOf(error) === 'refused') throw new Refused((error as Error).message);
       throw new ChainUnavailableError(
-        `cannot simulate on the Sui fullnode at ${this.#url}: ${(error as Error).message}`,
+        `cannot simulate on the Sui fullnode at ${this.#url}: ${describeFailure(error, this.#timeoutMs)}`,
         5,
         {
           cause: error,
@@ -661,7 +643,7 @@ export class SuiNetwork implements Chain {
         if (failure === 'unknown') sent = true;
       }
     }
-    const detail = (lastError as Error).message;
+    const detail = describeFailure(lastError, this.#timeoutMs * 4);
     if (!sent) {
       throw new ChainUnavailableError(`cannot reach the Sui fullnode at ${this.#url}: ${detail}`, 5, {
         cause: lastError,
@@ -737,7 +719,9 @@ export class SuiNetwork implements Chain {
     };
     const time = timestampMs(executed.timestamp);
     const events = success
-      ? (executed.events?.events ?? []).map((event, index) => this.#suiEvent(event, digest, index, time))
+      ? (executed.events?.events ?? []).map((event, index) =>
+          executedEventJson(event, { digest, index, timeMs: time, sender: this.signerAddress }),
+        )
       : [];
     if (this.#pending?.digest === digest) this.#pending = undefined;
     this.#applyEffects(effects, signed.payment, events);
@@ -762,28 +746,6 @@ export class SuiNetwork implements Chain {
     return submission;
   }
 
-  #suiEvent(
-    event: GrpcTypes.Event,
-    digest: string,
-    index: number,
-    time: number | undefined,
-  ): Record<string, unknown> {
-    const type = normalizeStructTag(event.eventType ?? '');
-    const json: Record<string, unknown> = {
-      id: { txDigest: event.transactionDigest ?? digest, eventSeq: String(event.eventIndex ?? index) },
-      packageId: normalizeSuiAddress(event.packageId ?? '0x0'),
-      transactionModule: event.module ?? '',
-      sender: normalizeSuiAddress(event.sender ?? this.signerAddress),
-      type,
-      parsedJson:
-        parsedJsonFromBcs(type, event.contents?.value ?? new Uint8Array()) ??
-        protoValueToJson(event.json) ??
-        null,
-    };
-    if (time !== undefined) json.timestampMs = String(time);
-    return json;
-  }
-
   /** Follows the owned objects the transaction changed: new versions, deletions, and the gas paid. */
   #applyEffects(
     effects: GrpcTypes.TransactionEffects | undefined,
@@ -796,9 +758,6 @@ export class SuiNetwork implements Chain {
     }
     if (effects.epoch !== undefined && this.#gasPrice && this.#gasPrice.epoch !== effects.epoch)
       this.#gasPrice = undefined;
-    const used = effects.gasUsed;
-    const net = (used?.computationCost ?? 0n) + (used?.storageCost ?? 0n) - (used?.storageRebate ?? 0n);
-    const paid = payment.reduce((sum, coin) => sum + coin.balance, 0n) - net;
     const registered = new Map<string, U64>();
     for (const event of events as {
       type?: string;
@@ -813,42 +772,23 @@ export class SuiNetwork implements Chain {
         registered.set(normalizeSuiObjectId(event.parsedJson.badge_id), smallId);
       }
     }
-    for (const change of effects.changedObjects) {
-      if (!change.objectId) continue;
-      const id = normalizeSuiObjectId(change.objectId);
-      const owner = change.outputOwner;
-      const ours =
-        change.outputState === GrpcTypes.ChangedObject_OutputObjectState.OBJECT_WRITE &&
-        owner?.kind === GrpcTypes.Owner_OwnerKind.ADDRESS &&
-        owner.address !== undefined &&
-        normalizeSuiAddress(owner.address) === this.signerAddress;
-      if (!ours) {
-        this.#badges.delete(id);
-        this.#coins?.delete(id);
+    const changes = ownedChanges(effects, this.signerAddress);
+    for (const { objectId, ref } of changes) {
+      if (!ref) {
+        this.#badges.delete(objectId);
         continue;
       }
-      const ref = {
-        objectId: id,
-        version: String(change.outputVersion ?? 0n),
-        digest: change.outputDigest ?? '',
-      };
-      const badge = this.#badges.get(id);
-      if (badge) this.#badges.set(id, { ...badge, ...ref });
-      const smallId = registered.get(id);
-      if (smallId !== undefined) this.#badges.set(id, { ...ref, node_small_id: smallId });
-      const coin = this.#coins?.get(id);
-      if (coin)
-        this.#coins!.set(id, {
-          ...ref,
-          balance: id === payment[0]?.objectId ? (paid > 0n ? paid : 0n) : coin.balance,
-        });
-      else if (id === payment[0]?.objectId) this.#coins?.set(id, { ...ref, balance: paid > 0n ? paid : 0n });
+      const badge = this.#badges.get(objectId);
+      if (badge) this.#badges.set(objectId, { ...badge, ...ref });
+      const smallId = registered.get(objectId);
+      if (smallId !== undefined) this.#badges.set(objectId, { ...ref, node_small_id: smallId });
     }
+    this.#coins.follow(changes, payment, effects.gasUsed);
   }
 
   #forgetRefs(): void {
     this.#badges.clear();
-    this.#coins = undefined;
+    this.#coins.forget();
   }
 
   forgetCachedObjects(): void {
@@ -858,7 +798,7 @@ export class SuiNetwork implements Chain {
   // --- object refs and gas -------------------------------------------------------------------------------------
 
   /** The badge at its current version; refused unless the signer owns it with that node id. */
-  async #badgeRef(badge: Badge): Promise<BadgeRef> {
+  async #badgeRef(badge: Badge, typePackage: string): Promise<BadgeRef> {
     const wanted =
       typeof badge?.badge_id === 'string' && OBJECT_ID.test(badge.badge_id)
         ? normalizeSuiObjectId(badge.badge_id)
@@ -881,7 +821,7 @@ export class SuiNetwork implements Chain {
     if (
       object?.owner.$kind !== 'AddressOwner' ||
       normalizeSuiAddress(object.owner.AddressOwner) !== this.signerAddress ||
-      object.type !== normalizeStructTag(`${this.#typePackage}::db::NodeBadge`) ||
+      object.type !== normalizeStructTag(`${typePackage}::db::NodeBadge`) ||
       inner === undefined ||
       smallId === undefined ||
       BigInt(inner) !== BigInt(smallId)
@@ -896,86 +836,6 @@ export class SuiNetwork implements Chain {
     };
     this.#badges.set(wanted, ref);
     return ref;
-  }
-
-  /**
-   * The coins that pay: the named one (which must be the signer's SUI coin), else the signer's largest
-   * coins until they cover `budget` (all of them, up to Sui's limit, when budget is undefined).
-   */
-  async #payment(budget: bigint | undefined, coinId: string | undefined): Promise<CoinRef[]> {
-    if (coinId !== undefined) {
-      const coin = await this.#namedCoin(coinId);
-      if (budget !== undefined && coin.balance < budget) {
-        throw new ChainRejectedError(
-          'insufficient_gas',
-          `gas coin ${coin.objectId} holds ${coin.balance} MIST, less than the gas budget of ${budget} MIST`,
-        );
-      }
-      return [coin];
-    }
-    for (let fresh = false; ; fresh = true) {
-      const coins = [...(await this.#coinList(fresh)).values()].sort((a, b) =>
-        a.balance === b.balance ? 0 : a.balance > b.balance ? -1 : 1,
-      );
-      if (coins.length === 0) {
-        if (!fresh) continue;
-        throw new ChainRejectedError(
-          'no_gas_coin',
-          `the signer ${this.signerAddress} owns no SUI coin to pay gas; send it SUI (on testnet: the faucet) and retry`,
-        );
-      }
-      const chosen: CoinRef[] = [];
-      let sum = 0n;
-      for (const coin of coins.slice(0, MAX_GAS_COINS)) {
-        chosen.push(coin);
-        sum += coin.balance;
-        if (budget !== undefined ? sum >= budget : sum >= this.#cap) break;
-      }
-      if (budget === undefined || sum >= budget) return chosen;
-      if (!fresh) continue;
-      throw new ChainRejectedError(
-        'insufficient_gas',
-        `the SUI coins of ${this.signerAddress} hold ${sum} MIST, less than the gas budget of ${budget} MIST; fund the address`,
-      );
-    }
-  }
-
-  async #namedCoin(coinId: string): Promise<CoinRef> {
-    const id =
-      typeof coinId === 'string' && OBJECT_ID.test(coinId) ? normalizeSuiObjectId(coinId) : undefined;
-    const notOwned = () =>
-      new ChainRejectedError(
-        'gas_coin_not_owned',
-        `gas coin ${String(coinId)} is not a SUI coin of ${this.signerAddress}`,
-      );
-    if (!id) throw notOwned();
-    const known = (await this.#coinList(false)).get(id) ?? (await this.#coinList(true)).get(id);
-    if (!known) throw notOwned();
-    return known;
-  }
-
-  /** The signer's SUI coins, listed once and then followed through effects. */
-  async #coinList(refresh: boolean): Promise<Map<string, CoinRef>> {
-    if (this.#coins && !refresh) return this.#coins;
-    const coins = new Map<string, CoinRef>();
-    let cursor: string | null = null;
-    do {
-      const page: SuiClientTypes.ListCoinsResponse = await this.#read('list the gas coins', (signal) =>
-        this.#client.listCoins({ owner: this.signerAddress, limit: 50, cursor, signal }),
-      );
-      for (const coin of page.objects) {
-        const id = normalizeSuiObjectId(coin.objectId);
-        coins.set(id, {
-          objectId: id,
-          version: coin.version,
-          digest: coin.digest,
-          balance: BigInt(coin.balance),
-        });
-      }
-      cursor = page.hasNextPage ? page.cursor : null;
-    } while (cursor && coins.size < 1000);
-    this.#coins = coins;
-    return coins;
   }
 
   async #price(requested: U64 | undefined): Promise<bigint> {
@@ -1021,6 +881,7 @@ export class SuiNetwork implements Chain {
   }
 
   async #atomaDbJson(): Promise<Record<string, unknown>> {
+    await this.#connection.get();
     if (this.#dbJson && Date.now() - this.#dbJson.at < PARAMETERS_TTL_MS) return this.#dbJson.json;
     const db = await this.#object(this.atomaDbId, 'read the AtomaDb object');
     if (!db) throw new ChainUnavailableError(`the AtomaDb object ${this.atomaDbId} no longer exists`);
@@ -1065,7 +926,7 @@ export class SuiNetwork implements Chain {
     } catch (error) {
       if (error instanceof ChainUnavailableError || error instanceof ChainRejectedError) throw error;
       throw new ChainUnavailableError(
-        `cannot ${what} on the Sui fullnode at ${this.#url}: ${(error as Error).message}`,
+        `cannot ${what} on the Sui fullnode at ${this.#url}: ${describeFailure(error, this.#timeoutMs)}`,
         5,
         {
           cause: error,
@@ -1075,126 +936,7 @@ export class SuiNetwork implements Chain {
   }
 }
 
-// --- the Move calls (contracts.md §0, §2) ---------------------------------------------------------------------
-
-/**
- * The db entry function of an operation and its arguments after (AtomaDb, badge), in the Move signature's
- * order. Malformed arguments are refused here, before anything is built.
- */
-function moveCall(op: Operation): MoveCall {
-  const call = (fn: string, badge: Badge | undefined, args: MoveCall['args'], random = false): MoveCall => ({
-    function: fn,
-    badge,
-    args,
-    random,
-  });
-  switch (op.kind) {
-    case 'register_node':
-      return call('register_node_entry', undefined, () => []);
-    case 'add_node_to_model': {
-      const model = asciiArg(op.model_name, 'model_name');
-      const echelon = u64Arg(op.echelon_id, 'echelon_id');
-      return call('add_node_to_model', op.badge, (tx) => [tx.pure.string(model), tx.pure.u64(echelon)]);
-    }
-    case 'subscribe_node_to_task':
-    case 'update_node_subscription': {
-      const task = u64Arg(op.task_small_id, 'task_small_id');
-      const price = u64Arg(op.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
-      return call(op.kind, op.badge, (tx) => [tx.pure.u64(task), tx.pure.u64(price)]);
-    }
-    case 'unsubscribe_node_from_task': {
-      const task = u64Arg(op.task_small_id, 'task_small_id');
-      return call('unsubscribe_node_from_task', op.badge, (tx) => [tx.pure.u64(task)]);
-    }
-    case 'try_settle_stack': {
-      const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-      const claimed = u64Arg(op.num_claimed_compute_units, 'num_claimed_compute_units');
-      const proof = op.committed_stack_proof;
-      const leaf = op.stack_merkle_leaf;
-      return call(
-        'try_settle_stack',
-        op.badge,
-        (tx) => [
-          tx.pure.u64(stack),
-          tx.pure.u64(claimed),
-          tx.pure.vector('u8', proof),
-          tx.pure.vector('u8', leaf),
-        ],
-        true,
-      );
-    }
-    case 'submit_stack_settlement_attestation': {
-      const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-      const proof = op.committed_stack_proof;
-      const leaf = op.stack_merkle_leaf;
-      return call('submit_stack_settlement_attestation', op.badge, (tx) => [
-        tx.pure.u64(stack),
-        tx.pure.vector('u8', proof),
-        tx.pure.vector('u8', leaf),
-      ]);
-    }
-    case 'start_attestation_dispute': {
-      const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-      const commitment = op.attestation_commitment;
-      return call('start_attestation_dispute', op.badge, (tx) => [
-        tx.pure.u64(stack),
-        tx.pure.vector('u8', commitment),
-      ]);
-    }
-    case 'claim_funds': {
-      const stacks = u64List(op.settled_ticket_ids, 'settled_ticket_ids');
-      return call('claim_funds', op.badge, (tx) => [tx.pure.vector('u64', stacks)]);
-    }
-    case 'claim_funds_for_stacks': {
-      const stacks = u64List(op.stack_small_ids, 'stack_small_ids');
-      const units = u64List(op.num_compute_units_per_stack_to_claim, 'num_compute_units_per_stack_to_claim');
-      return call('claim_funds_for_stacks', op.badge, (tx) => [
-        tx.pure.vector('u64', stacks),
-        tx.pure.vector('u64', units),
-      ]);
-    }
-    default: {
-      const unknown: { kind: string } = op;
-      throw new ChainRejectedError('invalid_argument', `unknown operation ${unknown.kind}`);
-    }
-  }
-}
-
 // --- helpers -----------------------------------------------------------------------------------------------
-
-function failureOf(error: unknown): Failure {
-  if (!(error instanceof RpcError)) return 'unknown';
-  if (error.message.startsWith(NOT_SENT)) return 'not_sent';
-  switch (error.code) {
-    case 'INVALID_ARGUMENT':
-    case 'FAILED_PRECONDITION':
-    case 'NOT_FOUND':
-    case 'ALREADY_EXISTS':
-    case 'PERMISSION_DENIED':
-    case 'UNAUTHENTICATED':
-    case 'OUT_OF_RANGE':
-    case 'UNIMPLEMENTED':
-    case 'RESOURCE_EXHAUSTED':
-    case 'ABORTED':
-      return 'refused';
-    default:
-      return 'unknown';
-  }
-}
-
-/** fetch, with the failures that prove the request never left marked so that they are told apart. */
-const markingFetch: typeof fetch = (input, init) =>
-  fetch(input, init).catch((error: unknown) => {
-    const cause = (error as { cause?: { code?: unknown } }).cause;
-    const code = typeof cause?.code === 'string' ? cause.code : undefined;
-    if (code && NOT_SENT_CODES.has(code)) throw new Error(`${NOT_SENT}${code}`);
-    throw error;
-  });
-
-function timestampMs(timestamp: { seconds: bigint; nanos: number } | undefined): number | undefined {
-  if (!timestamp) return undefined;
-  return Number(timestamp.seconds) * 1000 + Math.floor(timestamp.nanos / 1_000_000);
-}
 
 function minBig(a: bigint, b: bigint): bigint {
   return a < b ? a : b;
@@ -1202,55 +944,4 @@ function minBig(a: bigint, b: bigint): bigint {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-type ProtoValue = NonNullable<GrpcTypes.Event['json']>;
-
-/** google.protobuf.Value to plain JSON. */
-function protoValueToJson(value: ProtoValue | undefined): unknown {
-  if (!value) return undefined;
-  const kind = value.kind;
-  switch (kind.oneofKind) {
-    case 'nullValue':
-      return null;
-    case 'numberValue':
-      return kind.numberValue;
-    case 'stringValue':
-      return kind.stringValue;
-    case 'boolValue':
-      return kind.boolValue;
-    case 'structValue':
-      return Object.fromEntries(
-        Object.entries(kind.structValue.fields).map(([k, v]) => [k, protoValueToJson(v)]),
-      );
-    case 'listValue':
-      return kind.listValue.values.map((v) => protoValueToJson(v));
-    default:
-      return null;
-  }
-}
-
-function smallIds(value: unknown): U64[] {
-  if (!Array.isArray(value)) return [];
-  return value
-    .map((v) => toU64((v as { inner?: unknown } | null)?.inner))
-    .filter((v): v is U64 => v !== undefined);
-}
-
-/** A StackSettlementTicket object's JSON (the gRPC rendering) as the daemon's ChainTicket. */
-function parseTicket(json: Record<string, unknown>, id: string): ChainTicket {
-  const stack = toU64((json.stack_small_id as { inner?: unknown } | undefined)?.inner);
-  const node = toU64((json.selected_node_id as { inner?: unknown } | undefined)?.inner);
-  const epoch = toU64(json.dispute_settled_at_epoch);
-  if (stack === undefined || node === undefined || epoch === undefined) {
-    throw new ChainUnavailableError(`object ${id} is not a StackSettlementTicket`);
-  }
-  return {
-    stack_small_id: stack,
-    selected_node_id: node,
-    dispute_settled_at_epoch: epoch,
-    is_in_dispute: json.is_in_dispute === true,
-    requested_attestation_nodes: smallIds(json.requested_attestation_nodes),
-    already_attested_nodes: smallIds(json.already_attested_nodes),
-  };
 }

@@ -40,6 +40,8 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
           retryAfterSeconds: 5,
         });
       }
+      const unavailable = deps.chain?.unavailableReason?.();
+      if (unavailable) throw new ProblemError('not_ready', unavailable, { retryAfterSeconds: 5 });
       if (!indexer) return { status: 'ready' as const, indexer_lag_seconds: null };
       const lag = indexer.lagSeconds();
       if (lag === undefined) {
