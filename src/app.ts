@@ -18,6 +18,7 @@ import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { toOpenApi31 } from './http/openapi.ts';
 import { ResponseCache } from './http/response-cache.ts';
+import { autopilotRoutes } from './http/routes/autopilot.ts';
 import { devRoutes } from './http/routes/dev.ts';
 import { metaRoutes } from './http/routes/meta.ts';
 import { opsRoutes } from './http/routes/ops.ts';
@@ -28,7 +29,9 @@ import { installStrictParams } from './http/strict-params.ts';
 import type { LiveIndexer } from './indexer/run.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { VERSION } from './internal/version.ts';
+import type { Autopilot } from './operations/autopilot.ts';
 import type { DevActors } from './operations/dev-actors.ts';
+import { earningsMetrics } from './operations/earnings.ts';
 import type { Writes } from './operations/writes.ts';
 import type { Store } from './store/store.ts';
 
@@ -53,6 +56,8 @@ export interface AppDeps {
   writes?: Writes | undefined;
   /** The dev network's other actors; only on network dev. */
   dev?: DevActors | undefined;
+  /** The autopilot; absent on network none. */
+  autopilot?: Autopilot | undefined;
 }
 
 /** Largest request body any endpoint accepts. */
@@ -223,9 +228,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     writes,
     readyMaxLag: config.readyMaxLag,
     startedAt: Date.now(),
+    autopilot: deps.autopilot,
+    beforeScrape:
+      writes &&
+      earningsMetrics(metrics, store, async () => (await writes.badges()).map((b) => b.node_small_id)),
   });
   await app.register(readRoutes, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
   await app.register(writeRoutes, { network: config.network, writes, store });
+  await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
   if (dev) await app.register(devRoutes, { dev });
   return app;
 }

@@ -4,8 +4,9 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { SuiSettings } from './chain/sui/settings.ts';
 import { CliError } from './internal/exit-codes.ts';
-import { isObjectId, normalizeObjectId, parseFraction } from './internal/formats.ts';
+import { isObjectId, isU64Decimal, normalizeObjectId, parseFraction } from './internal/formats.ts';
 import { isLoopback } from './internal/net.ts';
+import type { AutopilotSettings } from './operations/autopilot.ts';
 
 /**
  * The daemon's settings. Each comes from, in order of precedence: a command-line flag, an environment
@@ -38,7 +39,11 @@ export interface CommonConfig {
   readonly readyMaxLag: number;
   /** The most events the indexer applies in one transaction while it catches up. */
   readonly indexerBatchEvents: number;
+  /** What the autopilot does, and when it judges an action worth it. */
+  readonly autopilot: AutopilotSettings;
 }
+
+export const AUTOPILOT_MODES = ['off', 'dry-run', 'on'] as const;
 
 export interface DevNetworkConfig {
   readonly network: 'dev';
@@ -76,6 +81,11 @@ interface Settings extends CommonConfig {
   readonly suiKeystore: string;
   readonly suiAddress: string | undefined;
   readonly suiGasBudgetCap: number;
+  readonly autopilotMode: AutopilotSettings['mode'];
+  readonly autopilotSettleFill: number;
+  readonly autopilotSettleIdle: number;
+  readonly autopilotMinClaim: bigint;
+  readonly autopilotMaxGas: bigint;
 }
 
 export const NETWORKS = ['dev', 'sui', 'none'] as const;
@@ -125,6 +135,20 @@ function fraction(raw: unknown): Parsed {
   const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
   const value = parseFraction(text);
   return value === undefined ? no('a number from 0 to 1, like 0.01') : ok(value);
+}
+
+/** A fraction above 0, at most 1. */
+function positiveFraction(raw: unknown): Parsed {
+  const parsed = fraction(raw);
+  return parsed.ok && (parsed.value as number) > 0 ? parsed : no('a number above 0, at most 1, like 0.95');
+}
+
+/** A u64 in decimal digits, kept exact (a bigint). */
+function u64Setting(what: string) {
+  return (raw: unknown): Parsed => {
+    const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
+    return isU64Decimal(text) ? ok(BigInt(text)) : no(`${what}: an integer from 0 to 2^64 - 1, digits only`);
+  };
 }
 
 function boolean(raw: unknown): Parsed {
@@ -320,6 +344,46 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 10_000,
   },
   {
+    key: 'autopilotMode',
+    flag: 'autopilot',
+    env: 'NODE_DAEMON_AUTOPILOT',
+    describe: 'autopilot: off (default), dry-run (plans only) or on (settles, attests and claims)',
+    parse: oneOf(AUTOPILOT_MODES),
+    defaultValue: () => 'off',
+  },
+  {
+    key: 'autopilotSettleFill',
+    flag: 'autopilot-settle-fill',
+    env: 'NODE_DAEMON_AUTOPILOT_SETTLE_FILL',
+    describe: 'autopilot: settle a stack once its usage reaches this fraction of its units',
+    parse: positiveFraction,
+    defaultValue: () => 0.95,
+  },
+  {
+    key: 'autopilotSettleIdle',
+    flag: 'autopilot-settle-idle',
+    env: 'NODE_DAEMON_AUTOPILOT_SETTLE_IDLE',
+    describe: 'autopilot: or once a stack with usage has had none for this many seconds',
+    parse: integer(60, 31_536_000),
+    defaultValue: () => 3600,
+  },
+  {
+    key: 'autopilotMinClaim',
+    flag: 'autopilot-min-claim',
+    env: 'NODE_DAEMON_AUTOPILOT_MIN_CLAIM',
+    describe: "autopilot: claim a batch only when its node fees reach this (USDC's smallest unit)",
+    parse: u64Setting('USDC in its smallest unit (1000000 is 1 USDC)'),
+    defaultValue: () => 1_000_000n,
+  },
+  {
+    key: 'autopilotMaxGas',
+    flag: 'autopilot-max-gas',
+    env: 'NODE_DAEMON_AUTOPILOT_MAX_GAS',
+    describe: "autopilot: act only when a transaction's estimated gas stays under this (MIST)",
+    parse: u64Setting('MIST (1000000000 is 1 SUI)'),
+    defaultValue: () => 50_000_000n,
+  },
+  {
     key: 'suiUrl',
     flag: 'sui-url',
     env: 'NODE_DAEMON_SUI_URL',
@@ -450,6 +514,13 @@ function assemble(settings: Settings): Config {
     maxInFlight: settings.maxInFlight,
     readyMaxLag: settings.readyMaxLag,
     indexerBatchEvents: settings.indexerBatchEvents,
+    autopilot: Object.freeze({
+      mode: settings.autopilotMode,
+      settleFill: settings.autopilotSettleFill,
+      settleIdleSeconds: settings.autopilotSettleIdle,
+      minClaim: settings.autopilotMinClaim,
+      maxGas: settings.autopilotMaxGas,
+    }),
   };
   switch (settings.network) {
     case 'dev':
@@ -465,6 +536,11 @@ function assemble(settings: Settings): Config {
     case 'sui':
       return { ...common, network: 'sui', sui: Object.freeze(suiSettings(settings)) };
     case 'none':
+      if (common.autopilot.mode !== 'off') {
+        throw new CliError(
+          `--autopilot ${common.autopilot.mode} needs a chain to act on; --network none serves reads only`,
+        );
+      }
       return { ...common, network: 'none' };
   }
 }

@@ -15,6 +15,7 @@ import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { Mutex } from './internal/mutex.ts';
 import { isLoopback } from './internal/net.ts';
+import { Autopilot } from './operations/autopilot.ts';
 import { startDemo } from './operations/demo.ts';
 import { DevActors } from './operations/dev-actors.ts';
 import { Submitter } from './operations/submit.ts';
@@ -35,6 +36,8 @@ export interface Services {
   readonly indexer: LiveIndexer | undefined;
   readonly writes: Writes | undefined;
   readonly devActors: DevActors | undefined;
+  /** The autopilot (mode off does nothing); absent on network none. */
+  readonly autopilot: Autopilot | undefined;
   /** Stops the indexer after its current page, then closes the chain and the store. */
   close(): Promise<void>;
 }
@@ -50,6 +53,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       indexer: undefined,
       writes: undefined,
       devActors: undefined,
+      autopilot: undefined,
     };
     return { metrics, store, ...none, close: () => store.close() };
   }
@@ -86,6 +90,17 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     dev && config.network === 'dev' && config.dev.demo
       ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
       : () => {};
+  const autopilot = new Autopilot({
+    settings: config.autopilot,
+    chain,
+    store,
+    writes,
+    indexer,
+    metrics,
+    log: logger.child({ component: 'autopilot' }),
+  });
+  const stopUsage = writes.onUsage(() => autopilot.poke('usage'));
+  autopilot.start();
   return {
     metrics,
     store,
@@ -94,8 +109,11 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     indexer,
     writes,
     devActors: dev && new DevActors({ dev, store, submitter }),
+    autopilot,
     async close() {
       stopDemo();
+      stopUsage();
+      await autopilot.stop();
       unsubscribe();
       await indexer.stop();
       await raw.close();
@@ -165,6 +183,7 @@ export async function buildDaemonApp(config: Config, services: Services, logger:
     chain: services.chain,
     writes: services.writes,
     dev: services.devActors,
+    autopilot: services.autopilot,
     security: {
       auth: config.auth,
       tokenFile: token.file,

@@ -167,6 +167,13 @@ export interface Chain {
   readonly signerAddress: string;
   /** Executes one operation, signed by the signer; resolves once it is final. */
   submit(operation: Operation, gas?: GasOptions): Promise<Submission>;
+  /** The gas the operation would use (computation and storage, MIST), without signing or sending it. */
+  estimateGas(operation: Operation): Promise<bigint>;
+  /**
+   * How long after a submission its effects may still appear when its outcome was never recorded (the
+   * daemon stopped meanwhile): the autopilot acts on those stacks again only after this.
+   */
+  readonly outcomeWindowMs: number;
   /** The db module's events, ascending, from a cursor. */
   readonly events: EventSource;
   /** NodeBadges the signer owns, by small id. */

@@ -63,6 +63,53 @@ export function createMetrics() {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     }),
+    earnings: new Gauge({
+      name: 'node_daemon_earnings_usdc',
+      help: "A node's pending earnings by state (claimable, settling, disputed, unsettled), USDC's smallest unit",
+      labelNames: ['node', 'state'] as const,
+      registers,
+    }),
+    earningsClaimed: new Counter({
+      name: 'node_daemon_earnings_claimed_usdc_total',
+      help: "A node's fees received through claims, USDC's smallest unit",
+      labelNames: ['node'] as const,
+      registers,
+    }),
+    earningsAttesterRewards: new Counter({
+      name: 'node_daemon_earnings_attester_rewards_usdc_total',
+      help: "What a node was credited for attesting other nodes' stacks, USDC's smallest unit",
+      labelNames: ['node'] as const,
+      registers,
+    }),
+    earningsRefunded: new Counter({
+      name: 'node_daemon_earnings_refunded_usdc_total',
+      help: "The refunds a node's claims paid to the stacks' buyers, USDC's smallest unit",
+      labelNames: ['node'] as const,
+      registers,
+    }),
+    stacks: new Gauge({
+      name: 'node_daemon_stacks',
+      help: "A node's stacks by state (open, settling, claimable, claimed, disputed)",
+      labelNames: ['node', 'state'] as const,
+      registers,
+    }),
+    autopilotActions: new Counter({
+      name: 'node_daemon_autopilot_actions_total',
+      help: 'Autopilot actions by kind (settle, direct_claim, claim, attest) and outcome (succeeded, failed, skipped, planned)',
+      labelNames: ['kind', 'outcome'] as const,
+      registers,
+    }),
+    autopilotHalted: new Gauge({
+      name: 'node_daemon_autopilot_halted',
+      help: '1 while the autopilot is halted after repeated contract aborts (POST /autopilot/resume)',
+      registers,
+    }),
+    autopilotPassDuration: new Histogram({
+      name: 'node_daemon_autopilot_pass_duration_seconds',
+      help: 'Time of one autopilot pass: planning, and the transactions it submitted',
+      buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    }),
     storeQueryDuration: new Histogram({
       name: 'node_daemon_store_query_duration_seconds',
       help: 'Time of store calls, by call',

@@ -1,3 +1,4 @@
+import type { Metrics } from '../internal/metrics.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../protocol/constants.ts';
 import { knownFee } from '../protocol/fees.ts';
@@ -86,4 +87,42 @@ export function stackState(row: LedgerRow, epoch: U64 | null): keyof StackStates
   if (ticket.is_in_dispute) return 'disputed';
   const from = ticket.claimable_from_epoch;
   return epoch !== null && from !== null && epoch >= from ? 'claimable' : 'settling';
+}
+
+/**
+ * Updates the earnings metrics of the operator's nodes (call it when /metrics is scraped): the pending
+ * amounts and the stacks by state as gauges, the all-time amounts as counters, advanced by what they grew.
+ */
+export function earningsMetrics(
+  metrics: Metrics,
+  store: Store,
+  nodes: () => Promise<U64[]>,
+): () => Promise<void> {
+  const seen = new Map<string, { claimed: bigint; rewards: bigint; refunded: bigint }>();
+  return async () => {
+    for (const node of await nodes()) {
+      const e = await nodeEarnings(store, node);
+      const label = String(node);
+      for (const state of ['claimable', 'settling', 'disputed', 'unsettled'] as const) {
+        metrics.earnings.set({ node: label, state }, Number(e[state]));
+      }
+      for (const [state, count] of Object.entries(e.stacks))
+        metrics.stacks.set({ node: label, state }, count);
+      const now = {
+        claimed: BigInt(e.claimed),
+        rewards: BigInt(e.attester_rewards),
+        refunded: BigInt(e.refunded_to_users),
+      };
+      const before = seen.get(label) ?? { claimed: 0n, rewards: 0n, refunded: 0n };
+      if (now.claimed > before.claimed)
+        metrics.earningsClaimed.inc({ node: label }, Number(now.claimed - before.claimed));
+      if (now.rewards > before.rewards) {
+        metrics.earningsAttesterRewards.inc({ node: label }, Number(now.rewards - before.rewards));
+      }
+      if (now.refunded > before.refunded) {
+        metrics.earningsRefunded.inc({ node: label }, Number(now.refunded - before.refunded));
+      }
+      seen.set(label, now);
+    }
+  };
 }

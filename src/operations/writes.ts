@@ -1,4 +1,5 @@
 import type { Badge, Chain, GasOptions, MoveAbort, Operation, Submission } from '../chain/chain.ts';
+import { Listeners } from '../internal/listeners.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, normalizeU64, parseU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
 import { ERRORS, type ErrorCode, ProblemError, refuse } from '../problems/catalog.ts';
@@ -44,6 +45,7 @@ export class Writes {
   readonly #store: Store;
   readonly #submitter: Submitter;
   readonly #lock: Mutex;
+  readonly #usage = new Listeners();
   #badges: Badge[] | undefined;
 
   constructor(deps: WritesDeps) {
@@ -51,6 +53,11 @@ export class Writes {
     this.#store = deps.store;
     this.#submitter = deps.submitter;
     this.#lock = deps.lock;
+  }
+
+  /** Calls back after each recorded usage report (the autopilot settles stacks as they fill). */
+  onUsage(listener: () => void): () => void {
+    return this.#usage.on(listener);
   }
 
   get signerAddress(): string {
@@ -602,6 +609,7 @@ export class Writes {
         { parameter: 'compute_units' },
       );
     }
+    this.#usage.emit();
     const capacity = Number(outcome.num_compute_units);
     return {
       stack_small_id: stackSmallId,

@@ -25,6 +25,7 @@ const IndexerEventsSchema = Type.Object({
 export const StatusSchema = Type.Object({
   version: Type.String(),
   network: Type.String({ description: 'dev, sui or none' }),
+  epoch: Nullable(U64(), 'The current epoch as indexed (null before the event source said)'),
   uptime_seconds: Type.Integer(),
   signer_address: Nullable(Type.String()),
   badges: Nullable(Type.Array(BadgeSchema), "The signer's NodeBadges; null when the chain cannot be asked"),
@@ -44,6 +45,13 @@ export const StatusSchema = Type.Object({
   balances: Nullable(
     Type.Record(Type.String(), U64(), {
       description: "The signer's balances by coin, smallest unit",
+    }),
+  ),
+  autopilot: Nullable(
+    Type.Object({
+      mode: Type.String({ description: 'off, dry-run or on' }),
+      halted: Nullable(Type.String(), 'Why it stopped acting (repeated contract aborts); null while it acts'),
+      last_pass_at: Nullable(Type.String()),
     }),
   ),
 });

@@ -138,7 +138,13 @@ export interface AttestationRequest {
 }
 
 export type AutopilotActionKind = 'settle' | 'claim' | 'direct_claim' | 'attest';
-export type AutopilotActionStatus = 'pending' | 'succeeded' | 'failed' | 'not_executed';
+export type AutopilotActionStatus =
+  | 'pending'
+  | 'succeeded'
+  | 'failed'
+  | 'not_executed'
+  | 'skipped'
+  | 'planned';
 
 /** One action of the autopilot, as recorded before it is submitted and completed after. */
 export interface AutopilotAction {

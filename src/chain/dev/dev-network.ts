@@ -201,6 +201,14 @@ export class DevNetwork implements Chain {
     });
   }
 
+  /** Transactions run in process and commit with their events: nothing is ever in flight after a restart. */
+  readonly outcomeWindowMs = 0;
+
+  async estimateGas(operation: Operation): Promise<bigint> {
+    this.#assertOpen();
+    return gasFor(operation.kind, this.#prepare(operation).items, REFERENCE_GAS_PRICE).total;
+  }
+
   async listBadges(): Promise<Badge[]> {
     this.#assertOpen();
     return this.#ledger

@@ -116,6 +116,8 @@ class Refused extends Error {}
 
 export class SuiNetwork implements Chain {
   readonly network = 'sui' as const;
+  /** A transaction that reached a fullnode executes within seconds, or never; two minutes is ample. */
+  readonly outcomeWindowMs = 120_000;
   readonly signerAddress: string;
   readonly events: EventSource;
   readonly packageId: string;
@@ -250,6 +252,16 @@ export class SuiNetwork implements Chain {
   submit(operation: Operation, gas?: GasOptions): Promise<Submission> {
     if (this.#closing) return Promise.reject(new ChainUnavailableError('the Sui adapter is closed'));
     return this.#lock.run(() => this.#submit(operation, gas ?? {}));
+  }
+
+  /** Simulates the operation (nothing is signed or sent): the MIST of computation and storage it uses. */
+  estimateGas(operation: Operation): Promise<bigint> {
+    if (this.#closing) return Promise.reject(new ChainUnavailableError('the Sui adapter is closed'));
+    return this.#lock.run(async () => {
+      const connected = await this.#connection.get();
+      const { build } = await this.#builder(moveCall(operation), {}, connected);
+      return this.#simulatedGas(build, {});
+    });
   }
 
   async listBadges(): Promise<Badge[]> {
@@ -512,8 +524,8 @@ export class SuiNetwork implements Chain {
     }
   }
 
-  /** Builds, budgets and signs one transaction. */
-  async #prepare(call: MoveCall, gas: GasOptions, connected: Connected): Promise<Signed> {
+  /** The transaction of a call at given payment coins and budget, and the gas price it pays. */
+  async #builder(call: MoveCall, gas: GasOptions, connected: Connected) {
     const badge = call.badge ? await this.#badgeRef(call.badge, connected.typePackage) : undefined;
     const randomVersion = call.random ? await this.#randomVersion() : undefined;
     const price = await this.#price(gas.gas_price);
@@ -531,33 +543,19 @@ export class SuiNetwork implements Chain {
       });
       return tx.build();
     };
+    return { build, price };
+  }
+
+  /** Builds, budgets and signs one transaction. */
+  async #prepare(call: MoveCall, gas: GasOptions, connected: Connected): Promise<Signed> {
+    const { build, price } = await this.#builder(call, gas, connected);
 
     let budget: bigint;
     if (gas.gas_budget !== undefined) {
       budget = u64Arg(gas.gas_budget, 'gas_budget');
       this.#checkCap(budget);
     } else {
-      // Simulate with everything the signer can pay (up to the cap), then budget what it used plus a margin.
-      const probe = await this.#coins.payment(undefined, gas.gas);
-      const available = probe.reduce((sum, coin) => sum + coin.balance, 0n);
-      const probeBudget = minBig(minBig(available, this.#cap), MAX_TX_GAS);
-      const simulated = await this.#simulate(await build(probe, probeBudget));
-      const status = simulated.effects?.status;
-      const kind = status?.error?.kind;
-      if (status?.success !== true && kind === GrpcTypes.ExecutionError_ExecutionErrorKind.INSUFFICIENT_GAS) {
-        if (probeBudget < available) {
-          throw new ChainRejectedError(
-            'gas_budget_too_high',
-            `the transaction needs more gas than the largest budget it may use, ${probeBudget} MIST (the cap is ${this.#cap} MIST)`,
-          );
-        }
-        throw new ChainRejectedError(
-          'insufficient_gas',
-          `the gas coins of ${this.signerAddress} hold ${available} MIST, not enough for this transaction; fund the address`,
-        );
-      }
-      const used = simulated.effects?.gasUsed;
-      const base = (used?.computationCost ?? 0n) + (used?.storageCost ?? 0n);
+      const base = await this.#simulatedGas(build, gas);
       const withMargin = base + (base * GAS_MARGIN_PERCENT + 99n) / 100n;
       const floor = MIN_BUDGET_UNITS * price;
       budget = withMargin > floor ? withMargin : floor;
@@ -572,6 +570,36 @@ export class SuiNetwork implements Chain {
     const bytes = await build(payment, budget);
     const { signature } = await this.#keypair.signTransaction(bytes);
     return { bytes, signature, digest: TransactionDataBuilder.getDigestFromBytes(bytes), payment };
+  }
+
+  /**
+   * Simulates the transaction with everything the signer can pay (up to the cap): the gas it uses,
+   * computation and storage (the budget it needs, before the margin and the storage rebate).
+   */
+  async #simulatedGas(
+    build: (payment: CoinRef[], budget: bigint) => Promise<Uint8Array>,
+    gas: GasOptions,
+  ): Promise<bigint> {
+    const probe = await this.#coins.payment(undefined, gas.gas);
+    const available = probe.reduce((sum, coin) => sum + coin.balance, 0n);
+    const probeBudget = minBig(minBig(available, this.#cap), MAX_TX_GAS);
+    const simulated = await this.#simulate(await build(probe, probeBudget));
+    const status = simulated.effects?.status;
+    const kind = status?.error?.kind;
+    if (status?.success !== true && kind === GrpcTypes.ExecutionError_ExecutionErrorKind.INSUFFICIENT_GAS) {
+      if (probeBudget < available) {
+        throw new ChainRejectedError(
+          'gas_budget_too_high',
+          `the transaction needs more gas than the largest budget it may use, ${probeBudget} MIST (the cap is ${this.#cap} MIST)`,
+        );
+      }
+      throw new ChainRejectedError(
+        'insufficient_gas',
+        `the gas coins of ${this.signerAddress} hold ${available} MIST, not enough for this transaction; fund the address`,
+      );
+    }
+    const used = simulated.effects?.gasUsed;
+    return (used?.computationCost ?? 0n) + (used?.storageCost ?? 0n);
   }
 
   #checkCap(budget: bigint): void {

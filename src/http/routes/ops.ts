@@ -4,6 +4,7 @@ import type { Chain } from '../../chain/chain.ts';
 import type { LiveIndexer } from '../../indexer/run.ts';
 import type { Metrics } from '../../internal/metrics.ts';
 import { VERSION } from '../../internal/version.ts';
+import type { Autopilot } from '../../operations/autopilot.ts';
 import type { Writes } from '../../operations/writes.ts';
 import { ProblemError } from '../../problems/catalog.ts';
 import { ProblemSchema, ReadySchema, type Status, StatusSchema } from '../../schemas/ops.ts';
@@ -19,6 +20,9 @@ export interface OpsDeps {
   /** /ready says 503 while the indexer lags the chain head by more than this many seconds. */
   readyMaxLag: number;
   startedAt: number;
+  autopilot: Autopilot | undefined;
+  /** Brings the gauges computed from the store (earnings, stacks by state) up to date for a scrape. */
+  beforeScrape: (() => Promise<void>) | undefined;
 }
 
 /** Readiness, status and metrics: what an operator (or a supervisor) asks of a daemon that runs for months. */
@@ -73,9 +77,11 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
     handler: async (): Promise<Status> => {
       const cursor = indexer ? await store.getCursor(indexer.sourceId) : undefined;
       const pending = indexer ? await indexer.pendingEvents().catch(() => undefined) : undefined;
+      const { autopilot } = deps;
       return {
         version: VERSION,
         network: deps.network,
+        epoch: (await store.getChainState()).epoch,
         uptime_seconds: Math.round((Date.now() - deps.startedAt) / 1000),
         signer_address: deps.chain?.signerAddress ?? null,
         badges: deps.writes ? await deps.writes.badges(true).catch(() => null) : null,
@@ -102,6 +108,13 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
             }
           : null,
         balances: deps.chain?.balances ? await deps.chain.balances().catch(() => null) : null,
+        autopilot: autopilot
+          ? {
+              mode: autopilot.mode,
+              halted: autopilot.halted ?? null,
+              last_pass_at: autopilot.lastPassAt ?? null,
+            }
+          : null,
       };
     },
   });
@@ -115,6 +128,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
     handler: async (_request, reply) => {
       const lag = indexer?.lagSeconds();
       if (lag !== undefined) metrics.indexerLag.set(lag);
+      await deps.beforeScrape?.();
       reply.type(metrics.registry.contentType);
       return metrics.registry.metrics();
     },

@@ -1,0 +1,797 @@
+import type { Logger } from 'pino';
+import type { Badge, Chain, Operation } from '../chain/chain.ts';
+import type { LiveIndexer } from '../indexer/run.ts';
+import { backoffDelay } from '../internal/backoff.ts';
+import type { Metrics } from '../internal/metrics.ts';
+import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { ProblemError } from '../problems/catalog.ts';
+import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
+import { knownFee } from '../protocol/fees.ts';
+import { EMPTY_HASH } from '../protocol/proofs.ts';
+import type { ActionView, AutopilotStatus, PlanItem, RunResult } from '../schemas/autopilot.ts';
+import type { AutopilotAction, AutopilotActionKind, Lease, Store } from '../store/store.ts';
+import type { Writes } from './writes.ts';
+
+/**
+ * The autopilot: the node's clerk. When the indexer applies new events (a new epoch, a settlement, an
+ * attestation request) or usage is reported, it plans, and in mode `on` acts:
+ * - settles each open stack filled to --autopilot-settle-fill, or idle for --autopilot-settle-idle with
+ *   usage recorded, claiming exactly the recorded units (a confidential-compute stack is claimed directly
+ *   instead, claim_funds_for_stacks, batched like claims);
+ * - attests each stack it was asked to attest, within the window, when it holds a record to attest from;
+ * - claims what is claimable, in as few transactions as the contract allows (one claim_funds per badge, up
+ *   to MAX_BATCH stacks), when a batch's node fees reach --autopilot-min-claim;
+ * - acts only when a transaction's estimated gas stays at or under --autopilot-max-gas.
+ * Every action is recorded before it is submitted and completed after; a pending record that a crash
+ * left behind blocks its stacks until the chain shows its effect (done) or shows none once the indexer
+ * has caught up and the chain's outcome window has passed (not executed). Repeated contract aborts halt
+ * it. Its cost follows the stacks that need action: each question is one index range (store.ts).
+ */
+
+/** The autopilot's mode and policy (docs/EARNINGS.md explains how to choose them). */
+export interface AutopilotSettings {
+  /** off: nothing; dry-run: plans and records what it would do; on: acts. */
+  readonly mode: 'off' | 'dry-run' | 'on';
+  /** Settle a stack once its reported usage reaches this fraction of its units (0 < f <= 1). */
+  readonly settleFill: number;
+  /** Or once it has had usage but none for this many seconds. */
+  readonly settleIdleSeconds: number;
+  /** Claim only batches whose node fees reach this (smallest USDC unit). */
+  readonly minClaim: bigint;
+  /** Act only when a transaction's estimated gas stays at or under this (MIST). */
+  readonly maxGas: bigint;
+}
+
+/** Most stacks one claim transaction carries (a pure vector argument stays far under Sui's limits). */
+export const MAX_BATCH = 500;
+/** Consecutive contract aborts after which the autopilot stops acting. */
+export const HALT_AFTER_ABORTS = 3;
+/** The shortest time between two passes started by pokes. */
+const MIN_INTERVAL_MS = 250;
+const GAS_ESTIMATE_TTL_MS = 60_000;
+const RECENT_ACTIONS = 50;
+
+export type Trigger = 'start' | 'indexer' | 'usage' | 'timer' | 'run';
+
+export interface AutopilotDeps {
+  settings: AutopilotSettings;
+  chain: Chain;
+  store: Store;
+  writes: Writes;
+  indexer: LiveIndexer;
+  metrics: Metrics;
+  log: Logger;
+}
+
+interface Planned extends PlanItem {
+  operation?: Operation;
+  badge?: Badge;
+}
+
+interface Pass {
+  plan: Planned[];
+  actions: ActionView[];
+}
+
+export class Autopilot {
+  readonly #settings: AutopilotSettings;
+  readonly #chain: Chain;
+  readonly #store: Store;
+  readonly #writes: Writes;
+  readonly #indexer: LiveIndexer;
+  readonly #metrics: Metrics;
+  readonly #log: Logger;
+  readonly #startedAt = Date.now();
+  readonly #gasEstimates = new Map<string, { gas: bigint; at: number }>();
+  /** The last recorded skip or dry-run plan per key, so that a decision is recorded once, not every pass. */
+  readonly #remembered = new Map<string, string>();
+  /** Actions this process is submitting now (their pending records are not a crash's). */
+  readonly #inFlight = new Set<number>();
+  #lease: Lease | undefined;
+  #standby = false;
+  #halted: string | undefined;
+  #aborts = 0;
+  #failures = 0;
+  #notBefore = 0;
+  #lastPass: AutopilotStatus['last_pass'] = null;
+  #timer: { at: number; handle: NodeJS.Timeout } | undefined;
+  #running: Promise<unknown> | undefined;
+  #again: Trigger | undefined;
+  #stopped = false;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(deps: AutopilotDeps) {
+    this.#settings = deps.settings;
+    this.#chain = deps.chain;
+    this.#store = deps.store;
+    this.#writes = deps.writes;
+    this.#indexer = deps.indexer;
+    this.#metrics = deps.metrics;
+    this.#log = deps.log;
+  }
+
+  get mode(): AutopilotSettings['mode'] {
+    return this.#settings.mode;
+  }
+
+  /** Follows the indexer: every committed page may bring work (a new epoch, a request, a claimable stack). */
+  start(): void {
+    if (this.#settings.mode === 'off') return;
+    this.#unsubscribe = this.#indexer.onApplied(() => this.poke('indexer'));
+    this.poke('start');
+  }
+
+  /** Something changed: a pass soon (coalesced; never before a back-off ends). */
+  poke(trigger: Trigger): void {
+    if (this.#settings.mode === 'off' || this.#stopped) return;
+    if (this.#running) {
+      this.#again ??= trigger;
+      return;
+    }
+    const last = this.#lastPass ? Date.parse(this.#lastPass.at) : 0;
+    this.#schedule(Math.max(Date.now(), this.#notBefore, last + MIN_INTERVAL_MS), trigger);
+  }
+
+  /** Runs one pass now (POST /autopilot/run): acts in mode on, plans otherwise. */
+  async run(): Promise<RunResult> {
+    const pass = await this.#exclusive('run');
+    return {
+      mode: this.#settings.mode,
+      acted: this.#canAct(),
+      plan: pass.plan.map(view),
+      actions: pass.actions,
+    };
+  }
+
+  /** Clears a halt: the next pass acts again. */
+  resume(): void {
+    if (this.#halted === undefined) return;
+    this.#log.warn({ reason: this.#halted }, 'autopilot resumed by the operator');
+    this.#halted = undefined;
+    this.#aborts = 0;
+    this.#failures = 0;
+    this.#notBefore = 0;
+    this.#metrics.autopilotHalted.set(0);
+    this.poke('run');
+  }
+
+  get halted(): string | undefined {
+    return this.#halted;
+  }
+
+  get lastPassAt(): string | undefined {
+    return this.#lastPass?.at;
+  }
+
+  /** GET /autopilot: the mode, the policy, the last and next pass, what it would do now, what it did. */
+  async status(): Promise<AutopilotStatus> {
+    const [plan, recent, state] = await Promise.all([
+      this.#settings.mode === 'off' ? Promise.resolve([]) : this.#plan(Date.now(), new Set()),
+      this.#store.listAutopilotActions({ limit: RECENT_ACTIONS }),
+      this.#store.getChainState(),
+    ]);
+    return {
+      mode: this.#settings.mode,
+      state:
+        this.#settings.mode === 'off'
+          ? 'off'
+          : this.#halted !== undefined
+            ? 'halted'
+            : this.#standby
+              ? 'standby'
+              : this.#running
+                ? 'running'
+                : 'idle',
+      halted_reason: this.#halted ?? null,
+      policy: {
+        settle_fill: this.#settings.settleFill,
+        settle_idle_seconds: this.#settings.settleIdleSeconds,
+        min_claim: normalizeU64(this.#settings.minClaim),
+        max_gas: normalizeU64(this.#settings.maxGas),
+      },
+      epoch: state.epoch,
+      last_pass: this.#lastPass,
+      next_pass_at: this.#timer ? new Date(this.#timer.at).toISOString() : null,
+      plan: plan.map(view),
+      recent_actions: recent.map(actionView),
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#unsubscribe?.();
+    if (this.#timer) clearTimeout(this.#timer.handle);
+    this.#timer = undefined;
+    await this.#running?.catch(() => undefined);
+    await this.#lease?.release();
+    this.#lease = undefined;
+  }
+
+  // --- passes ------------------------------------------------------------------------------------------
+
+  #schedule(at: number, trigger: Trigger): void {
+    if (this.#stopped) return;
+    if (this.#timer && this.#timer.at <= at) return;
+    if (this.#timer) clearTimeout(this.#timer.handle);
+    const handle = setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#exclusive(trigger).catch((error: unknown) => {
+          this.#log.error({ err: error }, 'autopilot pass failed');
+        });
+      },
+      Math.max(0, at - Date.now()),
+    );
+    handle.unref();
+    this.#timer = { at, handle };
+  }
+
+  /** One pass at a time; a poke during a pass runs another right after. */
+  async #exclusive(trigger: Trigger): Promise<Pass> {
+    while (this.#running) await this.#running.catch(() => undefined);
+    const running = this.#pass(trigger);
+    this.#running = running;
+    try {
+      return await running;
+    } finally {
+      this.#running = undefined;
+      const again = this.#again;
+      this.#again = undefined;
+      if (again !== undefined) this.poke(again);
+    }
+  }
+
+  #canAct(): boolean {
+    return this.#settings.mode === 'on' && this.#halted === undefined && !this.#standby;
+  }
+
+  async #pass(trigger: Trigger): Promise<Pass> {
+    const started = performance.now();
+    const now = Date.now();
+    // Several daemons sharing a store: one of them, the holder of this lease, acts for the signer.
+    if (this.#settings.mode !== 'off' && !this.#lease) {
+      this.#lease = await this.#store.tryLease(`autopilot:${this.#chain.signerAddress}`);
+      this.#standby = this.#lease === undefined;
+      this.#lease?.lost.then(() => {
+        this.#lease = undefined;
+        this.poke('timer');
+      }, ignore);
+    }
+    const { blocked, waiting } = await this.#resolvePending(now);
+    const plan = await this.#plan(now, blocked);
+    const actions: ActionView[] = [];
+    const act = this.#canAct();
+    for (const item of plan) {
+      if (item.will === 'act' && act && this.#halted === undefined) {
+        actions.push(await this.#perform(item));
+      } else {
+        await this.#remember(item, item.will === 'act' ? 'planned' : 'skipped');
+      }
+    }
+    this.#lastPass = {
+      at: new Date(now).toISOString(),
+      trigger,
+      acted: act,
+      actions: actions.length,
+      duration_ms: Math.round((performance.now() - started) * 100) / 100,
+    };
+    this.#metrics.autopilotPassDuration.observe((performance.now() - started) / 1000);
+    await this.#scheduleNext(now, waiting);
+    return { plan, actions };
+  }
+
+  /** The next timer: an idle stack crossing its threshold, a pending record to resolve, a back-off. */
+  async #scheduleNext(now: number, waiting: boolean): Promise<void> {
+    const idleMs = this.#settings.settleIdleSeconds * 1000;
+    const deadlines: number[] = [];
+    for (const badge of await this.#writes.badges()) {
+      const oldest = await this.#store.oldestUsageAt(badge.node_small_id);
+      if (oldest !== null && oldest + idleMs + 1 > now) deadlines.push(oldest + idleMs + 1);
+    }
+    if (waiting) deadlines.push(now + 1000);
+    if (this.#notBefore > now) deadlines.push(this.#notBefore);
+    if (deadlines.length > 0) this.#schedule(Math.min(...deadlines), 'timer');
+  }
+
+  // --- planning -------------------------------------------------------------------------------------------
+
+  async #plan(now: number, blocked: Set<U64>): Promise<Planned[]> {
+    const { epoch, parameters } = await this.#store.getChainState();
+    const params = parameters ?? DEFAULT_PARAMETERS;
+    const plan: Planned[] = [];
+    for (const badge of await this.#writes.badges()) {
+      plan.push(...(await this.#planSettlements(badge, now, blocked, params)));
+      plan.push(...(await this.#planAttestations(badge, epoch, blocked)));
+      if (epoch !== null) plan.push(...(await this.#planClaims(badge, epoch, blocked, params)));
+    }
+    return plan;
+  }
+
+  async #planSettlements(
+    badge: Badge,
+    now: number,
+    blocked: Set<U64>,
+    params: ProtocolParameters,
+  ): Promise<Planned[]> {
+    const { settleFill, settleIdleSeconds } = this.#settings;
+    const idleBefore = now - settleIdleSeconds * 1000;
+    const candidates = await this.#store.listSettleCandidates(
+      badge.node_small_id,
+      Math.floor(settleFill * 1_000_000),
+      idleBefore,
+    );
+    const settle: Planned[] = [];
+    const direct: { id: U64; fee: bigint | null; units: U64; reason: string }[] = [];
+    for (const stack of candidates) {
+      const id = stack.stack_small_id;
+      const used = stack.already_computed_units;
+      if (blocked.has(id) || used === 0) continue;
+      const fill = Number(used) / Number(stack.terms.num_compute_units);
+      const idle = stack.last_usage_at !== null && stack.last_usage_at < idleBefore;
+      if (fill < settleFill && !idle) continue;
+      const reason =
+        fill >= settleFill
+          ? `filled to ${percent(fill)} (settles at ${percent(settleFill)})`
+          : `no usage for ${Math.round((now - stack.last_usage_at!) / 1000)} s (settles after ${settleIdleSeconds} s)`;
+      const level = stack.terms.security_level;
+      const fee = knownFee(params, level, stack.terms.price_per_one_million_compute_units, used);
+      if (level === SecurityLevel.ConfidentialCompute) {
+        direct.push({ id, fee, units: used, reason });
+        continue;
+      }
+      const operation: Operation = {
+        kind: 'try_settle_stack',
+        badge,
+        stack_small_id: id,
+        num_claimed_compute_units: used,
+        committed_stack_proof: EMPTY_HASH,
+        stack_merkle_leaf: EMPTY_HASH,
+      };
+      settle.push(
+        await this.#gated({
+          action: 'settle',
+          node_small_id: badge.node_small_id,
+          stack_small_ids: [id],
+          will: 'act',
+          reason: `${reason}; claims its ${used} recorded units`,
+          node_fee_amount: fee === null ? null : normalizeU64(fee),
+          gas_estimate: null,
+          operation,
+          badge,
+        }),
+      );
+    }
+    const batches = await this.#batches(badge, 'direct_claim', direct, (ids) => ({
+      kind: 'claim_funds_for_stacks',
+      badge,
+      stack_small_ids: ids,
+      num_compute_units_per_stack_to_claim: ids.map((id) => direct.find((d) => d.id === id)!.units),
+    }));
+    return [...settle, ...batches];
+  }
+
+  async #planAttestations(badge: Badge, epoch: U64 | null, blocked: Set<U64>): Promise<Planned[]> {
+    const requests = await this.#store.listAttestationRequests(badge.node_small_id);
+    const plan: Planned[] = [];
+    const seen = new Set<U64>();
+    for (const request of requests) {
+      const id = request.stack_small_id;
+      if (seen.has(id) || blocked.has(id)) continue;
+      seen.add(id);
+      const item: Planned = {
+        action: 'attest',
+        node_small_id: badge.node_small_id,
+        stack_small_ids: [id],
+        will: 'skip',
+        reason: '',
+        node_fee_amount: null,
+        gas_estimate: null,
+        badge,
+      };
+      if (request.is_in_dispute) {
+        plan.push({ ...item, reason: 'the stack is in dispute: an attestation would abort' });
+      } else if (epoch !== null && request.until_epoch !== null && epoch > request.until_epoch) {
+      } else if (!request.has_record) {
+        plan.push({
+          ...item,
+          reason:
+            "no record of the stack's requests: the node's inference server has not re-run them, so an attestation could only open a false dispute",
+        });
+      } else {
+        plan.push(
+          await this.#gated({
+            ...item,
+            will: 'act',
+            reason: `asked to attest (slot ${request.slot + 1})${request.until_epoch === null ? '' : `, until epoch ${request.until_epoch}`}`,
+            operation: {
+              kind: 'submit_stack_settlement_attestation',
+              badge,
+              stack_small_id: id,
+              committed_stack_proof: EMPTY_HASH,
+              stack_merkle_leaf: EMPTY_HASH,
+            },
+          }),
+        );
+      }
+    }
+    return plan;
+  }
+
+  async #planClaims(
+    badge: Badge,
+    epoch: U64,
+    blocked: Set<U64>,
+    params: ProtocolParameters,
+  ): Promise<Planned[]> {
+    const tickets = await this.#store.listClaimable(badge.node_small_id, epoch);
+    const plan: Planned[] = [];
+    const priced: { id: U64; fee: bigint | null; units: U64; reason: string }[] = [];
+    for (const ticket of tickets) {
+      const id = ticket.stack_small_id;
+      if (blocked.has(id)) continue;
+      const fee = knownFee(
+        params,
+        ticket.terms?.security_level,
+        ticket.terms?.price_per_one_million_compute_units,
+        ticket.num_claimed_compute_units,
+      );
+      if (fee === null) {
+        plan.push({
+          action: 'claim',
+          node_small_id: badge.node_small_id,
+          stack_small_ids: [id],
+          will: 'skip',
+          reason:
+            'its price or task was never seen (first seen mid-history): the autopilot cannot judge it; claim it by hand',
+          node_fee_amount: null,
+          gas_estimate: null,
+        });
+        continue;
+      }
+      priced.push({
+        id,
+        fee,
+        units: ticket.num_claimed_compute_units,
+        reason: `claimable since epoch ${ticket.claimable_from_epoch}`,
+      });
+    }
+    plan.push(
+      ...(await this.#batches(badge, 'claim', priced, (ids) => ({
+        kind: 'claim_funds',
+        badge,
+        settled_ticket_ids: ids,
+      }))),
+    );
+    return plan;
+  }
+
+  /**
+   * Claims in as few transactions as the contract allows: the largest fees first, up to MAX_BATCH per
+   * transaction and as many as --autopilot-max-gas pays for; a batch is worth it when its node fees reach
+   * --autopilot-min-claim. What is left waits.
+   */
+  async #batches(
+    badge: Badge,
+    action: 'claim' | 'direct_claim',
+    items: { id: U64; fee: bigint | null; reason: string }[],
+    operation: (ids: U64[]) => Operation,
+  ): Promise<Planned[]> {
+    const plan: Planned[] = [];
+    const queue = [...items].sort((a, b) => (b.fee! > a.fee! ? 1 : b.fee! < a.fee! ? -1 : 0));
+    while (queue.length > 0) {
+      let size = Math.min(queue.length, MAX_BATCH);
+      let gas = await this.#estimate(operation(queue.slice(0, size).map((i) => i.id)));
+      while (gas !== null && gas > this.#settings.maxGas && size > 1) {
+        size = Math.ceil(size / 2);
+        gas = await this.#estimate(operation(queue.slice(0, size).map((i) => i.id)));
+      }
+      const batch = queue.splice(0, size);
+      const fees = batch.reduce((sum, i) => sum + (i.fee ?? 0n), 0n);
+      const ids = batch.map((i) => i.id);
+      const base = {
+        action,
+        node_small_id: badge.node_small_id,
+        stack_small_ids: ids,
+        node_fee_amount: normalizeU64(fees),
+        gas_estimate: gas === null ? null : normalizeU64(gas),
+      };
+      const what = `${ids.length} stack${ids.length === 1 ? '' : 's'} (${batch[0]!.reason}${ids.length > 1 ? ', ...' : ''})`;
+      if (gas !== null && gas > this.#settings.maxGas) {
+        plan.push({
+          ...base,
+          will: 'skip',
+          reason: `${what}: estimated gas ${gas} MIST is above --autopilot-max-gas ${this.#settings.maxGas}`,
+        });
+      } else if (fees < this.#settings.minClaim) {
+        plan.push({
+          ...base,
+          will: 'skip',
+          reason: `${what}: node fees ${usdc(fees)} are below --autopilot-min-claim ${usdc(this.#settings.minClaim)}; waiting for more`,
+        });
+      } else {
+        plan.push({
+          ...base,
+          will: 'act',
+          reason: `${what}: node fees ${usdc(fees)} reach --autopilot-min-claim ${usdc(this.#settings.minClaim)}`,
+          operation: operation(ids),
+          badge,
+        });
+      }
+    }
+    return plan;
+  }
+
+  /** A single-stack action, skipped when its estimated gas is above the policy's. */
+  async #gated(item: Planned): Promise<Planned> {
+    const gas = item.operation ? await this.#estimate(item.operation) : null;
+    const planned = { ...item, gas_estimate: gas === null ? null : normalizeU64(gas) };
+    if (gas === null || gas <= this.#settings.maxGas) return planned;
+    return {
+      ...planned,
+      will: 'skip',
+      reason: `${item.reason}; but its estimated gas ${gas} MIST is above --autopilot-max-gas ${this.#settings.maxGas}`,
+    };
+  }
+
+  /** The operation's estimated gas, cached by kind and size; null when the chain cannot say now. */
+  async #estimate(operation: Operation): Promise<bigint | null> {
+    const size =
+      operation.kind === 'claim_funds'
+        ? operation.settled_ticket_ids.length
+        : operation.kind === 'claim_funds_for_stacks'
+          ? operation.stack_small_ids.length
+          : 1;
+    const key = `${operation.kind}:${size}`;
+    const known = this.#gasEstimates.get(key);
+    if (known && Date.now() - known.at < GAS_ESTIMATE_TTL_MS) return known.gas;
+    try {
+      const gas = await this.#chain.estimateGas(operation);
+      this.#gasEstimates.set(key, { gas, at: Date.now() });
+      return gas;
+    } catch (error) {
+      this.#log.warn({ err: error, operation: operation.kind }, 'could not estimate gas');
+      return null;
+    }
+  }
+
+  // --- acting -------------------------------------------------------------------------------------------------
+
+  /** Records the action, submits it through the writes (the same checks as a request), records the outcome. */
+  async #perform(item: Planned): Promise<ActionView> {
+    const now = Date.now();
+    const record: Omit<AutopilotAction, 'id'> = {
+      at: now,
+      updated_at: now,
+      kind: item.action,
+      node_small_id: item.node_small_id,
+      stack_small_ids: item.stack_small_ids,
+      status: 'pending',
+      reason: item.reason,
+      node_fee_amount: item.node_fee_amount,
+      gas_estimate: item.gas_estimate,
+      tx_digests: [],
+      error: null,
+    };
+    const id = await this.#store.insertAutopilotAction(record);
+    this.#inFlight.add(id);
+    let outcome: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error'> & { node_fee_amount?: U64 | null };
+    try {
+      outcome = await this.#submit(item);
+    } catch (error) {
+      if (!(error instanceof ProblemError)) throw error;
+      const digests =
+        error.extensions.tx_digests ?? (error.extensions.tx_digest ? [error.extensions.tx_digest] : []);
+      outcome = {
+        status: 'failed',
+        tx_digests: digests as string[],
+        error: `${error.code}: ${error.message}`,
+      };
+      this.#failed(
+        error.code === 'transaction_failed',
+        `${item.action} of ${item.stack_small_ids.join(', ')}: ${error.message}`,
+      );
+    } finally {
+      this.#inFlight.delete(id);
+    }
+    if (outcome.status === 'succeeded') {
+      this.#aborts = 0;
+      this.#failures = 0;
+    }
+    const change = { ...outcome, updated_at: Date.now() };
+    await this.#store.updateAutopilotAction(id, change);
+    this.#metrics.autopilotActions.inc({ kind: item.action, outcome: outcome.status });
+    this.#log.info(
+      {
+        action: item.action,
+        stacks: item.stack_small_ids,
+        status: outcome.status,
+        digests: outcome.tx_digests,
+      },
+      'autopilot action',
+    );
+    return actionView({ ...record, ...change, id });
+  }
+
+  async #submit(
+    item: Planned,
+  ): Promise<Pick<AutopilotAction, 'status' | 'tx_digests' | 'error'> & { node_fee_amount?: U64 | null }> {
+    const badge = item.badge!;
+    const stacks = item.stack_small_ids.map(Number);
+    switch (item.action) {
+      case 'settle':
+      case 'attest': {
+        const result =
+          item.action === 'settle'
+            ? await this.#writes.trySettle({ stack_small_ids: stacks, node_badge_id: badge.badge_id })
+            : await this.#writes.submitAttestations({
+                stack_small_ids: stacks,
+                node_small_id: Number(badge.node_small_id),
+              });
+        const failed = result.results.find((r) => r.status !== 'success');
+        return {
+          status: failed ? 'failed' : 'succeeded',
+          tx_digests: result.tx_digests,
+          error: failed?.error ? `${failed.error.code}: ${failed.error.detail}` : null,
+        };
+      }
+      case 'claim':
+      case 'direct_claim': {
+        const result = await this.#writes.claimFunds({
+          stack_small_ids: stacks,
+          node_badge_id: badge.badge_id,
+        });
+        const failed = result.results.filter((r) => r.status !== 'success');
+        return {
+          status: failed.length > 0 ? 'failed' : 'succeeded',
+          tx_digests: result.tx_digests,
+          error:
+            failed.length > 0
+              ? failed.map((r) => `${r.stack_small_id}: ${r.error?.detail}`).join('; ')
+              : null,
+          node_fee_amount: result.total.node_fee_amount,
+        };
+      }
+    }
+  }
+
+  /** A failed action: back off; a run of contract aborts halts the autopilot rather than burn gas. */
+  #failed(aborted: boolean, detail: string): void {
+    this.#failures += 1;
+    this.#notBefore = Date.now() + backoffDelay(this.#failures, 1000, 300_000);
+    if (!aborted) return;
+    this.#aborts += 1;
+    if (this.#aborts < HALT_AFTER_ABORTS) return;
+    this.#halted = `${this.#aborts} contract aborts in a row, the last: ${detail}`;
+    this.#metrics.autopilotHalted.set(1);
+    this.#log.error(
+      { reason: this.#halted },
+      'autopilot halted: it stops acting until POST /autopilot/resume or a restart',
+    );
+  }
+
+  /** Records a decision not to act (or a dry run's plan) once, not at every pass that makes it again. */
+  async #remember(item: Planned, status: 'skipped' | 'planned'): Promise<void> {
+    const key = `${item.action}:${item.node_small_id}:${item.stack_small_ids.join(',')}`;
+    const gist = `${status}:${item.reason.replace(/[0-9.]+/g, '#')}`;
+    if (this.#remembered.get(key) === gist) return;
+    this.#remembered.set(key, gist);
+    if (this.#remembered.size > 10_000) this.#remembered.clear();
+    const now = Date.now();
+    await this.#store.insertAutopilotAction({
+      at: now,
+      updated_at: now,
+      kind: item.action,
+      node_small_id: item.node_small_id,
+      stack_small_ids: item.stack_small_ids,
+      status,
+      reason: item.reason,
+      node_fee_amount: item.node_fee_amount,
+      gas_estimate: item.gas_estimate,
+      tx_digests: [],
+      error: null,
+    });
+    this.#metrics.autopilotActions.inc({ kind: item.action, outcome: status });
+  }
+
+  // --- after a crash --------------------------------------------------------------------------------------------
+
+  /**
+   * Pending records that no submission of this process holds were left by a crash: done when the store
+   * shows their effect; not executed when it does not once the indexer has caught up since the start and
+   * the chain's outcome window has passed; until then their stacks are not acted on again.
+   */
+  async #resolvePending(now: number): Promise<{ blocked: Set<U64>; waiting: boolean }> {
+    const blocked = new Set<U64>();
+    let waiting = false;
+    const caughtUp = (this.#indexer.lastCaughtUpAt ?? 0) >= this.#startedAt;
+    for (const action of await this.#store.listAutopilotActions({ limit: 1000, pending: true })) {
+      if (this.#inFlight.has(action.id)) {
+        for (const id of action.stack_small_ids) blocked.add(id);
+        continue;
+      }
+      if (await this.#effective(action)) {
+        await this.#store.updateAutopilotAction(action.id, {
+          status: 'succeeded',
+          tx_digests: action.tx_digests,
+          error: 'recorded after a restart: the chain shows it done',
+          updated_at: now,
+        });
+        continue;
+      }
+      if (!caughtUp || now - action.updated_at < this.#chain.outcomeWindowMs) {
+        for (const id of action.stack_small_ids) blocked.add(id);
+        waiting = true;
+        continue;
+      }
+      await this.#store.updateAutopilotAction(action.id, {
+        status: 'not_executed',
+        tx_digests: action.tx_digests,
+        error: 'no effect on chain after a restart: it never executed; its stacks may be acted on again',
+        updated_at: now,
+      });
+    }
+    return { blocked, waiting };
+  }
+
+  /** Whether the store shows the action's effect on every one of its stacks. */
+  async #effective(action: AutopilotAction): Promise<boolean> {
+    for (const id of action.stack_small_ids) {
+      const ticket = await this.#store.getTicket(id);
+      switch (action.kind) {
+        case 'settle':
+          if (!ticket) return false;
+          break;
+        case 'claim':
+          if (!ticket?.is_claimed) return false;
+          break;
+        case 'direct_claim':
+          if (!(await this.#store.getStack(id))?.is_claimed) return false;
+          break;
+        case 'attest': {
+          const attested = ticket?.already_attested_nodes.includes(String(action.node_small_id)) ?? false;
+          const disputed = (await this.#store.listDisputesOwn(action.node_small_id)).some(
+            (d) => d.stack_small_id === id,
+          );
+          if (!attested && !disputed) return false;
+          break;
+        }
+      }
+    }
+    return true;
+  }
+}
+
+const ignore = () => undefined;
+
+function percent(fraction: number): string {
+  return `${Math.floor(fraction * 1000) / 10}%`;
+}
+
+/** An amount in USDC's smallest unit, as USDC (6 decimals). */
+function usdc(amount: bigint): string {
+  const whole = amount / 1_000_000n;
+  const fraction = (amount % 1_000_000n).toString().padStart(6, '0').replace(/0+$/, '');
+  return `${whole}${fraction ? `.${fraction}` : ''} USDC`;
+}
+
+function view(item: Planned): PlanItem {
+  const { operation: _operation, badge: _badge, ...plain } = item;
+  return plain;
+}
+
+function actionView(action: AutopilotAction): ActionView {
+  return {
+    id: action.id,
+    at: new Date(action.at).toISOString(),
+    updated_at: new Date(action.updated_at).toISOString(),
+    action: action.kind as AutopilotActionKind,
+    node_small_id: action.node_small_id,
+    stack_small_ids: action.stack_small_ids,
+    status: action.status,
+    reason: action.reason,
+    node_fee_amount: action.node_fee_amount,
+    gas_estimate: action.gas_estimate,
+    tx_digests: action.tx_digests,
+    error: action.error,
+  };
+}
