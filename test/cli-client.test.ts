@@ -417,7 +417,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     six.claimed.map((c) => [c.stack_small_id, c.path]),
     [[6, 'settlement_ticket']],
   );
-  assert.deepEqual(await parsed(['dev', 'epoch']), { epoch: 2 });
+  assert.deepEqual(await parsed(['dev', 'epoch']), { epoch: 2, indexed: true });
   assert.match(await table(['dev', 'task', 'remove', '3']), /^removed task 3\n/);
   assert.equal(typeof (await parsed(['dev', 'task', 'remove', '4'])).tx_digest, 'string');
   assert.match(await table(['tasks']), /\n +3 +- +embeddings \(1\) +none \(0\) +- +removed \(epoch 2\)/);

@@ -131,7 +131,7 @@ describe('write API on the dev network', () => {
           claimable_from_epoch: 1,
         },
       ]);
-      assert.deepEqual(ok(await d.post('/dev/epoch')), { epoch: 1 });
+      assert.deepEqual(ok(await d.post('/dev/epoch')), { epoch: 1, indexed: true });
       const before = d.services.dev!.balanceOf(d.services.chain!.signerAddress);
       const claim = ok(await d.post('/nodes/claim-funds', { stack_small_ids: [stack] }));
       // SamplingConsensus pays 1.2 x price per unit (contracts.md §4.2): 900 * 2_000_000 * 1200 / 1e9,

@@ -170,25 +170,30 @@ export class LiveIndexer {
   }
 
   /** Resolves true once every key is applied, false after timeoutMs. */
-  async waitFor(keys: readonly string[], timeoutMs: number): Promise<boolean> {
-    if (await this.#store.hasEvents(keys)) return true;
+  waitFor(keys: readonly string[], timeoutMs: number): Promise<boolean> {
+    return this.waitUntil(() => this.#store.hasEvents(keys), timeoutMs);
+  }
+
+  /** Resolves true once check() holds, re-asked after each page and on a poll; false after timeoutMs. */
+  async waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+    if (await check()) return true;
     return new Promise<boolean>((resolve) => {
-      const check = () => {
-        this.#store.hasEvents(keys).then(
+      const ask = () => {
+        check().then(
           (done) => done && finish(true),
           () => undefined,
         );
       };
       const timer = setTimeout(() => finish(false), timeoutMs);
       // Another daemon's indexer may be the one applying them: read the store too, not only our pages.
-      const poll = setInterval(check, WAIT_POLL_MS);
+      const poll = setInterval(ask, WAIT_POLL_MS);
       const finish = (result: boolean) => {
         clearTimeout(timer);
         clearInterval(poll);
-        this.#waiters.delete(check);
+        this.#waiters.delete(ask);
         resolve(result);
       };
-      this.#waiters.add(check);
+      this.#waiters.add(ask);
       this.wake();
     });
   }

@@ -146,7 +146,20 @@ export class DevActors {
     return { tx_digest: tx_digests[0]!, indexed };
   }
 
+  async peerClaim(nodeSmallId: U64, stackSmallIds: U64[]) {
+    const { tx_digests, indexed } = await this.#run('claim_funds', () =>
+      this.#dev.peerClaim(nodeSmallId, stackSmallIds),
+    );
+    return { tx_digest: tx_digests[0]!, indexed };
+  }
+
+  /** Advances the epoch; answers once the indexer has seen it, so earnings read next use it. */
   async advanceEpoch() {
-    return { epoch: await this.#dev.advanceEpoch() };
+    const epoch = await this.#dev.advanceEpoch();
+    const indexed = await this.#submitter.indexedWhen(async () => {
+      const state = await this.#store.getChainState();
+      return state.epoch !== null && compareU64(state.epoch, epoch) >= 0;
+    });
+    return { epoch, indexed };
   }
 }

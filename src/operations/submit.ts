@@ -46,4 +46,9 @@ export class Submitter {
     const indexed = await this.#indexer.waitFor(keys, this.#indexWaitMs);
     return { result, submissions: sent, indexed };
   }
+
+  /** Waits, within the same bound, until the store shows what an eventless change did (a new epoch). */
+  indexedWhen(check: () => Promise<boolean>): Promise<boolean> {
+    return this.#indexer.waitUntil(check, this.#indexWaitMs);
+  }
 }

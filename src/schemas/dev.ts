@@ -61,6 +61,18 @@ export const PeerDisputeRequestSchema = Type.Object(
   Strict,
 );
 
+export const PeerClaimRequestSchema = Type.Object(
+  {
+    node_small_id: SmallId('The peer node that claims'),
+    stack_small_ids: Type.Array(SmallId('Stack small id'), {
+      minItems: 1,
+      maxItems: 1000,
+      uniqueItems: true,
+    }),
+  },
+  Strict,
+);
+
 const TxDigest = Type.String({ description: 'Base58 transaction digest' });
 const Indexed = Type.Boolean({ description: "Whether the daemon's reads already reflect it" });
 
@@ -86,7 +98,7 @@ export const PeerTrySettleResultSchema = Type.Object({
   requested_attestation_nodes: Type.Array(U64(), { description: 'The attesters the chain sampled' }),
   indexed: Indexed,
 });
-export const EpochResultSchema = Type.Object({ epoch: U64('The dev network epoch, now') });
+export const EpochResultSchema = Type.Object({ epoch: U64('The dev network epoch, now'), indexed: Indexed });
 
 export type CreateTaskRequest = Static<typeof CreateTaskRequestSchema>;
 export type CreatePeerRequest = Static<typeof CreatePeerRequestSchema>;

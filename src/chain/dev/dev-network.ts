@@ -499,6 +499,24 @@ export class DevNetwork implements Chain {
     });
   }
 
+  /** claim_funds by a peer for its settled stacks: its fee, the buyers' refunds, the attesters' rewards. */
+  peerClaim(nodeSmallId: U64, stackSmallIds: U64[]): Promise<{ submission: Submission }> {
+    return this.#serialized(() => {
+      const node = this.#peer(u64Arg(nodeSmallId, 'node_small_id'));
+      const stacks = u64List(stackSmallIds, 'stack_small_ids');
+      const { submission } = this.#actorExecute(node.badge.owner, 'claim_funds', { stacks }, (tx) =>
+        rules.claimFunds(tx, node.small_id, stacks),
+      );
+      return { submission };
+    });
+  }
+
+  /** Every transaction a sender made, failed ones included, in order (a dev read helper for tests). */
+  transactionsOf(sender: string): TransactionRecord[] {
+    this.#assertOpen();
+    return this.#ledger.transactionsOf(sender.toLowerCase());
+  }
+
   /**
    * Ends the epoch (a system event: no transaction record, no events); the event source's next page says
    * so, and its listeners are told. Resolves to the new epoch.

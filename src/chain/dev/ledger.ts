@@ -66,7 +66,7 @@ export class Ledger {
   readonly #db: DatabaseSync;
   readonly #objects = new Map<string, string>();
   readonly #stmt: Record<
-    'upsert' | 'remove' | 'insertTx' | 'insertEvent' | 'events' | 'txByDigest' | 'eventsOfTx',
+    'upsert' | 'remove' | 'insertTx' | 'insertEvent' | 'events' | 'txByDigest' | 'txBySender' | 'eventsOfTx',
     StatementSync
   >;
   #nextTxSeq: number;
@@ -92,6 +92,7 @@ export class Ledger {
       events: db.prepare(`SELECT e.seq, e.json, t.epoch FROM events e JOIN transactions t ON t.seq = e.tx_seq
         WHERE e.seq > ? ORDER BY e.seq LIMIT ?`),
       txByDigest: db.prepare('SELECT * FROM transactions WHERE digest = ?'),
+      txBySender: db.prepare('SELECT digest FROM transactions WHERE sender = ? ORDER BY seq'),
       eventsOfTx: db.prepare('SELECT json FROM events WHERE tx_seq = ? ORDER BY seq'),
     };
   }
@@ -272,6 +273,10 @@ export class Ledger {
         .all(row.seq as number)
         .map((e) => JSON.parse(e.json as string) as unknown),
     };
+  }
+
+  transactionsOf(sender: string): TransactionRecord[] {
+    return this.#stmt.txBySender.all(sender).map((row) => this.transaction(row.digest as string)!);
   }
 
   close(): void {

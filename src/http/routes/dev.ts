@@ -11,6 +11,7 @@ import {
   DevTxResultSchema,
   EpochResultSchema,
   PeerAttestRequestSchema,
+  PeerClaimRequestSchema,
   PeerDisputeRequestSchema,
   PeerTrySettleRequestSchema,
   PeerTrySettleResultSchema,
@@ -109,6 +110,17 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
       response: { 200: DevTxResultSchema, ...problems },
     },
     handler: (request) => dev.peerDispute(request.body.stack_small_id, request.body.node_small_id),
+  });
+
+  app.post('/dev/claims', {
+    schema: {
+      tags,
+      summary:
+        "A peer node claims its settled stacks (claim_funds): its fee, the buyers' refunds, the attesters' rewards",
+      body: PeerClaimRequestSchema,
+      response: { 200: DevTxResultSchema, ...problems },
+    },
+    handler: (request) => dev.peerClaim(request.body.node_small_id, request.body.stack_small_ids),
   });
 
   app.post('/dev/epoch', {
