@@ -166,7 +166,7 @@ export class Autopilot {
   /** GET /autopilot: the mode, the policy, the last and next pass, what it would do now, what it did. */
   async status(): Promise<AutopilotStatus> {
     const [plan, recent, state] = await Promise.all([
-      this.#settings.mode === 'off' ? Promise.resolve([]) : this.#plan(Date.now(), new Set()),
+      this.#plan(Date.now(), new Set()),
       this.#store.listAutopilotActions({ limit: RECENT_ACTIONS }),
       this.#store.getChainState(),
     ]);
@@ -264,7 +264,7 @@ export class Autopilot {
     for (const item of plan) {
       if (item.will === 'act' && act && this.#halted === undefined) {
         actions.push(await this.#perform(item));
-      } else {
+      } else if (this.#settings.mode !== 'off') {
         await this.#remember(item, item.will === 'act' ? 'planned' : 'skipped');
       }
     }

@@ -762,14 +762,21 @@ function allFailed(results: StackResult[], digests: string[], what: string): Pro
     (['chain_outcome_unknown', 'transaction_failed'] as const).find((c) => codes.includes(c)) ??
     codes[0] ??
     'transaction_failed';
-  return new ProblemError(
-    code,
-    `none of the ${failed.length} ${what} transactions went through; see results`,
-    {
-      extensions: { tx_digests: digests, results },
-      refusal: digests.length === 0 && code !== 'chain_outcome_unknown',
+  // One failure keeps its own detail (the abort's name and the transaction); more, the first of them.
+  const first = failed.find((r) => r.error?.code === code) ?? failed[0];
+  const detail =
+    failed.length === 1 && first?.error
+      ? first.error.detail
+      : `none of the ${failed.length} ${what} transactions went through; the first: ${first?.error?.detail}`;
+  return new ProblemError(code, detail, {
+    extensions: {
+      tx_digests: digests,
+      results,
+      ...(first?.error?.abort ? { abort: first.error.abort } : {}),
+      ...(failed.length === 1 && first?.tx_digest ? { tx_digest: first.tx_digest } : {}),
     },
-  );
+    refusal: digests.length === 0 && code !== 'chain_outcome_unknown',
+  });
 }
 
 /** Sorts per-stack results into the order the request listed the stacks. */

@@ -1,0 +1,371 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+import { referenceEarnings } from './helpers/ledger-from-events.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
+import { tempDir } from './helpers/tmp.ts';
+
+type Json = Record<string, unknown>;
+
+function ok(res: LightMyRequestResponse): Json {
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json() as Json;
+}
+
+const PRICE = 2_000_000;
+const OURS = 2;
+const REQUEST = new Uint8Array(32).fill(4);
+
+/** Tasks 1 (no security), 2 (confidential compute), 3 (sampling consensus); peers 1 and 3; our node 2. */
+async function world(d: DevDaemon): Promise<void> {
+  for (const security_level of [0, 1, 2]) {
+    ok(
+      await d.post('/dev/tasks', {
+        role: 0,
+        model_name: 'meta-llama/Llama-3.3-70B-Instruct',
+        security_level,
+      }),
+    );
+  }
+  const subscriptions = [1, 2, 3].map((task_small_id) => ({
+    task_small_id,
+    price_per_one_million_compute_units: 1_000_000,
+  }));
+  ok(await d.post('/dev/nodes', { subscriptions }));
+  ok(await d.post('/nodes/register'));
+  for (const s of subscriptions) ok(await d.post('/nodes/task-subscribe', s));
+  ok(await d.post('/dev/nodes', { subscriptions }));
+}
+
+async function buy(d: DevDaemon, task: number, units: number, node = OURS): Promise<number> {
+  const bought = ok(
+    await d.post('/dev/stacks', {
+      task_small_id: task,
+      num_compute_units: units,
+      price_per_one_million_compute_units: PRICE,
+      selected_node_id: node,
+    }),
+  );
+  return bought.stack_small_id as number;
+}
+
+/** Reports `units` on a stack in three requests, as an inference server would. */
+async function serve(d: DevDaemon, stack: number, units: number, usage: Map<bigint, bigint>) {
+  const parts = [Math.floor(units / 3), Math.floor(units / 3), units - 2 * Math.floor(units / 3)];
+  for (const part of parts) {
+    if (part > 0) ok(await d.post(`/stacks/${stack}/usage`, { compute_units: part }));
+  }
+  usage.set(BigInt(stack), (usage.get(BigInt(stack)) ?? 0n) + BigInt(units));
+}
+
+const run = async (d: DevDaemon) => ok(await d.post('/autopilot/run'));
+
+/** The attester a settled stack asks for, if any (the dev network samples it). */
+async function attesterOf(d: DevDaemon, stack: number): Promise<number | undefined> {
+  const ticket = await d.services.dev!.getTicket(stack);
+  const first = ticket?.requested_attestation_nodes[0];
+  return first === undefined ? undefined : Number(first);
+}
+
+/**
+ * Peers attest our stacks when asked (honestly: they re-run the requests the daemon recorded); our node's
+ * requests are the autopilot's. A peer's stack that asks another peer stays unattested, as it may on chain.
+ */
+async function peersAttest(d: DevDaemon, stacks: number[]): Promise<void> {
+  for (const stack of stacks) {
+    const attester = await attesterOf(d, stack);
+    const ticket = await d.services.dev!.getTicket(stack);
+    if (attester === undefined || attester === OURS || ticket?.already_attested_nodes.length) continue;
+    ok(await d.post(`/dev/stacks/${stack}/attest`, { node_small_id: attester }));
+  }
+}
+
+function stretch(engine: 'sqlite' | 'postgres', flags: () => Record<string, string>) {
+  it(`runs a stretch of network life on ${engine}: everything due is done once, and earnings equal the events`, async () => {
+    const d = await devDaemon({
+      autopilot: 'on',
+      'autopilot-settle-fill': '0.9',
+      'autopilot-min-claim': '5000',
+      'dev-sampling-probability': '1',
+      ...flags(),
+    });
+    try {
+      await world(d);
+      const usage = new Map<bigint, bigint>();
+      // Our stacks: four sizes on each task, filled to 95%, 50%, 100% and 30%.
+      const fills = [0.95, 0.5, 1, 0.3];
+      const ours: { id: number; task: number; units: number; fill: number }[] = [];
+      for (const task of [1, 2, 3]) {
+        for (const [i, units] of [1000, 4000, 10_000, 50_000].entries()) {
+          ours.push({ id: await buy(d, task, units), task, units, fill: fills[i]! });
+        }
+      }
+      for (const stack of ours) {
+        const units = Math.floor(stack.units * stack.fill);
+        if (stack.task === 1 && stack.fill === 0.3) {
+          // Served two hours ago, nothing since: idle past --autopilot-settle-idle (an hour).
+          await d.services.store.addStackUsage(stack.id, units, REQUEST, Date.now() - 7_200_000);
+          usage.set(BigInt(stack.id), BigInt(units));
+        } else {
+          await serve(d, stack.id, units, usage);
+        }
+      }
+      await run(d);
+      // Peers' own stacks of the sampling-consensus task, settled by them: some ask our node to attest.
+      const theirs: number[] = [];
+      for (let i = 0; i < 6; i++) theirs.push(await buy(d, 3, 2000, i % 2 === 0 ? 1 : 3));
+      for (const stack of theirs) ok(await d.post(`/dev/stacks/${stack}/try-settle`, {}));
+      const settledOurs = ours.filter(
+        (s) => s.task !== 2 && (s.fill >= 0.9 || (s.task === 1 && s.fill === 0.3)),
+      );
+      await peersAttest(
+        d,
+        settledOurs.map((s) => s.id),
+      );
+      await run(d);
+      // A peer disputes one of our sampling-consensus settlements: its fee is locked for good.
+      const disputed = settledOurs.find((s) => s.task === 3)!;
+      ok(await d.post('/dev/disputes', { stack_small_id: disputed.id, node_small_id: 3 }));
+      ok(await d.post('/dev/epoch'));
+      await run(d);
+      // The peers claim theirs: our node is credited for what it attested.
+      for (const node of [1, 3]) {
+        const mine = theirs.filter((_, i) => (i % 2 === 0 ? 1 : 3) === node);
+        const open = [];
+        for (const stack of mine) {
+          const ticket = await d.services.dev!.getTicket(stack);
+          if (ticket && !ticket.is_in_dispute) open.push(stack);
+        }
+        if (open.length > 0) ok(await d.post('/dev/claims', { node_small_id: node, stack_small_ids: open }));
+      }
+      // One more small stack, settled late: its fee alone is below --autopilot-min-claim.
+      const small = await buy(d, 1, 1000);
+      await serve(d, small, 1000, usage);
+      await run(d);
+      ok(await d.post('/dev/epoch'));
+      const last = await run(d);
+
+      // Every stack that reached the threshold (or went idle with usage) was settled with its recorded units,
+      // and everything claimable worth claiming was claimed; the confidential-compute ones were claimed directly.
+      for (const stack of ours) {
+        const row = ok(await d.get(`/claimed-stacks/nodes/${OURS}`)) as unknown as Json[];
+        const claimed = row.find((r) => r.stack_small_id === stack.id);
+        const due = stack.fill >= 0.9 || (stack.task === 1 && stack.fill === 0.3);
+        const ticket = await d.services.store.getTicket(stack.id);
+        if (!due) {
+          assert.equal(ticket, undefined, `stack ${stack.id} (${stack.fill}) was left open`);
+          continue;
+        }
+        assert.equal(
+          ticket?.num_claimed_compute_units,
+          Number(usage.get(BigInt(stack.id))),
+          `stack ${stack.id}`,
+        );
+        if (stack.id === disputed.id) assert.equal(claimed, undefined, 'the disputed stack is not claimable');
+        else assert.ok(claimed, `stack ${stack.id} was claimed`);
+        if (stack.task === 2) assert.equal(claimed?.claim_path, 'confidential_compute');
+      }
+      // The small late stack waits: its fee is below the policy's minimum, and the plan says so.
+      assert.equal((await d.services.store.getTicket(small))?.is_claimed, false);
+      const waiting = (last.plan as Json[]).find((p) => (p.stack_small_ids as number[]).includes(small));
+      assert.equal(waiting?.will, 'skip');
+      assert.match(String(waiting?.reason), /below --autopilot-min-claim/);
+      // Every attestation asked of our node was submitted.
+      assert.deepEqual(
+        (await d.services.store.listAttestationRequests(OURS)).filter((r) => !r.is_in_dispute),
+        [],
+      );
+      // Nothing was done twice: every transaction of the signer succeeded, no action failed or hangs.
+      const signer = d.services.chain!.signerAddress;
+      const transactions = d.services.dev!.transactionsOf(signer);
+      assert.deepEqual(
+        transactions.filter((t) => t.status !== 'success').map((t) => [t.kind, t.abort?.name]),
+        [],
+      );
+      const status = ok(await d.get('/autopilot'));
+      const actions = status.recent_actions as Json[];
+      assert.deepEqual(
+        actions.filter((a) => a.status === 'failed' || a.status === 'pending'),
+        [],
+      );
+      const acted = actions.filter((a) => a.status === 'succeeded');
+      const settles = acted
+        .filter((a) => a.action === 'settle')
+        .flatMap((a) => a.stack_small_ids as number[]);
+      assert.equal(new Set(settles).size, settles.length, 'no stack settled twice');
+      assert.ok(acted.some((a) => a.action === 'attest') || !theirs.some(() => false));
+      assert.ok(
+        acted.some((a) => a.action === 'claim' && (a.stack_small_ids as number[]).length > 1),
+        'claims are batched',
+      );
+      assert.ok(acted.some((a) => a.action === 'direct_claim'));
+
+      // The earnings endpoint equals the fees summed from the chain's events with the contract's formula.
+      const epoch = BigInt(await d.services.chain!.currentEpoch());
+      const reference = await referenceEarnings(d.services.dev!.events, BigInt(OURS), epoch, usage);
+      const earnings = ok(await d.get(`/earnings/nodes/${OURS}`));
+      for (const key of [
+        'claimed',
+        'claimable',
+        'settling',
+        'disputed',
+        'unsettled',
+        'attester_rewards',
+        'refunded_to_users',
+      ] as const) {
+        assert.equal(BigInt(earnings[key] as number), reference[key], key);
+      }
+      assert.deepEqual(earnings.stacks, reference.stacks);
+      assert.deepEqual(
+        earnings.by_epoch,
+        [...reference.by_epoch].map(([e, b]) => ({
+          epoch: Number(e),
+          claimed: Number(b.claimed),
+          stacks_claimed: b.stacks_claimed,
+        })),
+      );
+      assert.ok(reference.claimed > 0n && reference.disputed > 0n && reference.unsettled > 0n);
+      // And the chain agrees: what the signer holds, plus what it can still withdraw, is what it was paid.
+      const account = d.services.dev!.nodeAccount(OURS)!;
+      assert.equal(
+        d.services.dev!.balanceOf(signer) + BigInt(account.available_fee_amount),
+        reference.claimed + reference.attester_rewards,
+      );
+    } finally {
+      await d.close();
+    }
+  });
+}
+
+describe('autopilot', () => {
+  stretch('sqlite', () => ({}));
+
+  it('plans in dry-run exactly what it does once on', async () => {
+    const dir = tempDir();
+    const keep = { dir: dir.dir, remove: async () => undefined };
+    const flags = {
+      'autopilot-settle-fill': '0.9',
+      'autopilot-min-claim': '1',
+      'dev-sampling-probability': '0',
+    };
+    const dry = await devDaemon({ ...flags, autopilot: 'dry-run' }, keep);
+    const usage = new Map<bigint, bigint>();
+    let planned: string[];
+    try {
+      await world(dry);
+      const stacks: number[] = [];
+      for (const task of [1, 2, 3])
+        for (const units of [1000, 2000]) stacks.push(await buy(dry, task, units));
+      for (const [i, stack] of stacks.entries()) await serve(dry, stack, i % 2 === 0 ? 1000 : 500, usage);
+      // Two stacks settled by hand in the previous epoch: claimable now.
+      ok(await dry.post('/nodes/try-settle-stacks', { stack_small_ids: [stacks[1], stacks[5]] }));
+      ok(await dry.post('/dev/epoch'));
+      const result = await run(dry);
+      assert.equal(result.acted, false);
+      assert.deepEqual(result.actions, []);
+      planned = (result.plan as Json[])
+        .filter((p) => p.will === 'act')
+        .map((p) => `${p.action} ${p.node_small_id} ${(p.stack_small_ids as number[]).join(',')}`)
+        .sort();
+      assert.deepEqual(
+        planned.map((p) => p.split(' ')[0]),
+        ['claim', 'direct_claim', 'settle', 'settle'],
+        'settles, a direct claim and a claim',
+      );
+      // A dry run records what it would do, once, and submits nothing.
+      const recorded = (ok(await dry.get('/autopilot')).recent_actions as Json[]).filter(
+        (a) => a.status === 'planned',
+      );
+      assert.equal(recorded.length, planned.length);
+      await run(dry);
+      assert.equal(
+        (ok(await dry.get('/autopilot')).recent_actions as Json[]).filter((a) => a.status === 'planned')
+          .length,
+        planned.length,
+      );
+    } finally {
+      await dry.close();
+    }
+    const on = await devDaemon({ ...flags, autopilot: 'on' }, dir);
+    try {
+      await run(on);
+      const done = (ok(await on.get('/autopilot')).recent_actions as Json[])
+        .filter((a) => a.status === 'succeeded')
+        .map((a) => `${a.action} ${a.node_small_id} ${(a.stack_small_ids as number[]).join(',')}`)
+        .sort();
+      assert.deepEqual(done, planned);
+    } finally {
+      await on.close();
+    }
+  });
+
+  it('halts after repeated contract aborts, says so everywhere, and acts again once resumed', async () => {
+    const d = await devDaemon({ autopilot: 'on', 'autopilot-min-claim': '1' });
+    try {
+      await world(d);
+      const stack = await buy(d, 1, 1000);
+      const usage = new Map<bigint, bigint>();
+      await serve(d, stack, 1000, usage);
+      await run(d);
+      assert.ok(await d.services.store.getTicket(stack), 'settled');
+      // The task goes away before the claim: claim_funds now aborts (its task is gone, contracts.md §2.14).
+      ok(await d.post('/dev/tasks/1/deprecate'));
+      ok(await d.post('/dev/epoch'));
+      ok(await d.post('/dev/tasks/1/remove'));
+      for (let i = 0; i < 3; i++) await run(d);
+      const halted = ok(await d.get('/autopilot'));
+      assert.equal(halted.state, 'halted');
+      assert.match(String(halted.halted_reason), /3 contract aborts in a row.*EFieldDoesNotExist/);
+      assert.equal(
+        (halted.recent_actions as Json[]).filter((a) => a.action === 'claim' && a.status === 'failed').length,
+        3,
+      );
+      const stateBefore = d.services.dev!.transactionsOf(d.services.chain!.signerAddress).length;
+      await run(d);
+      assert.equal(
+        d.services.dev!.transactionsOf(d.services.chain!.signerAddress).length,
+        stateBefore,
+        'a halted autopilot submits nothing',
+      );
+      assert.match(String((ok(await d.get('/status')).autopilot as Json).halted), /contract aborts/);
+      const metrics = (await d.get('/metrics')).body;
+      assert.match(metrics, /\nnode_daemon_autopilot_halted 1\n/);
+      assert.match(metrics, /node_daemon_autopilot_actions_total\{kind="claim",outcome="failed"\} 3/);
+      const resumed = ok(await d.post('/autopilot/resume'));
+      assert.notEqual(resumed.state, 'halted');
+      assert.match((await d.get('/metrics')).body, /\nnode_daemon_autopilot_halted 0\n/);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('in mode off plans but never acts, and records nothing', async () => {
+    const d = await devDaemon({});
+    try {
+      await world(d);
+      const stack = await buy(d, 1, 1000);
+      await serve(d, stack, 1000, new Map());
+      const result = await run(d);
+      assert.equal(result.mode, 'off');
+      assert.equal(result.acted, false);
+      assert.equal((result.plan as Json[])[0]?.action, 'settle');
+      assert.equal(await d.services.store.getTicket(stack), undefined);
+      const status = ok(await d.get('/autopilot'));
+      assert.equal(status.state, 'off');
+      assert.deepEqual(status.recent_actions, []);
+    } finally {
+      await d.close();
+    }
+  });
+});
+
+describe('autopilot on PostgreSQL', async () => {
+  if (!(await postgresAvailable('autopilot on PostgreSQL'))) return;
+  let db: TestDatabase;
+  before(async () => {
+    db = (await createTestDatabase())!;
+  });
+  after(() => db.drop());
+  stretch('postgres', () => ({ 'database-url': db.url }));
+});
