@@ -194,7 +194,6 @@ function stretch(engine: 'sqlite' | 'postgres', flags: () => Record<string, stri
         .filter((a) => a.action === 'settle')
         .flatMap((a) => a.stack_small_ids as number[]);
       assert.equal(new Set(settles).size, settles.length, 'no stack settled twice');
-      assert.ok(acted.some((a) => a.action === 'attest') || !theirs.some(() => false));
       assert.ok(
         acted.some((a) => a.action === 'claim' && (a.stack_small_ids as number[]).length > 1),
         'claims are batched',
@@ -226,6 +225,15 @@ function stretch(engine: 'sqlite' | 'postgres', flags: () => Record<string, stri
         })),
       );
       assert.ok(reference.claimed > 0n && reference.disputed > 0n && reference.unsettled > 0n);
+      // Every settlement that asked our node to attest (its own stacks too: the contract may sample the settler)
+      // was attested by the autopilot, once.
+      const attested = acted
+        .filter((a) => a.action === 'attest')
+        .flatMap((a) => a.stack_small_ids as number[]);
+      assert.deepEqual(
+        attested.toSorted((a, b) => a - b),
+        reference.asked_to_attest.map(Number),
+      );
       // And the chain agrees: what the signer holds, plus what it can still withdraw, is what it was paid.
       const account = d.services.dev!.nodeAccount(OURS)!;
       assert.equal(
@@ -335,6 +343,45 @@ describe('autopilot', () => {
       const resumed = ok(await d.post('/autopilot/resume'));
       assert.notEqual(resumed.state, 'halted');
       assert.match((await d.get('/metrics')).body, /\nnode_daemon_autopilot_halted 0\n/);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('attests inside the window only, and says when a window has closed', async () => {
+    const d = await devDaemon({ 'dev-sampling-probability': '1' });
+    try {
+      // Only our node serves the sampling-consensus task, so the contract can only sample our node.
+      ok(
+        await d.post('/dev/tasks', {
+          role: 0,
+          model_name: 'meta-llama/Llama-3.3-70B-Instruct',
+          security_level: 2,
+        }),
+      );
+      ok(await d.post('/nodes/register'));
+      ok(
+        await d.post('/nodes/task-subscribe', {
+          task_small_id: 1,
+          price_per_one_million_compute_units: 1_000_000,
+        }),
+      );
+      const stack = await buy(d, 1, 1000, 1);
+      await serve(d, stack, 1000, new Map());
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [stack] }));
+      const attestOf = (result: Json) =>
+        (result.plan as Json[]).find(
+          (p) => p.action === 'attest' && (p.stack_small_ids as number[])[0] === stack,
+        );
+      const inside = attestOf(await run(d));
+      assert.equal(inside?.will, 'act');
+      assert.match(String(inside?.reason), /asked to attest \(slot 1\), until epoch 1/);
+      ok(await d.post('/dev/epoch'));
+      assert.equal(attestOf(await run(d))?.will, 'act', 'epoch E+1 is still inside the window');
+      ok(await d.post('/dev/epoch'));
+      const closed = attestOf(await run(d));
+      assert.equal(closed?.will, 'skip');
+      assert.match(String(closed?.reason), /attestation window closed with epoch 1/);
     } finally {
       await d.close();
     }

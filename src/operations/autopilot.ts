@@ -391,6 +391,10 @@ export class Autopilot {
       if (request.is_in_dispute) {
         plan.push({ ...item, reason: 'the stack is in dispute: an attestation would abort' });
       } else if (epoch !== null && request.until_epoch !== null && epoch > request.until_epoch) {
+        plan.push({
+          ...item,
+          reason: `the attestation window closed with epoch ${request.until_epoch}: an attestation would abort`,
+        });
       } else if (!request.has_record) {
         plan.push({
           ...item,

@@ -28,6 +28,8 @@ export interface ReferenceEarnings {
   refunded_to_users: bigint;
   by_epoch: Map<bigint, { claimed: bigint; stacks_claimed: number }>;
   stacks: { open: number; settling: number; claimable: number; claimed: number; disputed: number };
+  /** Stacks whose settlement asked the node to attest, ascending. */
+  asked_to_attest: bigint[];
 }
 
 /** Reads every event of the source, then sums the node's earnings at `epoch`; usage is what was reported. */
@@ -63,6 +65,7 @@ export async function referenceEarnings(
     refunded_to_users: 0n,
     by_epoch: new Map(),
     stacks: { open: 0, settling: 0, claimable: 0, claimed: 0, disputed: 0 },
+    asked_to_attest: [],
   };
   const feeOf = (stack: bigint, units: bigint) => {
     const s = stacks.get(stack)!;
@@ -85,6 +88,8 @@ export async function referenceEarnings(
         break;
       case 'StackTrySettleEvent':
         settled.set(id(p.stack_small_id), { units: u64(p.num_claimed_compute_units), epoch: at });
+        if ((p.requested_attestation_nodes as unknown[]).map(id).includes(node))
+          out.asked_to_attest.push(id(p.stack_small_id));
         break;
       case 'NewStackSettlementAttestationEvent': {
         const stack = id(p.stack_small_id);
