@@ -161,14 +161,24 @@ export interface ChainTicket {
   already_attested_nodes: U64[];
 }
 
+/** What an operation would do if it were sent now (Chain.simulate). */
+export interface Simulation {
+  gas: bigint;
+  /** The Move abort it would meet; null when it would succeed. */
+  abort: MoveAbort | null;
+}
+
 export interface Chain {
   readonly network: 'dev' | 'sui';
   /** The address that signs every operation. */
   readonly signerAddress: string;
   /** Executes one operation, signed by the signer; resolves once it is final. */
   submit(operation: Operation, gas?: GasOptions): Promise<Submission>;
-  /** The gas the operation would use (computation and storage, MIST), without signing or sending it. */
-  estimateGas(operation: Operation): Promise<bigint>;
+  /**
+   * Runs the operation against the chain's current state without signing or sending it: the gas it would
+   * use (computation and storage, MIST) and the abort it would meet, if any. Nothing is spent.
+   */
+  simulate(operation: Operation): Promise<Simulation>;
   /**
    * How long after a submission its effects may still appear when its outcome was never recorded (the
    * daemon stopped meanwhile): the autopilot acts on those stacks again only after this.

@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
-import type { Badge, Chain, Operation } from '../chain/chain.ts';
+import type { Badge, Chain, MoveAbort, Operation, Simulation } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { backoffDelay } from '../internal/backoff.ts';
 import type { Metrics } from '../internal/metrics.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { ProblemError } from '../problems/catalog.ts';
+import { describeAbort } from '../protocol/aborts.ts';
 import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
 import { knownFee } from '../protocol/fees.ts';
 import { EMPTY_HASH } from '../protocol/proofs.ts';
@@ -48,7 +49,6 @@ export const MAX_BATCH = 500;
 export const HALT_AFTER_ABORTS = 3;
 /** The shortest time between two passes started by pokes. */
 const MIN_INTERVAL_MS = 250;
-const GAS_ESTIMATE_TTL_MS = 60_000;
 const RECENT_ACTIONS = 50;
 
 export type Trigger = 'start' | 'indexer' | 'usage' | 'timer' | 'run';
@@ -82,7 +82,6 @@ export class Autopilot {
   readonly #metrics: Metrics;
   readonly #log: Logger;
   readonly #startedAt = Date.now();
-  readonly #gasEstimates = new Map<string, { gas: bigint; at: number }>();
   /** The last recorded skip or dry-run plan per key, so that a decision is recorded once, not every pass. */
   readonly #remembered = new Map<string, string>();
   /** Actions this process is submitting now (their pending records are not a crash's). */
@@ -261,7 +260,9 @@ export class Autopilot {
     const plan = await this.#plan(now, blocked);
     const actions: ActionView[] = [];
     const act = this.#canAct();
-    for (const item of plan) {
+    for (const planned of plan) {
+      // Claims draw on the pooled treasury: what this pass already did may have changed what it can pay.
+      const item = actions.length > 0 && act ? await this.#recheck(planned) : planned;
       if (item.will === 'act' && act && this.#halted === undefined) {
         actions.push(await this.#perform(item));
       } else if (this.#settings.mode !== 'off') {
@@ -471,8 +472,10 @@ export class Autopilot {
 
   /**
    * Claims in as few transactions as the contract allows: the largest fees first, up to MAX_BATCH per
-   * transaction and as many as --autopilot-max-gas pays for; a batch is worth it when its node fees reach
-   * --autopilot-min-claim. What is left waits.
+   * transaction. A batch is simulated first: when its gas is above --autopilot-max-gas, or it would abort
+   * (the pooled treasury cannot pay it all), its larger-fee half is tried, as long as the half still
+   * reaches --autopilot-min-claim. A batch is worth it when its node fees reach --autopilot-min-claim.
+   * What is left waits.
    */
   async #batches(
     badge: Badge,
@@ -480,43 +483,51 @@ export class Autopilot {
     items: { id: U64; fee: bigint | null; reason: string }[],
     operation: (ids: U64[]) => Operation,
   ): Promise<Planned[]> {
+    const { minClaim, maxGas } = this.#settings;
     const plan: Planned[] = [];
     const queue = [...items].sort((a, b) => (b.fee! > a.fee! ? 1 : b.fee! < a.fee! ? -1 : 0));
+    const feesOf = (size: number) => queue.slice(0, size).reduce((sum, i) => sum + (i.fee ?? 0n), 0n);
+    const simulate = (size: number) => this.#simulate(operation(queue.slice(0, size).map((i) => i.id)));
     while (queue.length > 0) {
       let size = Math.min(queue.length, MAX_BATCH);
-      let gas = await this.#estimate(operation(queue.slice(0, size).map((i) => i.id)));
-      while (gas !== null && gas > this.#settings.maxGas && size > 1) {
-        size = Math.ceil(size / 2);
-        gas = await this.#estimate(operation(queue.slice(0, size).map((i) => i.id)));
+      let fees = feesOf(size);
+      let sim = fees >= minClaim ? await simulate(size) : null;
+      while (sim !== null && (sim.gas > maxGas || sim.abort !== null) && size > 1) {
+        const half = Math.ceil(size / 2);
+        if (feesOf(half) < minClaim) break;
+        size = half;
+        fees = feesOf(size);
+        sim = await simulate(size);
       }
       const batch = queue.splice(0, size);
-      const fees = batch.reduce((sum, i) => sum + (i.fee ?? 0n), 0n);
       const ids = batch.map((i) => i.id);
       const base = {
         action,
         node_small_id: badge.node_small_id,
         stack_small_ids: ids,
         node_fee_amount: normalizeU64(fees),
-        gas_estimate: gas === null ? null : normalizeU64(gas),
+        gas_estimate: sim === null ? null : normalizeU64(sim.gas),
       };
       const what = `${ids.length} stack${ids.length === 1 ? '' : 's'} (${batch[0]!.reason}${ids.length > 1 ? ', ...' : ''})`;
-      if (gas !== null && gas > this.#settings.maxGas) {
+      if (fees < minClaim) {
         plan.push({
           ...base,
           will: 'skip',
-          reason: `${what}: estimated gas ${gas} MIST is above --autopilot-max-gas ${this.#settings.maxGas}`,
+          reason: `${what}: node fees ${usdc(fees)} are below --autopilot-min-claim ${usdc(minClaim)}; waiting for more`,
         });
-      } else if (fees < this.#settings.minClaim) {
+      } else if (sim?.abort) {
+        plan.push({ ...base, will: 'skip', reason: `${what}: ${wouldAbort(sim.abort)}` });
+      } else if (sim !== null && sim.gas > maxGas) {
         plan.push({
           ...base,
           will: 'skip',
-          reason: `${what}: node fees ${usdc(fees)} are below --autopilot-min-claim ${usdc(this.#settings.minClaim)}; waiting for more`,
+          reason: `${what}: estimated gas ${sim.gas} MIST is above --autopilot-max-gas ${maxGas}`,
         });
       } else {
         plan.push({
           ...base,
           will: 'act',
-          reason: `${what}: node fees ${usdc(fees)} reach --autopilot-min-claim ${usdc(this.#settings.minClaim)}`,
+          reason: `${what}: node fees ${usdc(fees)} reach --autopilot-min-claim ${usdc(minClaim)}`,
           operation: operation(ids),
           badge,
         });
@@ -525,35 +536,35 @@ export class Autopilot {
     return plan;
   }
 
-  /** A single-stack action, skipped when its estimated gas is above the policy's. */
+  /** A single-stack action, simulated: skipped when it would abort or its gas is above the policy's. */
   async #gated(item: Planned): Promise<Planned> {
-    const gas = item.operation ? await this.#estimate(item.operation) : null;
-    const planned = { ...item, gas_estimate: gas === null ? null : normalizeU64(gas) };
-    if (gas === null || gas <= this.#settings.maxGas) return planned;
+    const sim = item.operation ? await this.#simulate(item.operation) : null;
+    const planned = { ...item, gas_estimate: sim === null ? null : normalizeU64(sim.gas) };
+    if (sim?.abort)
+      return { ...planned, will: 'skip', reason: `${item.reason}; but ${wouldAbort(sim.abort)}` };
+    if (sim === null || sim.gas <= this.#settings.maxGas) return planned;
     return {
       ...planned,
       will: 'skip',
-      reason: `${item.reason}; but its estimated gas ${gas} MIST is above --autopilot-max-gas ${this.#settings.maxGas}`,
+      reason: `${item.reason}; but its estimated gas ${sim.gas} MIST is above --autopilot-max-gas ${this.#settings.maxGas}`,
     };
   }
 
-  /** The operation's estimated gas, cached by kind and size; null when the chain cannot say now. */
-  async #estimate(operation: Operation): Promise<bigint | null> {
-    const size =
-      operation.kind === 'claim_funds'
-        ? operation.settled_ticket_ids.length
-        : operation.kind === 'claim_funds_for_stacks'
-          ? operation.stack_small_ids.length
-          : 1;
-    const key = `${operation.kind}:${size}`;
-    const known = this.#gasEstimates.get(key);
-    if (known && Date.now() - known.at < GAS_ESTIMATE_TTL_MS) return known.gas;
+  /** A planned claim simulated again, against the state the pass's earlier actions left. */
+  async #recheck(item: Planned): Promise<Planned> {
+    if (item.will !== 'act' || !item.operation || (item.action !== 'claim' && item.action !== 'direct_claim'))
+      return item;
+    const sim = await this.#simulate(item.operation);
+    if (!sim?.abort) return item;
+    return { ...item, will: 'skip', reason: `${item.reason}; but ${wouldAbort(sim.abort)}` };
+  }
+
+  /** The operation run against the chain's current state, nothing sent; null when the chain cannot say now. */
+  async #simulate(operation: Operation): Promise<Simulation | null> {
     try {
-      const gas = await this.#chain.estimateGas(operation);
-      this.#gasEstimates.set(key, { gas, at: Date.now() });
-      return gas;
+      return await this.#chain.simulate(operation);
     } catch (error) {
-      this.#log.warn({ err: error, operation: operation.kind }, 'could not estimate gas');
+      this.#log.warn({ err: error, operation: operation.kind }, 'could not simulate');
       return null;
     }
   }
@@ -798,4 +809,9 @@ function actionView(action: AutopilotAction): ActionView {
     tx_digests: action.tx_digests,
     error: action.error,
   };
+}
+
+/** Why a simulated action is not sent. */
+function wouldAbort(abort: MoveAbort): string {
+  return `the chain would abort it now: ${describeAbort(abort)}; nothing is sent, and the next pass tries again`;
 }

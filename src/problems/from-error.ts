@@ -4,6 +4,7 @@ import {
   ChainUnavailableError,
   type Submission,
 } from '../chain/chain.ts';
+import { describeAbort } from '../protocol/aborts.ts';
 import { StoreError } from '../store/errors.ts';
 import { ProblemError, refuse } from './catalog.ts';
 
@@ -49,7 +50,7 @@ export function abortProblem(submission: Submission, what: string): ProblemError
   const abort = submission.abort ?? { name: 'unknown', code: 0, module: 'unknown' };
   return new ProblemError(
     'transaction_failed',
-    `${what} failed on chain: ${abort.name} (abort code ${abort.code} in ${abort.module}); transaction ${submission.digest}`,
+    `${what} failed on chain: ${describeAbort(abort)}; transaction ${submission.digest}`,
     { extensions: { tx_digest: submission.digest, abort, gas_used: submission.gas_used } },
   );
 }

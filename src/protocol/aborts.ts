@@ -101,6 +101,18 @@ export function abortName(module: string, code: number): string {
   return FRAMEWORK_NAMES[module]?.[code] ?? 'unknown';
 }
 
+/** Aborts whose cause is not the caller's input, explained (contracts.md). */
+const HINTS: Record<string, string> = {
+  'balance:2':
+    "the network's pooled fee treasury cannot pay it now (attesters are paid on top of node fees, contracts.md §4.3)",
+};
+
+/** An abort as the operator reads it: its name, code and module, and its cause where one is known. */
+export function describeAbort(abort: { name: string; code: number; module: string }): string {
+  const hint = HINTS[`${abort.module}:${abort.code}`];
+  return `${abort.name} (abort code ${abort.code} in ${abort.module})${hint ? `: ${hint}` : ''}`;
+}
+
 /**
  * u64 overflow, underflow or division by zero: Move reports an arithmetic error, not an abort code. Both
  * networks name it so, with code 0, in the module where it happened.

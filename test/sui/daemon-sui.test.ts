@@ -28,6 +28,7 @@ function suiConfig(
   dir: string,
   keystore: string,
   ids: { url: string; packageId: string; atomaDbId: string },
+  flags: Record<string, string> = {},
 ) {
   return loadConfig(
     {
@@ -37,6 +38,7 @@ function suiConfig(
       'sui-package-id': ids.packageId,
       'sui-atoma-db-id': ids.atomaDbId,
       'sui-keystore': keystore,
+      ...flags,
     },
     {},
   );
@@ -118,6 +120,130 @@ describe('the daemon on --network sui', () => {
         ).statusCode,
         404,
       );
+    } finally {
+      await app.close();
+      await services.close();
+      await double.close();
+      await tmp.remove();
+    }
+  });
+
+  it('runs the autopilot through the fullnode, and halts after aborts its simulation did not foresee', async () => {
+    const tmp = tempDir('daemon-sui-');
+    const { kp, keystore } = keystoreIn(tmp.dir);
+    const double = await FullnodeDouble.start({
+      dataDir: join(tmp.dir, 'chain'),
+      signerAddress: kp.toSuiAddress(),
+    });
+    const config = suiConfig(tmp.dir, keystore, double, { autopilot: 'on', 'autopilot-min-claim': '1' });
+    const logger = createLogger('silent');
+    const services = await openServices(config, logger);
+    const app = await buildDaemonApp(config, services, logger);
+    const token = readFileSync(join(tmp.dir, 'data', TOKEN_FILE), 'utf8').trim();
+    const post = async (url: string, payload: unknown = {}) => {
+      const res = await app.inject({
+        method: 'POST',
+        url,
+        payload: payload as object,
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json();
+    };
+    type Action = { action: string; status: string; stack_small_ids: number[]; error: string | null };
+    const run = async () => (await post('/autopilot/run')).actions as Action[];
+    const epochIs = (epoch: number) =>
+      until(`the daemon has indexed epoch ${epoch}`, async () => {
+        return (await app.inject({ url: '/autopilot' })).json().epoch === epoch;
+      });
+    try {
+      const tasks: number[] = [];
+      for (let i = 0; i < 2; i++) {
+        const task = await double.dev.createTask({
+          role: 0,
+          model_name: 'm',
+          security_level: 0,
+          minimum_reputation_score: null,
+          is_public: true,
+        });
+        tasks.push(Number(task.task_small_id));
+      }
+      const node = (await post('/nodes/register')).node_small_id as number;
+      for (const task_small_id of tasks) {
+        await post('/nodes/task-subscribe', {
+          task_small_id,
+          price_per_one_million_compute_units: 1_000_000,
+        });
+      }
+      /** A user buys a stack of the task from our node, and our node serves all of it. */
+      const served = async (task: number) => {
+        const bought = await double.dev.buyStack({
+          task_small_id: task,
+          num_compute_units: 1000,
+          price_per_one_million_compute_units: 2_000_000,
+          selected_node_id: node,
+        });
+        const stack = Number(bought.stack_small_id);
+        await until(`stack ${stack} is indexed`, async () => {
+          const stacks = (await app.inject({ url: `/stacks/nodes/${node}` })).json() as {
+            stack_small_id: number;
+          }[];
+          return stacks.some((s) => s.stack_small_id === stack);
+        });
+        await post(`/stacks/${stack}/usage`, { compute_units: 1000 });
+        return stack;
+      };
+
+      // A full stack is settled, and claimed once its epoch has passed: signed, sent and indexed through Sui.
+      // Usage and new epochs start passes by themselves; run() makes sure one has run since.
+      const recent = async () => (await app.inject({ url: '/autopilot' })).json().recent_actions as Action[];
+      const done = (action: string, stack: number) =>
+        until(`${action} of stack ${stack} succeeded`, async () => {
+          await run();
+          return (await recent()).some(
+            (a) => a.action === action && a.status === 'succeeded' && a.stack_small_ids.includes(stack),
+          );
+        });
+      const first = await served(tasks[0]!);
+      await done('settle', first);
+      await double.dev.advanceEpoch();
+      await epochIs(1);
+      await done('claim', first);
+      const earnings = (await app.inject({ url: `/earnings/nodes/${node}` })).json();
+      assert.equal(earnings.claimed, 2000);
+
+      // The second stack's task is removed after its settlement: claim_funds aborts on chain. The double's
+      // simulation does not run Move code, so it does not foresee the abort, as a real fullnode would not when
+      // the state changes between simulation and execution. Three aborts in a row, and the autopilot stops.
+      const second = await served(tasks[1]!);
+      await done('settle', second);
+      await double.dev.deprecateTask(tasks[1]!);
+      await double.dev.advanceEpoch();
+      await double.dev.removeTask(tasks[1]!);
+      await epochIs(2);
+      await until('the autopilot halted', async () => {
+        await run();
+        return (await app.inject({ url: '/autopilot' })).json().state === 'halted';
+      });
+      const status = (await app.inject({ url: '/autopilot' })).json();
+      assert.match(
+        status.halted_reason,
+        new RegExp(`3 contract aborts in a row, the last: claim of ${second}: .*EFieldDoesNotExist`),
+      );
+      const failed = (await recent()).filter((a) => a.status === 'failed');
+      assert.equal(failed.length, 3);
+      assert.ok(failed.every((a) => a.action === 'claim' && a.stack_small_ids[0] === second));
+      const metrics = (await app.inject({ url: '/metrics' })).body;
+      assert.match(metrics, /\nnode_daemon_autopilot_halted 1\n/);
+      assert.match(metrics, /node_daemon_autopilot_actions_total\{kind="claim",outcome="failed"\} 3/);
+      const sentBefore = double.executed.length;
+      assert.deepEqual(await run(), [], 'a halted autopilot sends nothing');
+      assert.equal(double.executed.length, sentBefore);
+      assert.match((await app.inject({ url: '/status' })).json().autopilot.halted, /contract aborts/);
+      // The operator resumes it: it acts again.
+      const resumed = await post('/autopilot/resume');
+      assert.notEqual(resumed.state, 'halted');
+      assert.match((await app.inject({ url: '/metrics' })).body, /\nnode_daemon_autopilot_halted 0\n/);
     } finally {
       await app.close();
       await services.close();

@@ -18,6 +18,7 @@ import {
   type GasOptions,
   type GasUsed,
   type Operation,
+  type Simulation,
   type Submission,
 } from '../chain.ts';
 import { gasFor, REFERENCE_GAS_PRICE } from './gas.ts';
@@ -204,9 +205,19 @@ export class DevNetwork implements Chain {
   /** Transactions run in process and commit with their events: nothing is ever in flight after a restart. */
   readonly outcomeWindowMs = 0;
 
-  async estimateGas(operation: Operation): Promise<bigint> {
-    this.#assertOpen();
-    return gasFor(operation.kind, this.#prepare(operation).items, REFERENCE_GAS_PRICE).total;
+  /** Runs the operation on a copy of the state (see Ledger.simulate): its gas and its abort, nothing kept. */
+  simulate(operation: Operation): Promise<Simulation> {
+    return this.#serialized(() => {
+      const call = this.#prepare(operation);
+      const nodeId = 'badge' in operation ? this.#ownedBadge(operation.badge) : undefined;
+      const abort = this.#ledger.simulate({
+        sender: this.signerAddress,
+        body: (tx) => call.run(tx, nodeId ?? 0n),
+        packageId: this.#world.package_id,
+        random: this.#random,
+      });
+      return { gas: gasFor(operation.kind, call.items, REFERENCE_GAS_PRICE).total, abort };
+    });
   }
 
   async listBadges(): Promise<Badge[]> {

@@ -166,6 +166,26 @@ export class Ledger {
    * transaction (recorded, no effects, no events); any other error is a bug and propagates with nothing
    * recorded.
    */
+  /**
+   * Runs the body as a transaction would, on its own copies of the objects, and keeps nothing (no digest,
+   * no record, no events): the abort it met, or null.
+   */
+  simulate(
+    request: Pick<ExecuteRequest<unknown>, 'sender' | 'packageId' | 'random' | 'body'>,
+  ): MoveAbort | null {
+    const digestBytes = new Uint8Array(32);
+    const overlay = new Overlay(this.#objects, {
+      sender: request.sender,
+      epoch: this.read<SystemObject>(key.system)?.epoch ?? 0n,
+      digestBytes,
+      digest: base58(digestBytes),
+      packageId: request.packageId,
+      timestampMs: Math.max(this.#lastTimestamp + 1, Date.now()),
+      random: request.random,
+    });
+    return run(overlay, request.body).abort ?? null;
+  }
+
   execute<T>(request: ExecuteRequest<T>): { submission: Submission; result: T | undefined } {
     const seq = this.#nextTxSeq;
     const digestBytes = blake2b(
@@ -188,15 +208,7 @@ export class Ledger {
       timestampMs: this.#lastTimestamp,
       random: request.random,
     });
-    let result: T | undefined;
-    let abort: MoveAbort | undefined;
-    try {
-      result = request.body(overlay);
-    } catch (error) {
-      const failure = error instanceof U64ArithmeticError ? arithmeticAbort(error.message) : (error as Error);
-      if (!(failure instanceof MoveAbortError)) throw error;
-      abort = failure.abort;
-    }
+    const { result, abort } = run(overlay, request.body);
     const events = abort ? [] : overlay.events;
     const changes = abort ? [] : overlay.changes();
     const firstEventSeq = this.#lastEventSeq + 1;
@@ -298,6 +310,17 @@ export class Ledger {
         },
       );
     }
+  }
+}
+
+/** Runs a transaction's body: its result, or the Move abort it met (arithmetic errors become aborts). */
+function run<T>(overlay: Overlay, body: (tx: TxContext) => T): { result?: T; abort?: MoveAbort } {
+  try {
+    return { result: body(overlay) };
+  } catch (error) {
+    const failure = error instanceof U64ArithmeticError ? arithmeticAbort(error.message) : (error as Error);
+    if (!(failure instanceof MoveAbortError)) throw error;
+    return { abort: failure.abort };
   }
 }
 

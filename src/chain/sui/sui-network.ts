@@ -28,6 +28,7 @@ import {
   type GasUsed,
   type Operation,
   type RawEvent,
+  type Simulation,
   type Submission,
 } from '../chain.ts';
 import { decodeExecutionError } from './aborts.ts';
@@ -254,13 +255,13 @@ export class SuiNetwork implements Chain {
     return this.#lock.run(() => this.#submit(operation, gas ?? {}));
   }
 
-  /** Simulates the operation (nothing is signed or sent): the MIST of computation and storage it uses. */
-  estimateGas(operation: Operation): Promise<bigint> {
+  /** Simulates the operation (nothing is signed or sent): the MIST it uses and the abort it meets. */
+  simulate(operation: Operation): Promise<Simulation> {
     if (this.#closing) return Promise.reject(new ChainUnavailableError('the Sui adapter is closed'));
     return this.#lock.run(async () => {
       const connected = await this.#connection.get();
       const { build } = await this.#builder(moveCall(operation), {}, connected);
-      return this.#simulatedGas(build, {});
+      return this.#simulated(build, {});
     });
   }
 
@@ -555,7 +556,7 @@ export class SuiNetwork implements Chain {
       budget = u64Arg(gas.gas_budget, 'gas_budget');
       this.#checkCap(budget);
     } else {
-      const base = await this.#simulatedGas(build, gas);
+      const { gas: base } = await this.#simulated(build, gas);
       const withMargin = base + (base * GAS_MARGIN_PERCENT + 99n) / 100n;
       const floor = MIN_BUDGET_UNITS * price;
       budget = withMargin > floor ? withMargin : floor;
@@ -574,12 +575,13 @@ export class SuiNetwork implements Chain {
 
   /**
    * Simulates the transaction with everything the signer can pay (up to the cap): the gas it uses,
-   * computation and storage (the budget it needs, before the margin and the storage rebate).
+   * computation and storage (the budget it needs, before the margin and the storage rebate), and the
+   * abort it meets.
    */
-  async #simulatedGas(
+  async #simulated(
     build: (payment: CoinRef[], budget: bigint) => Promise<Uint8Array>,
     gas: GasOptions,
-  ): Promise<bigint> {
+  ): Promise<Simulation> {
     const probe = await this.#coins.payment(undefined, gas.gas);
     const available = probe.reduce((sum, coin) => sum + coin.balance, 0n);
     const probeBudget = minBig(minBig(available, this.#cap), MAX_TX_GAS);
@@ -599,7 +601,11 @@ export class SuiNetwork implements Chain {
       );
     }
     const used = simulated.effects?.gasUsed;
-    return (used?.computationCost ?? 0n) + (used?.storageCost ?? 0n);
+    return {
+      gas: (used?.computationCost ?? 0n) + (used?.storageCost ?? 0n),
+      // No status at all (a fullnode that sent no effects) says nothing about an abort.
+      abort: status === undefined || status.success ? null : decodeExecutionError(status.error),
+    };
   }
 
   #checkCap(budget: bigint): void {
