@@ -145,5 +145,6 @@ export async function referenceEarnings(
       out.settling += feeOf(stack, ticket.units);
     }
   }
+  out.asked_to_attest.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return out;
 }
