@@ -93,6 +93,22 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+const NO_SECURITY = 0;
+const SAMPLING = 2;
+
+/**
+ * The node's fee as the contract computes it (contracts.md §4.2, src/protocol/fees.ts), written out here
+ * to check the daemon against: floor(units x price / 1e6), and 1.2x for a SamplingConsensus task.
+ */
+function nodeFee(units: bigint, price: bigint, level: number): bigint {
+  return level === SAMPLING ? (units * price * 1200n) / 1_000_000_000n : (units * price) / 1_000_000n;
+}
+
+/** An amount as the tables print it, in a pattern: "0.001800 USDC". */
+function usdc(amount: bigint): string {
+  return `${amount / 1_000_000n}\\.${String(amount % 1_000_000n).padStart(6, '0')} USDC`;
+}
+
 /**
  * `node-daemon start` until it listens, like startDaemon in helpers/process.ts but with no 60-second
  * limit on its life: the binary scenario may take longer on a loaded machine.
@@ -281,6 +297,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '3'], // 6
     ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1'], // 7
     ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1'], // 8
+    ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '3'], // 9, never used
   ]) {
     await prep(['dev', 'stack', 'buy', ...args]);
   }
@@ -325,8 +342,26 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     await d.get('/stacks/nodes/3?min_fill_fraction=0.9'),
   );
 
-  // Settling: a progress line on stderr, then one line per stack.
-  const settled = await parsed(['settle', '2', '3']);
+  // Settling: a progress line on stderr, then one line per stack. A stack with no usage is refused: its
+  // line says why, nothing is submitted, the error is on stderr (exit 4); --json prints the problem.
+  const noUsage = await refused(
+    ['settle', '9'],
+    /^node-daemon: stack 9 has no recorded usage: .*; report usage first \(`node-daemon usage STACK UNITS`\)/,
+  );
+  assert.match(
+    noUsage.stdout,
+    /^STACK +RESULT +DETAIL\n +9 +skipped \(no_usage\) +stack 9 has no recorded usage: /,
+  );
+  const noUsageJson = await call(['settle', '9', '--json'], 'refused');
+  assert.equal(noUsageJson.code, 4);
+  const problem409 = JSON.parse(noUsageJson.stdout);
+  assert.deepEqual(
+    [problem409.status, problem409.code, problem409.results[0].error.code],
+    [409, 'no_usage', 'no_usage'],
+  );
+  line(noUsageJson);
+  // A batch: the stacks that can be settled are, the others say why (exit 0).
+  const settled = await parsed(['settle', '2', '3', '9']);
   assert.deepEqual(
     (settled.results as { stack_small_id: number; status: string }[]).map((r) => [
       r.stack_small_id,
@@ -335,15 +370,24 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     [
       [2, 'success'],
       [3, 'success'],
+      [9, 'skipped'],
     ],
   );
-  const settle = await call(['settle', '5,6', '--claimed', '6=50']);
+  const settle = await call(['settle', '5,6,9', '--claimed', '6=50']);
   assert.equal(settle.code, 0, settle.stderr);
-  assert.equal(settle.stderr, 'settling 2 stacks…\n');
-  assert.match(
-    settle.stdout,
-    /^STACK +RESULT +CLAIMED UNITS +TRANSACTION +DETAIL\n +5 +settled +1900 +\w{4}…\w{4}\n +6 +settled +50 +\w{4}…\w{4}\n$/,
-  );
+  assert.equal(settle.stderr, 'settling 3 stacks…\n');
+  const lines = settle.stdout.split('\n');
+  assert.match(lines[0]!, /^STACK +RESULT +CLAIMED UNITS +TRANSACTION +DETAIL$/);
+  assert.match(lines[1]!, /^ +5 +settled +1900 +\w{4}…\w{4}$/);
+  assert.match(lines[2]!, /^ +6 +settled +50 +\w{4}…\w{4}$/);
+  assert.match(lines[3]!, /^ +9 +skipped \(no_usage\) +stack 9 has no recorded usage: /);
+  const [first, second] = /^transactions: +(\w{43,44}), (\w{43,44})$/.exec(lines[4]!)!.slice(1) as [
+    string,
+    string,
+  ];
+  assert.equal(lines[1]!.split(/ +/)[4], `${first.slice(0, 4)}…${first.slice(-4)}`);
+  assert.equal(lines[2]!.split(/ +/)[4], `${second.slice(0, 4)}…${second.slice(-4)}`);
+  assert.deepEqual(lines.slice(5), ['']);
   await prep(['update-subscription', '2', '--price', '5usdc']);
   await prep(['settle', '1', '4', '--claimed', '500']);
   await refused(['settle', '5'], /already/);
@@ -352,14 +396,18 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   const attest = await call(['attest', '2']);
   assert.equal(attest.code, 0, attest.stderr);
   assert.equal(attest.stderr, 'attesting 1 stack…\n');
-  assert.match(attest.stdout, /^STACK +RESULT +TRANSACTION +DETAIL\n +2 +attested +\w{4}…\w{4}\n$/);
+  assert.match(
+    attest.stdout,
+    /^STACK +RESULT +TRANSACTION +DETAIL\n +2 +attested +\w{4}…\w{4}\ntransaction: +\w{43,44}\n$/,
+  );
   assert.equal(((await parsed(['attest', '3'])).results as { status: string }[])[0]?.status, 'success');
   const skipped = await refused(
     ['attest', '2', '5'],
     /^node-daemon: none of the listed stacks can be attested/,
   );
-  assert.match(skipped.stdout, /\n +2 +skipped +already_attested: /);
-  assert.match(skipped.stdout, /\n +5 +skipped +not_requested: /);
+  assert.match(skipped.stdout, /^STACK +RESULT +DETAIL\n/);
+  assert.match(skipped.stdout, /\n +2 +skipped \(already_attested\) +node 3 already attested stack 2\n/);
+  assert.match(skipped.stdout, /\n +5 +skipped \(not_requested\) +/);
 
   // Peer 1 attests stacks 1 and 4, settles its own stacks 7 and 8, and disputes 2 and 3.
   assert.match(await table(['dev', 'stack', 'attest', '1', '--node', '1']), /^node 1 attested stack 1\n/);
@@ -405,18 +453,48 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     /^node-daemon: .*ENotEnoughEpochsPassed \(abort code \d+ in db\); transaction \w{43,44}$/,
   );
   assert.equal(await table(['dev', 'epoch']), 'epoch 1\n');
+  // Each claimed stack with the contract's amounts: stack 1 claimed 500 of its 1000 units at 3 USDC/M on
+  // a sampling task (1.2x), stack 5 1900 of 2000 at 2 USDC/M on a task without security; the buyer is
+  // refunded the fee of the units not claimed.
   const claim = await call(['claim', '1', '5', '2']);
   assert.equal(claim.code, 0, claim.stderr);
   assert.equal(claim.stderr, 'claiming 3 stacks…\n');
-  assert.match(claim.stdout, /\n +1 +claimed +settlement ticket, 500 units\n/);
-  assert.match(claim.stdout, /\n +5 +claimed +settlement ticket, 1900 units\n/);
-  assert.match(claim.stdout, /\n +2 +not claimable \(in_dispute\) +stack 2 is in dispute/);
-  assert.match(claim.stdout, /\ntransaction: +\w{43,44}\n/);
-  const six = (await parsed(['claim', '6'])) as { claimed: { stack_small_id: number; path: string }[] };
-  assert.deepEqual(
-    six.claimed.map((c) => [c.stack_small_id, c.path]),
-    [[6, 'settlement_ticket']],
+  const fees = { 1: nodeFee(500n, 3_000_000n, SAMPLING), 5: nodeFee(1900n, 2_000_000n, NO_SECURITY) };
+  const refunds = { 1: nodeFee(500n, 3_000_000n, SAMPLING), 5: nodeFee(100n, 2_000_000n, NO_SECURITY) };
+  assert.deepEqual([fees[1], fees[5], refunds[5]], [1800n, 3800n, 200n]);
+  const claimLines = claim.stdout.split('\n');
+  assert.match(claimLines[0]!, /^STACK +RESULT +PATH +UNITS +NODE FEE +REFUND +DETAIL$/);
+  assert.match(
+    claimLines[1]!,
+    new RegExp(`^ +1 +claimed +ticket +500 +${usdc(fees[1])} +${usdc(refunds[1])}$`),
   );
+  assert.match(
+    claimLines[2]!,
+    new RegExp(`^ +5 +claimed +ticket +1900 +${usdc(fees[5])} +${usdc(refunds[5])}$`),
+  );
+  assert.match(claimLines[3]!, /^ +2 +not claimable \(in_dispute\) +stack 2 is in dispute/);
+  assert.match(
+    claimLines[4]!,
+    new RegExp(
+      `^total: +2 stacks claimed: node fees ${usdc(fees[1] + fees[5])}, refunds ${usdc(refunds[1] + refunds[5])}$`,
+    ),
+  );
+  assert.match(claimLines[5]!, /^transaction: +\w{43,44}$/);
+  const six = (await parsed(['claim', '6'])) as {
+    claimed: { stack_small_id: number; path: string; node_fee_amount: number; user_refund_amount: number }[];
+    total: Record<string, number>;
+  };
+  const fee6 = nodeFee(50n, 2_000_000n, NO_SECURITY);
+  const refund6 = nodeFee(950n, 2_000_000n, NO_SECURITY);
+  assert.deepEqual(
+    six.claimed.map((c) => [c.stack_small_id, c.path, c.node_fee_amount, c.user_refund_amount]),
+    [[6, 'settlement_ticket', Number(fee6), Number(refund6)]],
+  );
+  assert.deepEqual(six.total, {
+    node_fee_amount: Number(fee6),
+    user_refund_amount: Number(refund6),
+    unpriced_stacks: 0,
+  });
   assert.deepEqual(await parsed(['dev', 'epoch']), { epoch: 2 });
   assert.match(await table(['dev', 'task', 'remove', '3']), /^removed task 3\n/);
   assert.equal(typeof (await parsed(['dev', 'task', 'remove', '4'])).tx_digest, 'string');
@@ -724,14 +802,10 @@ describe('client commands against a stand-in server', () => {
       line(again),
       'node-daemon: node 3 is already subscribed to task 1; change its price with `node-daemon update-subscription TASK --price P`',
     );
+    const detail = 'stack 4 has not been try-settled; settle it first with POST /nodes/try-settle-stacks';
     const notClaimable = {
-      not_claimable: [
-        {
-          stack_small_id: 4,
-          reason: 'not_settled',
-          detail: 'stack 4 has not been try-settled; settle it first with POST /nodes/try-settle-stacks',
-        },
-      ],
+      results: [{ stack_small_id: 4, status: 'skipped', error: { code: 'not_settled', detail } }],
+      not_claimable: [{ stack_small_id: 4, reason: 'not_settled', detail }],
     };
     send(409, problem(409, 'nothing_to_claim', 'none of the listed stacks can be claimed now', notClaimable));
     const claim = await inProcess(['claim', '4', '--url', url]);
@@ -743,6 +817,93 @@ describe('client commands against a stand-in server', () => {
     // --json prints the daemon's words as they were sent.
     const json = await inProcess(['claim', '4', '--url', url, '--json']);
     assert.match(JSON.parse(json.stdout).not_claimable[0].detail, /with POST \/nodes\/try-settle-stacks$/);
+  });
+
+  it('prints each claimed stack with its amounts, a fee it cannot know, a failed stack, and the total', async () => {
+    const body = {
+      tx_digest: 'D1',
+      tx_digests: ['D1', 'D2'],
+      status: 'success',
+      claimed: [
+        {
+          stack_small_id: 10,
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 1000,
+          node_fee_amount: 2000,
+          user_refund_amount: 0,
+        },
+        {
+          stack_small_id: 11,
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 5,
+          node_fee_amount: null,
+          user_refund_amount: 18,
+        },
+      ],
+      not_claimable: [
+        {
+          stack_small_id: 12,
+          reason: 'dispute_period',
+          detail: 'stack 12 is in its dispute period; it can be claimed from epoch 3 (now 2)',
+          claimable_from_epoch: 3,
+        },
+      ],
+      results: [
+        {
+          stack_small_id: 10,
+          status: 'success',
+          tx_digest: 'D1',
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 1000,
+          node_fee_amount: 2000,
+          user_refund_amount: 0,
+        },
+        {
+          stack_small_id: 11,
+          status: 'success',
+          tx_digest: 'D1',
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 5,
+          node_fee_amount: null,
+          user_refund_amount: 18,
+        },
+        {
+          stack_small_id: 12,
+          status: 'skipped',
+          error: {
+            code: 'dispute_period',
+            detail: 'stack 12 is in its dispute period; it can be claimed from epoch 3 (now 2)',
+          },
+        },
+        {
+          stack_small_id: 13,
+          status: 'failed',
+          tx_digest: 'D2',
+          error: {
+            code: 'transaction_failed',
+            detail: 'claim_funds_for_stacks failed',
+            abort: { name: 'EStackNotFound', code: 4, module: 'db' },
+          },
+        },
+      ],
+      total: { node_fee_amount: 2000, user_refund_amount: 18, unpriced_stacks: 1 },
+      indexed: false,
+    };
+    send(200, JSON.stringify(body));
+    assert.equal(
+      ok(await inProcess(['claim', '10', '11', '12', '13', '--url', url, '--token', 't']), ['claim']),
+      [
+        'STACK  RESULT                          PATH    UNITS       NODE FEE         REFUND  CLAIMABLE FROM  DETAIL',
+        '   10  claimed                         ticket   1000  0.002000 USDC  0.000000 USDC',
+        '   11  claimed                         ticket      5        unknown  0.000018 USDC',
+        '   12  not claimable (dispute_period)                                               epoch 3         stack 12 is in its dispute period; it can be claimed from epoch 3 (now 2)',
+        '   13  failed (transaction_failed)                                                                  EStackNotFound (abort code 4 in db)',
+        'total:        2 stacks claimed: node fees 0.002000 USDC, refunds 0.000018 USDC; 1 stack of unknown price left out of the fees',
+        'transactions: D1, D2',
+        'indexed:      not yet: reads may not show it for a few seconds',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('classes failures: a 422 names the abort, a 5xx or a silence is exit 5, a write names its key', async () => {

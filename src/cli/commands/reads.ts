@@ -17,7 +17,7 @@ import {
   table,
   yesNo,
 } from '../format.ts';
-import { nodeList, roleName, securityName } from '../render.ts';
+import { claimPath, nodeList, roleName, securityName } from '../render.ts';
 import type { Json } from '../replies.ts';
 import { READ_TIMEOUT_MS, read, show, str } from '../request.ts';
 import type { CommandSpec, Context } from '../spec.ts';
@@ -217,15 +217,7 @@ export const READS: CommandSpec[] = [
         { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
         { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
         { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
-        {
-          header: 'PATH',
-          value: (s) =>
-            s.claim_path === 'settlement_ticket'
-              ? 'ticket'
-              : s.claim_path === 'confidential_compute'
-                ? 'confidential'
-                : digits(s.claim_path),
-        },
+        { header: 'PATH', value: (s) => claimPath(s.claim_path) },
         { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
         { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
         { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
