@@ -495,6 +495,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     user_refund_amount: Number(refund6),
     unpriced_stacks: 0,
   });
+  const claimedFees = fees[1] + fees[5] + fee6;
   assert.deepEqual(await parsed(['dev', 'epoch']), { epoch: 2 });
   assert.match(await table(['dev', 'task', 'remove', '3']), /^removed task 3\n/);
   assert.equal(typeof (await parsed(['dev', 'task', 'remove', '4'])).tx_digest, 'string');
@@ -505,6 +506,30 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     /^STACK +NODE +CLAIMED UNITS +REFUND +PATH +ATTESTERS +ATTESTED +DISPUTED +CLAIMED\n +1 +3 +500 +\d+\.\d{6} USDC +ticket +1 +1 +no +yes\n/,
   );
   assert.equal(await json(['claimed-stacks']), await d.get('/claimed-stacks/nodes/3'));
+
+  // Earnings: the fees of the stacks in each state, and those claimed by epoch (all in epoch 1). Stack 4
+  // (500 units at 3 USDC/M, sampling) is claimable; stacks 2 and 3 are disputed; stack 9 is open.
+  const earnings = await table(['earnings']);
+  assert.match(earnings, /^node: +3\nepoch: +2\n\nSTATE +STACKS +NODE FEES\n/);
+  assert.match(earnings, /\nopen +1 +0\.000000 USDC +usage reported, not settled yet\n/);
+  assert.match(earnings, /\nsettling +0 +0\.000000 USDC +settled, in the dispute period\n/);
+  assert.match(
+    earnings,
+    new RegExp(
+      `\nclaimable +1 +${usdc(nodeFee(500n, 3_000_000n, SAMPLING))} +claim it with \`node-daemon claim\`\n`,
+    ),
+  );
+  assert.match(earnings, new RegExp(`\nclaimed +3 +${usdc(claimedFees)} +received\n`));
+  const disputed = nodeFee(950n, 1_500_000n, SAMPLING) + nodeFee(400n, 1_500_000n, SAMPLING);
+  assert.match(earnings, new RegExp(`\ndisputed +2 +${usdc(disputed)} +locked: `));
+  assert.match(earnings, /\n\nattester rewards: +\d+\.\d{6} USDC\nrefunded to users: +\d+\.\d{6} USDC\n/);
+  assert.match(
+    earnings,
+    new RegExp(`\n\nCLAIMED IN EPOCH +STACKS +NODE FEES\n +1 +3 +${usdc(claimedFees)}\n$`),
+  );
+  assert.equal(await json(['earnings', '3']), await d.get('/earnings/nodes/3'));
+  assert.equal((await parsed(['earnings', '3'])).claimed, Number(claimedFees));
+  assert.match(await table(['earnings', '1']), /\n\n\(no claims yet\)\n$/);
 
   // Status: "key: value" lines; --json as the daemon sent it.
   const status = await table(['status']);
@@ -817,6 +842,36 @@ describe('client commands against a stand-in server', () => {
     // --json prints the daemon's words as they were sent.
     const json = await inProcess(['claim', '4', '--url', url, '--json']);
     assert.match(JSON.parse(json.stdout).not_claimable[0].detail, /with POST \/nodes\/try-settle-stacks$/);
+  });
+
+  it('prints earnings exactly in USDC, with the unpriced stacks when there are any', async () => {
+    const big = '18446744073709551615';
+    const body = `{"node_small_id":7,"epoch":12,"claimed":${big},"claimable":1500000,"settling":1,"disputed":0,"unsettled":9007199254740993,"attester_rewards":250000,"refunded_to_users":0,"stacks":{"open":2,"settling":1,"claimable":3,"claimed":40,"disputed":0},"unpriced":{"open":0,"settling":0,"claimable":1,"claimed":2,"disputed":0},"by_epoch":[{"epoch":11,"claimed":${big},"stacks_claimed":38}]}`;
+    send(200, body);
+    assert.equal(
+      ok(await inProcess(['earnings', '7', '--url', url]), ['earnings']),
+      [
+        'node:  7',
+        'epoch: 12',
+        '',
+        'STATE      STACKS  UNPRICED                   NODE FEES',
+        'open            2         0      9007199254.740993 USDC  usage reported, not settled yet',
+        'settling        1         0               0.000001 USDC  settled, in the dispute period',
+        'claimable       3         1               1.500000 USDC  claim it with `node-daemon claim`',
+        'claimed        40         2  18446744073709.551615 USDC  received',
+        'disputed        0         0               0.000000 USDC  locked: the contract has no resolution',
+        '',
+        'unpriced: stacks whose price the daemon never saw, left out of the fees',
+        '',
+        'attester rewards:  0.250000 USDC',
+        'refunded to users: 0.000000 USDC',
+        '',
+        'CLAIMED IN EPOCH  STACKS                   NODE FEES',
+        '              11      38  18446744073709.551615 USDC',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(ok(await inProcess(['earnings', '7', '--url', url, '--json']), ['earnings']), `${body}\n`);
   });
 
   it('prints each claimed stack with its amounts, a fee it cannot know, a failed stack, and the total', async () => {

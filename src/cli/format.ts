@@ -64,6 +64,11 @@ export function sui(value: unknown): string {
   return `${mist / 1_000_000_000n}.${String(mist % 1_000_000_000n).padStart(9, '0')} SUI`;
 }
 
+/** The chain's epoch as the daemon indexed it; null until the event source said. */
+export function epochText(value: unknown): string {
+  return value === null ? 'unknown (the chain has not said yet)' : digits(value);
+}
+
 /** A price per one million compute units, in USDC: "1.000000 USDC/M". */
 export function price(value: unknown): string {
   return value === null || value === undefined ? '-' : `${usdc(value)} USDC/M`;

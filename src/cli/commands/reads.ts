@@ -8,6 +8,7 @@ import {
   type Column,
   digits,
   duration,
+  epochText,
   keyValues,
   oneLine,
   percent,
@@ -18,7 +19,7 @@ import {
   yesNo,
 } from '../format.ts';
 import { claimPath, nodeList, roleName, securityName } from '../render.ts';
-import type { Json } from '../replies.ts';
+import type { Earnings, Json } from '../replies.ts';
 import { READ_TIMEOUT_MS, read, show, str } from '../request.ts';
 import type { CommandSpec, Context } from '../spec.ts';
 import { didYouMean } from '../suggest.ts';
@@ -226,6 +227,39 @@ export const READS: CommandSpec[] = [
     },
   },
   {
+    name: 'earnings',
+    route: 'GET /earnings/nodes/{node}',
+    synopsis: '[node]',
+    summary: 'what a node earned and can claim, in USDC, with its stacks by state',
+    description: [
+      [
+        "Sums up the node's fees (GET /earnings/nodes/{node}) in USDC (6 decimals, exact; --json has the",
+        'raw integers), with its stacks in each state: open (usage reported, not settled yet: its fee is',
+        'unsettled), settling (settled, in the dispute period: claimable from the next epoch), claimable,',
+        'claimed, and disputed (locked: the contract has no resolution). Then the rewards for attesting',
+        "other nodes' stacks, the refunds its claims paid to the buyers, and the fees claimed in each epoch.",
+      ],
+      [
+        "A fee is the contract's: floor(units x price / 1000000), 1.2x on sampling-consensus tasks. A stack",
+        'whose price or task the daemon never saw (first seen mid-history) is counted as unpriced and left',
+        'out of the amounts, never guessed.',
+      ],
+    ],
+    arguments: [NODE_ARG],
+    kind: 'read',
+    positionals: { min: 0, max: 1 },
+    examples: [
+      'node-daemon earnings',
+      'node-daemon earnings 7 --json',
+      "node-daemon earnings --json | jq '.claimable'",
+    ],
+    async run(ctx) {
+      const node = await nodeArg(ctx, ctx.args[0]);
+      const reply = await read(ctx, { node });
+      await show(ctx, reply, earningsText);
+    },
+  },
+  {
     name: 'disputes',
     route: 'GET /attestation_disputes/{side}/nodes/{node}',
     synopsis: 'against|own [node]',
@@ -332,6 +366,57 @@ export const READS: CommandSpec[] = [
     },
   },
 ];
+
+/** A stack state of the earnings: its count, its fee field, and what it means for the operator. */
+interface EarningState {
+  state: keyof Earnings['stacks'];
+  fee: 'unsettled' | 'settling' | 'claimable' | 'claimed' | 'disputed';
+  meaning: string;
+}
+
+const EARNING_STATES: EarningState[] = [
+  { state: 'open', fee: 'unsettled', meaning: 'usage reported, not settled yet' },
+  { state: 'settling', fee: 'settling', meaning: 'settled, in the dispute period' },
+  { state: 'claimable', fee: 'claimable', meaning: 'claim it with `node-daemon claim`' },
+  { state: 'claimed', fee: 'claimed', meaning: 'received' },
+  { state: 'disputed', fee: 'disputed', meaning: 'locked: the contract has no resolution' },
+];
+
+function earningsText(e: Earnings): string {
+  const unpriced = EARNING_STATES.some((s) => e.unpriced[s.state] > 0);
+  const columns: Column<EarningState>[] = [
+    { header: 'STATE', value: (s) => s.state },
+    { header: 'STACKS', align: 'right', value: (s) => digits(e.stacks[s.state]) },
+  ];
+  if (unpriced)
+    columns.push({ header: 'UNPRICED', align: 'right', value: (s) => digits(e.unpriced[s.state]) });
+  columns.push(
+    { header: 'NODE FEES', align: 'right', value: (s) => amount(e[s.fee]) },
+    { header: '', value: (s) => s.meaning },
+  );
+  const states = table(EARNING_STATES, columns);
+  const byEpoch =
+    e.by_epoch.length === 0
+      ? '(no claims yet)'
+      : table(e.by_epoch, [
+          { header: 'CLAIMED IN EPOCH', align: 'right', value: (b) => digits(b.epoch) },
+          { header: 'STACKS', align: 'right', value: (b) => digits(b.stacks_claimed) },
+          { header: 'NODE FEES', align: 'right', value: (b) => amount(b.claimed) },
+        ]);
+  return [
+    keyValues([
+      ['node', digits(e.node_small_id)],
+      ['epoch', epochText(e.epoch)],
+    ]),
+    states,
+    ...(unpriced ? ['unpriced: stacks whose price the daemon never saw, left out of the fees'] : []),
+    keyValues([
+      ['attester rewards', amount(e.attester_rewards)],
+      ['refunded to users', amount(e.refunded_to_users)],
+    ]),
+    byEpoch,
+  ].join('\n\n');
+}
 
 /** Flattens the status document into "key: value" lines: nested keys dotted, lists joined. */
 function statusEntries(value: unknown, prefix = ''): [string, string][] {
