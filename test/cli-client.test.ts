@@ -42,9 +42,9 @@ const inProcess: Runner = async (args, env = {}) => {
 
 const binary: Runner = (args, env = {}) => run(args, env);
 
-/** The command's name in the arguments: `stacks`, `dev stack buy`. */
+/** The command's name in the arguments: `stacks`, `dev stack buy`, `autopilot run`. */
 function commandName(args: readonly string[]): string {
-  if (args[0] !== 'dev') return args[0] ?? '';
+  if (args[0] !== 'dev' && args[0] !== 'autopilot') return args[0] ?? '';
   const words = [];
   for (const arg of args.slice(0, 3)) {
     if (!/^[a-z]+$/.test(arg)) break;
@@ -117,8 +117,11 @@ function listening(args: string[]): Promise<{ child: ChildProcess; url: string; 
   return startDaemon(args, {}, 600_000);
 }
 
-/** A running daemon on the dev network, empty (--no-demo), attesters always sampled (k = 1). */
-async function daemon() {
+/**
+ * A running daemon on the dev network, empty (--no-demo), attesters always sampled (k = 1), with its
+ * autopilot planning only (dry-run) unless `settings` say otherwise.
+ */
+async function daemon(settings: string[] = ['--autopilot', 'dry-run']) {
   const tmp = tempDir('node-daemon-cli-');
   const started = await listening([
     '--data-dir',
@@ -128,6 +131,7 @@ async function daemon() {
     '1',
     '--dev-attestation-nodes',
     '1',
+    ...settings,
   ]);
   const tokenFile = join(tmp.dir, 'api-token');
   return {
@@ -341,6 +345,40 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     await json(['stacks', '3', '--min-fill', '0.9']),
     await d.get('/stacks/nodes/3?min_fill_fraction=0.9'),
   );
+
+  // The autopilot (dry-run) would settle the stacks filled to 95%, each for the fee of its usage:
+  // stack 2, 950 units at 1.5 USDC/M on a sampling task; stack 5, 1900 units at 2 USDC/M.
+  const pilot = await table(['autopilot']);
+  assert.match(
+    pilot,
+    /^mode: +dry-run: it plans and records what it would do, and submits nothing\nstate: +(idle|running a pass)\nepoch: +0\nsettles: +a stack once its usage reaches 95\.0% of its units, or 1h after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((.+ ago|now)\), started by \w+; planned only/,
+  );
+  assert.match(pilot, /\n\nWhat it would do now:\nACTION +NODE +STACKS +WILL +NODE FEE +GAS +REASON\n/);
+  const fee2 = usdc(nodeFee(950n, 1_500_000n, SAMPLING));
+  const fee5 = usdc(nodeFee(1900n, 2_000_000n, NO_SECURITY));
+  assert.match(pilot, new RegExp(`\nsettle +3 +2 +act +${fee2} +0\\.\\d{9} SUI +filled to 95%`));
+  assert.match(pilot, new RegExp(`\nsettle +3 +5 +act +${fee5} +0\\.\\d{9} SUI +filled to 95%`));
+  const plan = (await parsed(['autopilot'])) as { mode: string; plan: { stack_small_ids: number[] }[] };
+  assert.equal(plan.mode, 'dry-run');
+  assert.deepEqual(
+    plan.plan.map((p) => p.stack_small_ids),
+    [[2], [5]],
+  );
+  assert.match(
+    await table(['autopilot', 'run']),
+    /^ran a pass that only planned \(mode dry-run\); nothing was submitted\n\nWhat it would do:\nACTION +NODE +STACKS +WILL /,
+  );
+  const ran = await parsed(['autopilot', 'run']);
+  assert.deepEqual([ran.mode, ran.acted, ran.actions], ['dry-run', false, []]);
+  // The pass recorded what it would have done.
+  const resumed = await table(['autopilot', 'resume']);
+  assert.match(resumed, /^not halted; in mode dry-run it does not act\n\nmode: +dry-run: /);
+  assert.match(
+    resumed,
+    /\n\nRecent actions, newest first:\nTIME +ACTION +STACKS +STATUS +NODE FEE +DETAIL\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +settle +[25] +planned +/,
+  );
+  assert.equal((await parsed(['autopilot', 'resume'])).halted_reason, null);
+  await refused(['autopilot', 'run', '--token', 'not-the-token'], /^node-daemon: the API token is wrong/);
 
   // Settling: a progress line on stderr, then one line per stack. A stack with no usage is refused: its
   // line says why, nothing is submitted, the error is on stderr (exit 4); --json prints the problem.
@@ -594,11 +632,77 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   assert.equal(downJson.stdout, '');
 }
 
+/** Polls `check` until it answers true (the autopilot acts on its own, a moment after what pokes it). */
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * The autopilot at work (mode on, claiming any amount): it settles a stack filled by usage, and claims
+ * it once the dispute period is over; `autopilot` shows what it did, `earnings` what it brought.
+ */
+async function autopilotAtWork(d: Daemon, cli: Runner): Promise<void> {
+  const { port } = new URL(d.url);
+  const env = { NODE_DAEMON_PORT: port, NODE_DAEMON_DATA_DIR: d.dir };
+  const out = async (args: string[]) => ok(await cli(args, env), args);
+  const actions = async () =>
+    (
+      JSON.parse(await out(['autopilot', '--json'])) as {
+        recent_actions: { action: string; status: string }[];
+      }
+    ).recent_actions;
+  const done = (action: string) => async () =>
+    (await actions()).some((a) => a.action === action && a.status === 'succeeded');
+
+  await out(['dev', 'task', 'create', '--role', 'chat', '--security-level', 'none']);
+  await out(['register']);
+  await out(['subscribe', '1', '--price', '1usdc']);
+  await out(['dev', 'stack', 'buy', '--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1']);
+  await out(['dev', 'stack', 'buy', '--task', '1', '--units', '2000', '--price', '2usdc', '--node', '1']);
+  await out(['usage', '2', '500']);
+  await out(['usage', '1', '1000']);
+  // A pass now: it settles stack 1, unless the pass the usage started already did.
+  assert.match(await out(['autopilot', 'run']), /^ran a pass: (nothing to act on|1 action)\n\n/);
+  const ran = JSON.parse(await out(['autopilot', 'run', '--json']));
+  assert.deepEqual([ran.mode, ran.acted], ['on', true]);
+  await until('the settlement of stack 1', done('settle'));
+  const fee1 = usdc(nodeFee(1000n, 2_000_000n, NO_SECURITY));
+  const view = await out(['autopilot']);
+  assert.match(view, /^mode: +on: it settles, attests and claims by itself\nstate: +(idle|running a pass)\n/);
+  assert.match(view, /\n\nWhat it would do now:\n\(nothing to do\)\n/);
+  assert.match(view, new RegExp(`\n\\S+Z +settle +1 +succeeded +${fee1} +\\w{4}…\\w{4}\n`));
+
+  // The dispute period ends with the epoch: the autopilot claims stack 1.
+  await out(['dev', 'epoch']);
+  await until('the claim of stack 1', done('claim'));
+  assert.match(
+    await out(['autopilot']),
+    new RegExp(`\n\\S+Z +claim +1 +succeeded +${fee1} +\\w{4}…\\w{4}\n`),
+  );
+  const earnings = await out(['earnings']);
+  assert.match(earnings, new RegExp(`\nopen +1 +${usdc(nodeFee(500n, 2_000_000n, NO_SECURITY))} +`));
+  assert.match(earnings, new RegExp(`\nclaimed +1 +${fee1} +received\n`));
+  assert.match(earnings, new RegExp(`\nCLAIMED IN EPOCH +STACKS +NODE FEES\n +1 +1 +${fee1}\n$`));
+}
+
 describe('client commands against a real daemon', { concurrency: true }, () => {
   it('runs every command in both output modes, and each error class (in-process)', async () => {
     const d = await daemon();
     try {
       await scenario(d, inProcess, inProcess);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  it('shows the autopilot at work and the earnings it brings (in-process)', async () => {
+    const d = await daemon(['--autopilot', 'on', '--autopilot-min-claim', '0']);
+    try {
+      await autopilotAtWork(d, inProcess);
     } finally {
       await d.stop();
     }
@@ -874,6 +978,123 @@ describe('client commands against a stand-in server', () => {
     assert.equal(ok(await inProcess(['earnings', '7', '--url', url, '--json']), ['earnings']), `${body}\n`);
   });
 
+  it('prints a halted autopilot, its plan and its actions; a pass that acted says what it did', async () => {
+    const digest = 'AVaaJg12Kj664HEBMPJZgBs237UPhMmdqvevATkbwKJ1';
+    const action = (over: Record<string, unknown>) => ({
+      id: 1,
+      at: '2026-11-24T22:26:47.734Z',
+      updated_at: '2026-11-24T22:26:48.000Z',
+      action: 'claim',
+      node_small_id: 4,
+      stack_small_ids: [17],
+      status: 'succeeded',
+      reason: 'claimable since epoch 1',
+      node_fee_amount: 5760,
+      gas_estimate: 3476000,
+      tx_digests: [digest],
+      error: null,
+      ...over,
+    });
+    const plan = [
+      {
+        action: 'claim',
+        node_small_id: 4,
+        stack_small_ids: [10, 11, 12, 13, 14, 15, 16],
+        will: 'act',
+        reason:
+          '7 stacks (claimable since epoch 3, ...): node fees 1.2 USDC reach --autopilot-min-claim 1 USDC',
+        node_fee_amount: 1200000,
+        gas_estimate: 3476000,
+      },
+      {
+        action: 'attest',
+        node_small_id: 4,
+        stack_small_ids: [3],
+        will: 'skip',
+        reason: 'the stack is in dispute: an attestation would abort',
+        node_fee_amount: null,
+        gas_estimate: null,
+      },
+    ];
+    const status = {
+      mode: 'on',
+      state: 'halted',
+      halted_reason: '3 contract aborts in a row, the last: EStackInDispute',
+      policy: { settle_fill: 0.9, settle_idle_seconds: 5400, min_claim: 1000000, max_gas: 50000000 },
+      epoch: 4,
+      last_pass: {
+        at: '2026-11-24T22:26:47.734Z',
+        trigger: 'indexer',
+        acted: true,
+        actions: 2,
+        duration_ms: 12.5,
+      },
+      next_pass_at: null,
+      plan,
+      recent_actions: [
+        action({
+          id: 3,
+          action: 'attest',
+          stack_small_ids: [3],
+          status: 'failed',
+          error: 'EStackInDispute (abort code 7 in db)',
+          node_fee_amount: null,
+        }),
+        action({ id: 2, status: 'pending' }),
+        action({
+          id: 1,
+          status: 'skipped',
+          tx_digests: [],
+          reason: 'node fees 0.1 USDC are below --autopilot-min-claim 1 USDC',
+        }),
+      ],
+    };
+    send(200, JSON.stringify(status));
+    const text = ok(await inProcess(['autopilot', '--url', url]), ['autopilot']);
+    assert.match(
+      text,
+      /^mode: +on: it settles, attests and claims by itself\nstate: +halted: 3 contract aborts in a row, the last: EStackInDispute; `node-daemon autopilot resume` lets it act again\nepoch: +4\nsettles: +a stack once its usage reaches 90\.0% of its units, or 1h 30m after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +2026-11-24T22:26:47Z \(.+ ago\), started by indexer; acted: 2 transactions \(12\.5 ms\)\nnext pass: +when the chain or the usage changes\n\n/,
+    );
+    assert.ok(
+      text.endsWith(
+        [
+          'What it would do now:',
+          'ACTION  NODE  STACKS                      WILL       NODE FEE              GAS  REASON',
+          'claim      4  10, 11, 12, 13, 14 +2 more  act   1.200000 USDC  0.003476000 SUI  7 stacks (claimable since epoch 3, ...): node fees 1.2 USDC reach --autopilot-min-claim 1 USDC',
+          'attest     4  3                           skip              -                -  the stack is in dispute: an attestation would abort',
+          '',
+          'Recent actions, newest first:',
+          'TIME                  ACTION  STACKS  STATUS        NODE FEE  DETAIL',
+          '2026-11-24T22:26:47Z  attest  3       failed               -  EStackInDispute (abort code 7 in db) (transaction AVaa…wKJ1)',
+          '2026-11-24T22:26:47Z  claim   17      pending  0.005760 USDC  AVaa…wKJ1',
+          '2026-11-24T22:26:47Z  claim   17      skipped  0.005760 USDC  node fees 0.1 USDC are below --autopilot-min-claim 1 USDC',
+          '',
+        ].join('\n'),
+      ),
+      text,
+    );
+
+    send(200, JSON.stringify({ mode: 'on', acted: true, plan: plan.slice(1), actions: [action({})] }));
+    assert.equal(
+      ok(await inProcess(['autopilot', 'run', '--url', url, '--token', 't']), ['autopilot run']),
+      [
+        'ran a pass: 1 action',
+        '',
+        'What it did:',
+        'TIME                  ACTION  STACKS  STATUS          NODE FEE  DETAIL',
+        '2026-11-24T22:26:47Z  claim   17      succeeded  0.005760 USDC  AVaa…wKJ1',
+        '',
+        'The plan:',
+        'ACTION  NODE  STACKS  WILL  NODE FEE  GAS  REASON',
+        'attest     4  3       skip         -    -  the stack is in dispute: an attestation would abort',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(seen.at(-1)?.method, 'POST');
+    assert.equal(seen.at(-1)?.url, '/autopilot/run');
+    assert.equal(seen.at(-1)?.idempotencyKey, undefined);
+  });
+
   it('prints each claimed stack with its amounts, a fee it cannot know, a failed stack, and the total', async () => {
     const body = {
       tx_digest: 'D1',
@@ -1015,6 +1236,8 @@ describe('client help', () => {
       'dev task create',
       'dev stack buy',
       'dev epoch',
+      'autopilot run',
+      'autopilot resume',
     ]) {
       const help = await inProcess([...command.split(' '), '--help']);
       assert.equal(help.code, 0, command);
