@@ -571,7 +571,8 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
 
   // Status: "key: value" lines; --json as the daemon sent it.
   const status = await table(['status']);
-  assert.match(status, /^version: +\d+\.\d+\.\d+\nnetwork: +dev\n/m);
+  assert.match(status, /^version: +\d+\.\d+\.\d+\nnetwork: +dev\nepoch: +2\n/m);
+  assert.match(status, /^autopilot: +dry-run \(plans only\), last pass \S+Z \((.+ ago|now)\)$/m);
   assert.match(status, /^badges: +node 3 \(badge 0x[0-9a-f]{64}\), node 4 /m);
   assert.equal((await parsed(['status'])).network, 'dev');
 
@@ -687,6 +688,7 @@ async function autopilotAtWork(d: Daemon, cli: Runner): Promise<void> {
   assert.match(earnings, new RegExp(`\nopen +1 +${usdc(nodeFee(500n, 2_000_000n, NO_SECURITY))} +`));
   assert.match(earnings, new RegExp(`\nclaimed +1 +${fee1} +received\n`));
   assert.match(earnings, new RegExp(`\nCLAIMED IN EPOCH +STACKS +NODE FEES\n +1 +1 +${fee1}\n$`));
+  assert.match(await out(['status']), /^autopilot: +on, last pass \S+Z \((.+ ago|now)\)$/m);
 }
 
 describe('client commands against a real daemon', { concurrency: true }, () => {
@@ -852,13 +854,14 @@ describe('client commands against a stand-in server', () => {
   it('formats the status document, and says when the daemon is older than GET /status', async () => {
     send(
       200,
-      '{"version":"9.9.9","network":"dev","uptime_seconds":3725,"signer_address":"0x1","badges":[],"store":{"engine":"sqlite"},"indexer":{"cursor":"12","lag_seconds":0.5,"last_error":null},"balances":{"USDC":18446744073709551615,"SUI":1500000000}}',
+      '{"version":"9.9.9","network":"dev","epoch":18446744073709551615,"uptime_seconds":3725,"signer_address":"0x1","badges":[],"store":{"engine":"sqlite"},"indexer":{"cursor":"12","lag_seconds":0.5,"last_error":null},"balances":{"USDC":18446744073709551615,"SUI":1500000000},"autopilot":{"mode":"on","halted":"3 contract aborts in a row, the last: EStackNotFound","last_pass_at":null}}',
     );
     assert.equal(
       ok(await inProcess(['status', '--url', url]), ['status']),
       [
         'version:             9.9.9',
         'network:             dev',
+        'epoch:               18446744073709551615',
         'uptime_seconds:      3725 s (1h 2m 5s)',
         'signer_address:      0x1',
         'badges:              none',
@@ -868,8 +871,15 @@ describe('client commands against a stand-in server', () => {
         'indexer.last_error:  none',
         'balances.USDC:       18446744073709.551615 USDC',
         'balances.SUI:        1.500000000 SUI',
+        'autopilot:           on, no pass yet; halted: 3 contract aborts in a row, the last: EStackNotFound (`node-daemon autopilot resume` lets it act again)',
         '',
       ].join('\n'),
+    );
+    // A daemon without a chain (network none) has no epoch yet and no autopilot.
+    send(200, '{"version":"9.9.9","network":"none","epoch":null,"autopilot":null}');
+    assert.equal(
+      ok(await inProcess(['status', '--url', url]), ['status']),
+      'version:   9.9.9\nnetwork:   none\nepoch:     unknown (the chain has not said yet)\nautopilot: none (the daemon has no chain network: it serves reads only)\n',
     );
     send(404, problem(404, 'not_found', 'no endpoint at /status; see /docs for the API'));
     const old = await inProcess(['status', '--url', url]);

@@ -16,10 +16,11 @@ import {
   shortId,
   sui,
   table,
+  when,
   yesNo,
 } from '../format.ts';
 import { claimPath, nodeList, roleName, securityName } from '../render.ts';
-import type { Earnings, Json } from '../replies.ts';
+import type { Earnings, Json, Status } from '../replies.ts';
 import { READ_TIMEOUT_MS, read, show, str } from '../request.ts';
 import type { CommandSpec, Context } from '../spec.ts';
 import { didYouMean } from '../suggest.ts';
@@ -426,13 +427,30 @@ function statusEntries(value: unknown, prefix = ''): [string, string][] {
   const entries: [string, string][] = [];
   for (const [key, v] of Object.entries(value)) {
     const name = prefix === '' ? key : `${prefix}.${key}`;
+    if (name === 'autopilot') {
+      entries.push([name, autopilotSummary(v as Status['autopilot'])]);
+      continue;
+    }
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) entries.push(...statusEntries(v, name));
     else entries.push([name, statusValue(name, v)]);
   }
   return entries;
 }
 
+/** The autopilot of the status on one line: its mode, its last pass, and why it halted if it did. */
+function autopilotSummary(autopilot: Status['autopilot']): string {
+  if (autopilot === null) return 'none (the daemon has no chain network: it serves reads only)';
+  const mode = autopilot.mode === 'dry-run' ? 'dry-run (plans only)' : autopilot.mode;
+  const last = autopilot.last_pass_at === null ? 'no pass yet' : `last pass ${when(autopilot.last_pass_at)}`;
+  const halted =
+    autopilot.halted === null
+      ? ''
+      : `; halted: ${oneLine(autopilot.halted)} (\`node-daemon autopilot resume\` lets it act again)`;
+  return `${mode}, ${last}${halted}`;
+}
+
 function statusValue(key: string, value: unknown): string {
+  if (key === 'epoch') return epochText(value);
   if (value === null || value === undefined) return 'none';
   if (Array.isArray(value)) {
     if (value.length === 0) return 'none';
