@@ -42,9 +42,9 @@ const inProcess: Runner = async (args, env = {}) => {
 
 const binary: Runner = (args, env = {}) => run(args, env);
 
-/** The command's name in the arguments: `stacks`, `dev stack buy`. */
+/** The command's name in the arguments: `stacks`, `dev stack buy`, `autopilot run`. */
 function commandName(args: readonly string[]): string {
-  if (args[0] !== 'dev') return args[0] ?? '';
+  if (args[0] !== 'dev' && args[0] !== 'autopilot') return args[0] ?? '';
   const words = [];
   for (const arg of args.slice(0, 3)) {
     if (!/^[a-z]+$/.test(arg)) break;
@@ -93,6 +93,22 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+const NO_SECURITY = 0;
+const SAMPLING = 2;
+
+/**
+ * The node's fee as the contract computes it (contracts.md §4.2, src/protocol/fees.ts), written out here
+ * to check the daemon against: floor(units x price / 1e6), and 1.2x for a SamplingConsensus task.
+ */
+function nodeFee(units: bigint, price: bigint, level: number): bigint {
+  return level === SAMPLING ? (units * price * 1200n) / 1_000_000_000n : (units * price) / 1_000_000n;
+}
+
+/** An amount as the tables print it, in a pattern: "0.001800 USDC". */
+function usdc(amount: bigint): string {
+  return `${amount / 1_000_000n}\\.${String(amount % 1_000_000n).padStart(6, '0')} USDC`;
+}
+
 /**
  * `node-daemon start` until it listens, like startDaemon in helpers/process.ts but with no 60-second
  * limit on its life: the binary scenario may take longer on a loaded machine.
@@ -101,8 +117,11 @@ function listening(args: string[]): Promise<{ child: ChildProcess; url: string; 
   return startDaemon(args, {}, 600_000);
 }
 
-/** A running daemon on the dev network, empty (--no-demo), attesters always sampled (k = 1). */
-async function daemon() {
+/**
+ * A running daemon on the dev network, empty (--no-demo), attesters always sampled (k = 1), with its
+ * autopilot planning only (dry-run) unless `settings` say otherwise.
+ */
+async function daemon(settings: string[] = ['--autopilot', 'dry-run']) {
   const tmp = tempDir('node-daemon-cli-');
   const started = await listening([
     '--data-dir',
@@ -112,6 +131,7 @@ async function daemon() {
     '1',
     '--dev-attestation-nodes',
     '1',
+    ...settings,
   ]);
   const tokenFile = join(tmp.dir, 'api-token');
   return {
@@ -281,6 +301,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '3'], // 6
     ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1'], // 7
     ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1'], // 8
+    ['--task', '1', '--units', '1000', '--price', '2usdc', '--node', '3'], // 9, never used
   ]) {
     await prep(['dev', 'stack', 'buy', ...args]);
   }
@@ -325,8 +346,60 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     await d.get('/stacks/nodes/3?min_fill_fraction=0.9'),
   );
 
-  // Settling: a progress line on stderr, then one line per stack.
-  const settled = await parsed(['settle', '2', '3']);
+  // The autopilot (dry-run) would settle the stacks filled to 95%, each for the fee of its usage:
+  // stack 2, 950 units at 1.5 USDC/M on a sampling task; stack 5, 1900 units at 2 USDC/M.
+  const pilot = await table(['autopilot']);
+  assert.match(
+    pilot,
+    /^mode: +dry-run: it plans and records what it would do, and submits nothing\nstate: +(idle|running a pass)\nepoch: +0\nsettles: +a stack once its usage reaches 95\.0% of its units, or 1h after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((.+ ago|now)\), started by \w+; planned only/,
+  );
+  assert.match(pilot, /\n\nWhat it would do now:\nACTION +NODE +STACKS +WILL +NODE FEE +GAS +REASON\n/);
+  const fee2 = usdc(nodeFee(950n, 1_500_000n, SAMPLING));
+  const fee5 = usdc(nodeFee(1900n, 2_000_000n, NO_SECURITY));
+  assert.match(pilot, new RegExp(`\nsettle +3 +2 +act +${fee2} +0\\.\\d{9} SUI +filled to 95%`));
+  assert.match(pilot, new RegExp(`\nsettle +3 +5 +act +${fee5} +0\\.\\d{9} SUI +filled to 95%`));
+  const plan = (await parsed(['autopilot'])) as { mode: string; plan: { stack_small_ids: number[] }[] };
+  assert.equal(plan.mode, 'dry-run');
+  assert.deepEqual(
+    plan.plan.map((p) => p.stack_small_ids),
+    [[2], [5]],
+  );
+  assert.match(
+    await table(['autopilot', 'run']),
+    /^ran a pass that only planned \(mode dry-run\); nothing was submitted\n\nWhat it would do:\nACTION +NODE +STACKS +WILL /,
+  );
+  const ran = await parsed(['autopilot', 'run']);
+  assert.deepEqual([ran.mode, ran.acted, ran.actions], ['dry-run', false, []]);
+  // The pass recorded what it would have done.
+  const resumed = await table(['autopilot', 'resume']);
+  assert.match(resumed, /^not halted; in mode dry-run it does not act\n\nmode: +dry-run: /);
+  assert.match(
+    resumed,
+    /\n\nRecent actions, newest first:\nTIME +ACTION +STACKS +STATUS +NODE FEE +DETAIL\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +settle +[25] +planned +/,
+  );
+  assert.equal((await parsed(['autopilot', 'resume'])).halted_reason, null);
+  await refused(['autopilot', 'run', '--token', 'not-the-token'], /^node-daemon: the API token is wrong/);
+
+  // Settling: a progress line on stderr, then one line per stack. A stack with no usage is refused: its
+  // line says why, nothing is submitted, the error is on stderr (exit 4); --json prints the problem.
+  const noUsage = await refused(
+    ['settle', '9'],
+    /^node-daemon: stack 9 has no recorded usage: .*; report usage first \(`node-daemon usage STACK UNITS`\)/,
+  );
+  assert.match(
+    noUsage.stdout,
+    /^STACK +RESULT +DETAIL\n +9 +skipped \(no_usage\) +stack 9 has no recorded usage: /,
+  );
+  const noUsageJson = await call(['settle', '9', '--json'], 'refused');
+  assert.equal(noUsageJson.code, 4);
+  const problem409 = JSON.parse(noUsageJson.stdout);
+  assert.deepEqual(
+    [problem409.status, problem409.code, problem409.results[0].error.code],
+    [409, 'no_usage', 'no_usage'],
+  );
+  line(noUsageJson);
+  // A batch: the stacks that can be settled are, the others say why (exit 0).
+  const settled = await parsed(['settle', '2', '3', '9']);
   assert.deepEqual(
     (settled.results as { stack_small_id: number; status: string }[]).map((r) => [
       r.stack_small_id,
@@ -335,15 +408,24 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     [
       [2, 'success'],
       [3, 'success'],
+      [9, 'skipped'],
     ],
   );
-  const settle = await call(['settle', '5,6', '--claimed', '6=50']);
+  const settle = await call(['settle', '5,6,9', '--claimed', '6=50']);
   assert.equal(settle.code, 0, settle.stderr);
-  assert.equal(settle.stderr, 'settling 2 stacks…\n');
-  assert.match(
-    settle.stdout,
-    /^STACK +RESULT +CLAIMED UNITS +TRANSACTION +DETAIL\n +5 +settled +1900 +\w{4}…\w{4}\n +6 +settled +50 +\w{4}…\w{4}\n$/,
-  );
+  assert.equal(settle.stderr, 'settling 3 stacks…\n');
+  const lines = settle.stdout.split('\n');
+  assert.match(lines[0]!, /^STACK +RESULT +CLAIMED UNITS +TRANSACTION +DETAIL$/);
+  assert.match(lines[1]!, /^ +5 +settled +1900 +\w{4}…\w{4}$/);
+  assert.match(lines[2]!, /^ +6 +settled +50 +\w{4}…\w{4}$/);
+  assert.match(lines[3]!, /^ +9 +skipped \(no_usage\) +stack 9 has no recorded usage: /);
+  const [first, second] = /^transactions: +(\w{43,44}), (\w{43,44})$/.exec(lines[4]!)!.slice(1) as [
+    string,
+    string,
+  ];
+  assert.equal(lines[1]!.split(/ +/)[4], `${first.slice(0, 4)}…${first.slice(-4)}`);
+  assert.equal(lines[2]!.split(/ +/)[4], `${second.slice(0, 4)}…${second.slice(-4)}`);
+  assert.deepEqual(lines.slice(5), ['']);
   await prep(['update-subscription', '2', '--price', '5usdc']);
   await prep(['settle', '1', '4', '--claimed', '500']);
   await refused(['settle', '5'], /already/);
@@ -352,14 +434,18 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   const attest = await call(['attest', '2']);
   assert.equal(attest.code, 0, attest.stderr);
   assert.equal(attest.stderr, 'attesting 1 stack…\n');
-  assert.match(attest.stdout, /^STACK +RESULT +TRANSACTION +DETAIL\n +2 +attested +\w{4}…\w{4}\n$/);
+  assert.match(
+    attest.stdout,
+    /^STACK +RESULT +TRANSACTION +DETAIL\n +2 +attested +\w{4}…\w{4}\ntransaction: +\w{43,44}\n$/,
+  );
   assert.equal(((await parsed(['attest', '3'])).results as { status: string }[])[0]?.status, 'success');
   const skipped = await refused(
     ['attest', '2', '5'],
     /^node-daemon: none of the listed stacks can be attested/,
   );
-  assert.match(skipped.stdout, /\n +2 +skipped +already_attested: /);
-  assert.match(skipped.stdout, /\n +5 +skipped +not_requested: /);
+  assert.match(skipped.stdout, /^STACK +RESULT +DETAIL\n/);
+  assert.match(skipped.stdout, /\n +2 +skipped \(already_attested\) +node 3 already attested stack 2\n/);
+  assert.match(skipped.stdout, /\n +5 +skipped \(not_requested\) +/);
 
   // Peer 1 attests stacks 1 and 4, settles its own stacks 7 and 8, and disputes 2 and 3.
   assert.match(await table(['dev', 'stack', 'attest', '1', '--node', '1']), /^node 1 attested stack 1\n/);
@@ -405,18 +491,49 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     /^node-daemon: .*ENotEnoughEpochsPassed \(abort code \d+ in db\); transaction \w{43,44}$/,
   );
   assert.equal(await table(['dev', 'epoch']), 'epoch 1\n');
+  // Each claimed stack with the contract's amounts: stack 1 claimed 500 of its 1000 units at 3 USDC/M on
+  // a sampling task (1.2x), stack 5 1900 of 2000 at 2 USDC/M on a task without security; the buyer is
+  // refunded the fee of the units not claimed.
   const claim = await call(['claim', '1', '5', '2']);
   assert.equal(claim.code, 0, claim.stderr);
   assert.equal(claim.stderr, 'claiming 3 stacks…\n');
-  assert.match(claim.stdout, /\n +1 +claimed +settlement ticket, 500 units\n/);
-  assert.match(claim.stdout, /\n +5 +claimed +settlement ticket, 1900 units\n/);
-  assert.match(claim.stdout, /\n +2 +not claimable \(in_dispute\) +stack 2 is in dispute/);
-  assert.match(claim.stdout, /\ntransaction: +\w{43,44}\n/);
-  const six = (await parsed(['claim', '6'])) as { claimed: { stack_small_id: number; path: string }[] };
-  assert.deepEqual(
-    six.claimed.map((c) => [c.stack_small_id, c.path]),
-    [[6, 'settlement_ticket']],
+  const fees = { 1: nodeFee(500n, 3_000_000n, SAMPLING), 5: nodeFee(1900n, 2_000_000n, NO_SECURITY) };
+  const refunds = { 1: nodeFee(500n, 3_000_000n, SAMPLING), 5: nodeFee(100n, 2_000_000n, NO_SECURITY) };
+  assert.deepEqual([fees[1], fees[5], refunds[5]], [1800n, 3800n, 200n]);
+  const claimLines = claim.stdout.split('\n');
+  assert.match(claimLines[0]!, /^STACK +RESULT +PATH +UNITS +NODE FEE +REFUND +DETAIL$/);
+  assert.match(
+    claimLines[1]!,
+    new RegExp(`^ +1 +claimed +ticket +500 +${usdc(fees[1])} +${usdc(refunds[1])}$`),
   );
+  assert.match(
+    claimLines[2]!,
+    new RegExp(`^ +5 +claimed +ticket +1900 +${usdc(fees[5])} +${usdc(refunds[5])}$`),
+  );
+  assert.match(claimLines[3]!, /^ +2 +not claimable \(in_dispute\) +stack 2 is in dispute/);
+  assert.match(
+    claimLines[4]!,
+    new RegExp(
+      `^total: +2 stacks claimed: node fees ${usdc(fees[1] + fees[5])}, refunds ${usdc(refunds[1] + refunds[5])}$`,
+    ),
+  );
+  assert.match(claimLines[5]!, /^transaction: +\w{43,44}$/);
+  const six = (await parsed(['claim', '6'])) as {
+    claimed: { stack_small_id: number; path: string; node_fee_amount: number; user_refund_amount: number }[];
+    total: Record<string, number>;
+  };
+  const fee6 = nodeFee(50n, 2_000_000n, NO_SECURITY);
+  const refund6 = nodeFee(950n, 2_000_000n, NO_SECURITY);
+  assert.deepEqual(
+    six.claimed.map((c) => [c.stack_small_id, c.path, c.node_fee_amount, c.user_refund_amount]),
+    [[6, 'settlement_ticket', Number(fee6), Number(refund6)]],
+  );
+  assert.deepEqual(six.total, {
+    node_fee_amount: Number(fee6),
+    user_refund_amount: Number(refund6),
+    unpriced_stacks: 0,
+  });
+  const claimedFees = fees[1] + fees[5] + fee6;
   assert.deepEqual(await parsed(['dev', 'epoch']), { epoch: 2, indexed: true });
   assert.match(await table(['dev', 'task', 'remove', '3']), /^removed task 3\n/);
   assert.equal(typeof (await parsed(['dev', 'task', 'remove', '4'])).tx_digest, 'string');
@@ -428,9 +545,34 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   );
   assert.equal(await json(['claimed-stacks']), await d.get('/claimed-stacks/nodes/3'));
 
+  // Earnings: the fees of the stacks in each state, and those claimed by epoch (all in epoch 1). Stack 4
+  // (500 units at 3 USDC/M, sampling) is claimable; stacks 2 and 3 are disputed; stack 9 is open.
+  const earnings = await table(['earnings']);
+  assert.match(earnings, /^node: +3\nepoch: +2\n\nSTATE +STACKS +NODE FEES\n/);
+  assert.match(earnings, /\nopen +1 +0\.000000 USDC +usage reported, not settled yet\n/);
+  assert.match(earnings, /\nsettling +0 +0\.000000 USDC +settled, in the dispute period\n/);
+  assert.match(
+    earnings,
+    new RegExp(
+      `\nclaimable +1 +${usdc(nodeFee(500n, 3_000_000n, SAMPLING))} +claim it with \`node-daemon claim\`\n`,
+    ),
+  );
+  assert.match(earnings, new RegExp(`\nclaimed +3 +${usdc(claimedFees)} +received\n`));
+  const disputed = nodeFee(950n, 1_500_000n, SAMPLING) + nodeFee(400n, 1_500_000n, SAMPLING);
+  assert.match(earnings, new RegExp(`\ndisputed +2 +${usdc(disputed)} +locked: `));
+  assert.match(earnings, /\n\nattester rewards: +\d+\.\d{6} USDC\nrefunded to users: +\d+\.\d{6} USDC\n/);
+  assert.match(
+    earnings,
+    new RegExp(`\n\nCLAIMED IN EPOCH +STACKS +NODE FEES\n +1 +3 +${usdc(claimedFees)}\n$`),
+  );
+  assert.equal(await json(['earnings', '3']), await d.get('/earnings/nodes/3'));
+  assert.equal((await parsed(['earnings', '3'])).claimed, Number(claimedFees));
+  assert.match(await table(['earnings', '1']), /\n\n\(no claims yet\)\n$/);
+
   // Status: "key: value" lines; --json as the daemon sent it.
   const status = await table(['status']);
-  assert.match(status, /^version: +\d+\.\d+\.\d+\nnetwork: +dev\n/m);
+  assert.match(status, /^version: +\d+\.\d+\.\d+\nnetwork: +dev\nepoch: +2\n/m);
+  assert.match(status, /^autopilot: +dry-run \(plans only\), last pass \S+Z \((.+ ago|now)\)$/m);
   assert.match(status, /^badges: +node 3 \(badge 0x[0-9a-f]{64}\), node 4 /m);
   assert.equal((await parsed(['status'])).network, 'dev');
 
@@ -491,11 +633,78 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   assert.equal(downJson.stdout, '');
 }
 
+/** Polls `check` until it answers true (the autopilot acts on its own, a moment after what pokes it). */
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * The autopilot at work (mode on, claiming any amount): it settles a stack filled by usage, and claims
+ * it once the dispute period is over; `autopilot` shows what it did, `earnings` what it brought.
+ */
+async function autopilotAtWork(d: Daemon, cli: Runner): Promise<void> {
+  const { port } = new URL(d.url);
+  const env = { NODE_DAEMON_PORT: port, NODE_DAEMON_DATA_DIR: d.dir };
+  const out = async (args: string[]) => ok(await cli(args, env), args);
+  const actions = async () =>
+    (
+      JSON.parse(await out(['autopilot', '--json'])) as {
+        recent_actions: { action: string; status: string }[];
+      }
+    ).recent_actions;
+  const done = (action: string) => async () =>
+    (await actions()).some((a) => a.action === action && a.status === 'succeeded');
+
+  await out(['dev', 'task', 'create', '--role', 'chat', '--security-level', 'none']);
+  await out(['register']);
+  await out(['subscribe', '1', '--price', '1usdc']);
+  await out(['dev', 'stack', 'buy', '--task', '1', '--units', '1000', '--price', '2usdc', '--node', '1']);
+  await out(['dev', 'stack', 'buy', '--task', '1', '--units', '2000', '--price', '2usdc', '--node', '1']);
+  await out(['usage', '2', '500']);
+  await out(['usage', '1', '1000']);
+  // A pass now: it settles stack 1, unless the pass the usage started already did.
+  assert.match(await out(['autopilot', 'run']), /^ran a pass: (nothing to act on|1 action)\n\n/);
+  const ran = JSON.parse(await out(['autopilot', 'run', '--json']));
+  assert.deepEqual([ran.mode, ran.acted], ['on', true]);
+  await until('the settlement of stack 1', done('settle'));
+  const fee1 = usdc(nodeFee(1000n, 2_000_000n, NO_SECURITY));
+  const view = await out(['autopilot']);
+  assert.match(view, /^mode: +on: it settles, attests and claims by itself\nstate: +(idle|running a pass)\n/);
+  assert.match(view, /\n\nWhat it would do now:\n\(nothing to do\)\n/);
+  assert.match(view, new RegExp(`\n\\S+Z +settle +1 +succeeded +${fee1} +\\w{4}…\\w{4}\n`));
+
+  // The dispute period ends with the epoch: the autopilot claims stack 1.
+  await out(['dev', 'epoch']);
+  await until('the claim of stack 1', done('claim'));
+  assert.match(
+    await out(['autopilot']),
+    new RegExp(`\n\\S+Z +claim +1 +succeeded +${fee1} +\\w{4}…\\w{4}\n`),
+  );
+  const earnings = await out(['earnings']);
+  assert.match(earnings, new RegExp(`\nopen +1 +${usdc(nodeFee(500n, 2_000_000n, NO_SECURITY))} +`));
+  assert.match(earnings, new RegExp(`\nclaimed +1 +${fee1} +received\n`));
+  assert.match(earnings, new RegExp(`\nCLAIMED IN EPOCH +STACKS +NODE FEES\n +1 +1 +${fee1}\n$`));
+  assert.match(await out(['status']), /^autopilot: +on, last pass \S+Z \((.+ ago|now)\)$/m);
+}
+
 describe('client commands against a real daemon', { concurrency: true }, () => {
   it('runs every command in both output modes, and each error class (in-process)', async () => {
     const d = await daemon();
     try {
       await scenario(d, inProcess, inProcess);
+    } finally {
+      await d.stop();
+    }
+  });
+
+  it('shows the autopilot at work and the earnings it brings (in-process)', async () => {
+    const d = await daemon(['--autopilot', 'on', '--autopilot-min-claim', '0']);
+    try {
+      await autopilotAtWork(d, inProcess);
     } finally {
       await d.stop();
     }
@@ -645,13 +854,14 @@ describe('client commands against a stand-in server', () => {
   it('formats the status document, and says when the daemon is older than GET /status', async () => {
     send(
       200,
-      '{"version":"9.9.9","network":"dev","uptime_seconds":3725,"signer_address":"0x1","badges":[],"store":{"engine":"sqlite"},"indexer":{"cursor":"12","lag_seconds":0.5,"last_error":null},"balances":{"USDC":18446744073709551615,"SUI":1500000000}}',
+      '{"version":"9.9.9","network":"dev","epoch":18446744073709551615,"uptime_seconds":3725,"signer_address":"0x1","badges":[],"store":{"engine":"sqlite"},"indexer":{"cursor":"12","lag_seconds":0.5,"last_error":null},"balances":{"USDC":18446744073709551615,"SUI":1500000000},"autopilot":{"mode":"on","halted":"3 contract aborts in a row, the last: EStackNotFound","last_pass_at":null}}',
     );
     assert.equal(
       ok(await inProcess(['status', '--url', url]), ['status']),
       [
         'version:             9.9.9',
         'network:             dev',
+        'epoch:               18446744073709551615',
         'uptime_seconds:      3725 s (1h 2m 5s)',
         'signer_address:      0x1',
         'badges:              none',
@@ -661,8 +871,15 @@ describe('client commands against a stand-in server', () => {
         'indexer.last_error:  none',
         'balances.USDC:       18446744073709.551615 USDC',
         'balances.SUI:        1.500000000 SUI',
+        'autopilot:           on, no pass yet; halted: 3 contract aborts in a row, the last: EStackNotFound (`node-daemon autopilot resume` lets it act again)',
         '',
       ].join('\n'),
+    );
+    // A daemon without a chain (network none) has no epoch yet and no autopilot.
+    send(200, '{"version":"9.9.9","network":"none","epoch":null,"autopilot":null}');
+    assert.equal(
+      ok(await inProcess(['status', '--url', url]), ['status']),
+      'version:   9.9.9\nnetwork:   none\nepoch:     unknown (the chain has not said yet)\nautopilot: none (the daemon has no chain network: it serves reads only)\n',
     );
     send(404, problem(404, 'not_found', 'no endpoint at /status; see /docs for the API'));
     const old = await inProcess(['status', '--url', url]);
@@ -724,14 +941,10 @@ describe('client commands against a stand-in server', () => {
       line(again),
       'node-daemon: node 3 is already subscribed to task 1; change its price with `node-daemon update-subscription TASK --price P`',
     );
+    const detail = 'stack 4 has not been try-settled; settle it first with POST /nodes/try-settle-stacks';
     const notClaimable = {
-      not_claimable: [
-        {
-          stack_small_id: 4,
-          reason: 'not_settled',
-          detail: 'stack 4 has not been try-settled; settle it first with POST /nodes/try-settle-stacks',
-        },
-      ],
+      results: [{ stack_small_id: 4, status: 'skipped', error: { code: 'not_settled', detail } }],
+      not_claimable: [{ stack_small_id: 4, reason: 'not_settled', detail }],
     };
     send(409, problem(409, 'nothing_to_claim', 'none of the listed stacks can be claimed now', notClaimable));
     const claim = await inProcess(['claim', '4', '--url', url]);
@@ -743,6 +956,240 @@ describe('client commands against a stand-in server', () => {
     // --json prints the daemon's words as they were sent.
     const json = await inProcess(['claim', '4', '--url', url, '--json']);
     assert.match(JSON.parse(json.stdout).not_claimable[0].detail, /with POST \/nodes\/try-settle-stacks$/);
+  });
+
+  it('prints earnings exactly in USDC, with the unpriced stacks when there are any', async () => {
+    const big = '18446744073709551615';
+    const body = `{"node_small_id":7,"epoch":12,"claimed":${big},"claimable":1500000,"settling":1,"disputed":0,"unsettled":9007199254740993,"attester_rewards":250000,"refunded_to_users":0,"stacks":{"open":2,"settling":1,"claimable":3,"claimed":40,"disputed":0},"unpriced":{"open":0,"settling":0,"claimable":1,"claimed":2,"disputed":0},"by_epoch":[{"epoch":11,"claimed":${big},"stacks_claimed":38}]}`;
+    send(200, body);
+    assert.equal(
+      ok(await inProcess(['earnings', '7', '--url', url]), ['earnings']),
+      [
+        'node:  7',
+        'epoch: 12',
+        '',
+        'STATE      STACKS  UNPRICED                   NODE FEES',
+        'open            2         0      9007199254.740993 USDC  usage reported, not settled yet',
+        'settling        1         0               0.000001 USDC  settled, in the dispute period',
+        'claimable       3         1               1.500000 USDC  claim it with `node-daemon claim`',
+        'claimed        40         2  18446744073709.551615 USDC  received',
+        'disputed        0         0               0.000000 USDC  locked: the contract has no resolution',
+        '',
+        'unpriced: stacks whose price the daemon never saw, left out of the fees',
+        '',
+        'attester rewards:  0.250000 USDC',
+        'refunded to users: 0.000000 USDC',
+        '',
+        'CLAIMED IN EPOCH  STACKS                   NODE FEES',
+        '              11      38  18446744073709.551615 USDC',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(ok(await inProcess(['earnings', '7', '--url', url, '--json']), ['earnings']), `${body}\n`);
+  });
+
+  it('prints a halted autopilot, its plan and its actions; a pass that acted says what it did', async () => {
+    const digest = 'AVaaJg12Kj664HEBMPJZgBs237UPhMmdqvevATkbwKJ1';
+    const action = (over: Record<string, unknown>) => ({
+      id: 1,
+      at: '2026-11-24T22:26:47.734Z',
+      updated_at: '2026-11-24T22:26:48.000Z',
+      action: 'claim',
+      node_small_id: 4,
+      stack_small_ids: [17],
+      status: 'succeeded',
+      reason: 'claimable since epoch 1',
+      node_fee_amount: 5760,
+      gas_estimate: 3476000,
+      tx_digests: [digest],
+      error: null,
+      ...over,
+    });
+    const plan = [
+      {
+        action: 'claim',
+        node_small_id: 4,
+        stack_small_ids: [10, 11, 12, 13, 14, 15, 16],
+        will: 'act',
+        reason:
+          '7 stacks (claimable since epoch 3, ...): node fees 1.2 USDC reach --autopilot-min-claim 1 USDC',
+        node_fee_amount: 1200000,
+        gas_estimate: 3476000,
+      },
+      {
+        action: 'attest',
+        node_small_id: 4,
+        stack_small_ids: [3],
+        will: 'skip',
+        reason: 'the stack is in dispute: an attestation would abort',
+        node_fee_amount: null,
+        gas_estimate: null,
+      },
+    ];
+    const status = {
+      mode: 'on',
+      state: 'halted',
+      halted_reason: '3 contract aborts in a row, the last: EStackInDispute',
+      policy: { settle_fill: 0.9, settle_idle_seconds: 5400, min_claim: 1000000, max_gas: 50000000 },
+      epoch: 4,
+      last_pass: {
+        at: '2026-11-24T22:26:47.734Z',
+        trigger: 'indexer',
+        acted: true,
+        actions: 2,
+        duration_ms: 12.5,
+      },
+      next_pass_at: null,
+      plan,
+      recent_actions: [
+        action({
+          id: 3,
+          action: 'attest',
+          stack_small_ids: [3],
+          status: 'failed',
+          error: 'EStackInDispute (abort code 7 in db)',
+          node_fee_amount: null,
+        }),
+        action({ id: 2, status: 'pending' }),
+        action({
+          id: 1,
+          status: 'skipped',
+          tx_digests: [],
+          reason: 'node fees 0.1 USDC are below --autopilot-min-claim 1 USDC',
+        }),
+      ],
+    };
+    send(200, JSON.stringify(status));
+    const text = ok(await inProcess(['autopilot', '--url', url]), ['autopilot']);
+    assert.match(
+      text,
+      /^mode: +on: it settles, attests and claims by itself\nstate: +halted: 3 contract aborts in a row, the last: EStackInDispute; `node-daemon autopilot resume` lets it act again\nepoch: +4\nsettles: +a stack once its usage reaches 90\.0% of its units, or 1h 30m after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +2026-11-24T22:26:47Z \(.+ ago\), started by indexer; acted: 2 transactions \(12\.5 ms\)\nnext pass: +when the chain or the usage changes\n\n/,
+    );
+    assert.ok(
+      text.endsWith(
+        [
+          'What it would do now:',
+          'ACTION  NODE  STACKS                      WILL       NODE FEE              GAS  REASON',
+          'claim      4  10, 11, 12, 13, 14 +2 more  act   1.200000 USDC  0.003476000 SUI  7 stacks (claimable since epoch 3, ...): node fees 1.2 USDC reach --autopilot-min-claim 1 USDC',
+          'attest     4  3                           skip              -                -  the stack is in dispute: an attestation would abort',
+          '',
+          'Recent actions, newest first:',
+          'TIME                  ACTION  STACKS  STATUS        NODE FEE  DETAIL',
+          '2026-11-24T22:26:47Z  attest  3       failed               -  EStackInDispute (abort code 7 in db) (transaction AVaa…wKJ1)',
+          '2026-11-24T22:26:47Z  claim   17      pending  0.005760 USDC  AVaa…wKJ1',
+          '2026-11-24T22:26:47Z  claim   17      skipped  0.005760 USDC  node fees 0.1 USDC are below --autopilot-min-claim 1 USDC',
+          '',
+        ].join('\n'),
+      ),
+      text,
+    );
+
+    send(200, JSON.stringify({ mode: 'on', acted: true, plan: plan.slice(1), actions: [action({})] }));
+    assert.equal(
+      ok(await inProcess(['autopilot', 'run', '--url', url, '--token', 't']), ['autopilot run']),
+      [
+        'ran a pass: 1 action',
+        '',
+        'What it did:',
+        'TIME                  ACTION  STACKS  STATUS          NODE FEE  DETAIL',
+        '2026-11-24T22:26:47Z  claim   17      succeeded  0.005760 USDC  AVaa…wKJ1',
+        '',
+        'The plan:',
+        'ACTION  NODE  STACKS  WILL  NODE FEE  GAS  REASON',
+        'attest     4  3       skip         -    -  the stack is in dispute: an attestation would abort',
+        '',
+      ].join('\n'),
+    );
+    assert.equal(seen.at(-1)?.method, 'POST');
+    assert.equal(seen.at(-1)?.url, '/autopilot/run');
+    assert.equal(seen.at(-1)?.idempotencyKey, undefined);
+  });
+
+  it('prints each claimed stack with its amounts, a fee it cannot know, a failed stack, and the total', async () => {
+    const body = {
+      tx_digest: 'D1',
+      tx_digests: ['D1', 'D2'],
+      status: 'success',
+      claimed: [
+        {
+          stack_small_id: 10,
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 1000,
+          node_fee_amount: 2000,
+          user_refund_amount: 0,
+        },
+        {
+          stack_small_id: 11,
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 5,
+          node_fee_amount: null,
+          user_refund_amount: 18,
+        },
+      ],
+      not_claimable: [
+        {
+          stack_small_id: 12,
+          reason: 'dispute_period',
+          detail: 'stack 12 is in its dispute period; it can be claimed from epoch 3 (now 2)',
+          claimable_from_epoch: 3,
+        },
+      ],
+      results: [
+        {
+          stack_small_id: 10,
+          status: 'success',
+          tx_digest: 'D1',
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 1000,
+          node_fee_amount: 2000,
+          user_refund_amount: 0,
+        },
+        {
+          stack_small_id: 11,
+          status: 'success',
+          tx_digest: 'D1',
+          path: 'settlement_ticket',
+          num_claimed_compute_units: 5,
+          node_fee_amount: null,
+          user_refund_amount: 18,
+        },
+        {
+          stack_small_id: 12,
+          status: 'skipped',
+          error: {
+            code: 'dispute_period',
+            detail: 'stack 12 is in its dispute period; it can be claimed from epoch 3 (now 2)',
+          },
+        },
+        {
+          stack_small_id: 13,
+          status: 'failed',
+          tx_digest: 'D2',
+          error: {
+            code: 'transaction_failed',
+            detail: 'claim_funds_for_stacks failed',
+            abort: { name: 'EStackNotFound', code: 4, module: 'db' },
+          },
+        },
+      ],
+      total: { node_fee_amount: 2000, user_refund_amount: 18, unpriced_stacks: 1 },
+      indexed: false,
+    };
+    send(200, JSON.stringify(body));
+    assert.equal(
+      ok(await inProcess(['claim', '10', '11', '12', '13', '--url', url, '--token', 't']), ['claim']),
+      [
+        'STACK  RESULT                          PATH    UNITS       NODE FEE         REFUND  CLAIMABLE FROM  DETAIL',
+        '   10  claimed                         ticket   1000  0.002000 USDC  0.000000 USDC',
+        '   11  claimed                         ticket      5        unknown  0.000018 USDC',
+        '   12  not claimable (dispute_period)                                               epoch 3         stack 12 is in its dispute period; it can be claimed from epoch 3 (now 2)',
+        '   13  failed (transaction_failed)                                                                  EStackNotFound (abort code 4 in db)',
+        'total:        2 stacks claimed: node fees 0.002000 USDC, refunds 0.000018 USDC; 1 stack of unknown price left out of the fees',
+        'transactions: D1, D2',
+        'indexed:      not yet: reads may not show it for a few seconds',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('classes failures: a 422 names the abort, a 5xx or a silence is exit 5, a write names its key', async () => {
@@ -799,6 +1246,8 @@ describe('client help', () => {
       'dev task create',
       'dev stack buy',
       'dev epoch',
+      'autopilot run',
+      'autopilot resume',
     ]) {
       const help = await inProcess([...command.split(' '), '--help']);
       assert.equal(help.code, 0, command);

@@ -64,6 +64,11 @@ export function sui(value: unknown): string {
   return `${mist / 1_000_000_000n}.${String(mist % 1_000_000_000n).padStart(9, '0')} SUI`;
 }
 
+/** The chain's epoch as the daemon indexed it; null until the event source said. */
+export function epochText(value: unknown): string {
+  return value === null ? 'unknown (the chain has not said yet)' : digits(value);
+}
+
 /** A price per one million compute units, in USDC: "1.000000 USDC/M". */
 export function price(value: unknown): string {
   return value === null || value === undefined ? '-' : `${usdc(value)} USDC/M`;
@@ -132,6 +137,30 @@ export function duration(seconds: number): string {
   }
   if (rest > 0 || parts.length === 0) parts.push(`${rest}s`);
   return parts.join(' ');
+}
+
+/** Ids in a table cell: "10, 11, 12", or the first few and how many more: "10, 11, 12, 13, 14 +495 more". */
+export function idList(ids: readonly unknown[], max = 5): string {
+  if (ids.length === 0) return '-';
+  const shown = ids.slice(0, max).map(digits).join(', ');
+  return ids.length > max ? `${shown} +${ids.length - max} more` : shown;
+}
+
+/** An ISO 8601 time to the second, in UTC: "2026-11-24T22:26:47Z". */
+export function timestamp(iso: unknown): string {
+  if (typeof iso !== 'string') return '-';
+  const at = Date.parse(iso);
+  return Number.isNaN(at) ? iso : new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** A time and how far it is from now: "2026-11-24T22:26:47Z (12s ago)", "(in 3s)", "(now)". */
+export function when(iso: unknown, now = Date.now()): string {
+  const at = typeof iso === 'string' ? Date.parse(iso) : Number.NaN;
+  if (Number.isNaN(at)) return timestamp(iso);
+  const ms = now - at;
+  const far =
+    Math.abs(ms) < 1000 ? 'now' : ms > 0 ? `${duration(ms / 1000)} ago` : `in ${duration(-ms / 1000)}`;
+  return `${timestamp(iso)} (${far})`;
 }
 
 /** Text from elsewhere (a problem's detail, an error) on one line. */

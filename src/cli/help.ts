@@ -5,7 +5,12 @@ import { CONNECTION_OPTIONS, type CommandSpec, type OptionSpec, sharedOptions } 
 /** The commands help is written from (assembled in index.ts): all of them, and the overview's groups. */
 export interface CommandTable {
   commands: readonly CommandSpec[];
-  groups: { reads: readonly CommandSpec[]; writes: readonly CommandSpec[]; dev: readonly CommandSpec[] };
+  groups: {
+    reads: readonly CommandSpec[];
+    writes: readonly CommandSpec[];
+    autopilot: readonly CommandSpec[];
+    dev: readonly CommandSpec[];
+  };
 }
 
 const EXIT_CODES = [
@@ -74,19 +79,20 @@ function groupHelp(prefix: string, specs: readonly CommandSpec[]): string {
 }
 
 function overview(groups: CommandTable['groups']): string {
+  const sections: [string, readonly CommandSpec[]][] = [
+    ['Reads:', groups.reads],
+    ["Writes (transactions signed with the daemon's key; usage is off-chain):", groups.writes],
+    [
+      "The autopilot (settles, attests and claims by itself with the daemon's --autopilot on):",
+      groups.autopilot,
+    ],
+    ['Dev network actors (a daemon on --network dev only):', groups.dev],
+  ];
   return [
     'Client commands: the same binary drives a running daemon through its HTTP API. It finds the daemon',
     "and its API token from the daemon's own settings (below); `node-daemon COMMAND --help` for each.",
     '',
-    'Reads:',
-    ...commandList(groups.reads),
-    '',
-    "Writes (transactions signed with the daemon's key; usage is off-chain):",
-    ...commandList(groups.writes),
-    '',
-    'Dev network actors (a daemon on --network dev only):',
-    ...commandList(groups.dev),
-    '',
+    ...sections.flatMap(([title, specs]) => [title, ...commandList(specs), '']),
     "[node] defaults to the operator's own node: the first NodeBadge of `node-daemon badges`.",
     'Prices and amounts are in USDC (6 decimals) in tables; --json prints the raw integers.',
     '',
@@ -105,6 +111,8 @@ function overview(groups: CommandTable['groups']): string {
     '  node-daemon usage 10 950',
     '  node-daemon settle 10 11 12',
     '  node-daemon dev epoch && node-daemon claim 10 11 12',
+    '  node-daemon earnings',
+    '  node-daemon autopilot',
     '  node-daemon tasks --json --url http://127.0.0.1:3002',
     '',
     ...EXIT_CODES,

@@ -1,5 +1,6 @@
 import { CliError } from '../internal/exit-codes.ts';
 import { seconds, usageError } from './args.ts';
+import { AUTOPILOT } from './commands/autopilot.ts';
 import { DEV } from './commands/dev.ts';
 import { READS } from './commands/reads.ts';
 import { WRITES } from './commands/writes.ts';
@@ -21,8 +22,13 @@ import { didYouMean } from './suggest.ts';
 export { ClientExitCode } from './exit-codes.ts';
 
 /** Every client command, in the order of the help; the groups are the overview's sections. */
-export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...DEV];
-export const GROUPS: CommandTable['groups'] = { reads: READS, writes: WRITES, dev: DEV };
+export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...AUTOPILOT, ...DEV];
+export const GROUPS: CommandTable['groups'] = {
+  reads: READS,
+  writes: WRITES,
+  autopilot: AUTOPILOT,
+  dev: DEV,
+};
 
 /**
  * The help of a client command (`stacks`, `dev stack buy`), of a group (`dev`, `dev task`), or with no
@@ -158,6 +164,10 @@ function checkCount(spec: CommandSpec, positionals: string[]): void {
     throw usageError(spec.name, `missing arguments: node-daemon ${spec.name} ${spec.synopsis}`);
   }
   if (positionals.length > max) {
+    // `autopilot frob`: a command that has subcommands names them.
+    if (max === 0 && COMMANDS.some((c) => c.name.startsWith(`${spec.name} `))) {
+      throw groupError(spec.name, positionals);
+    }
     const extra = positionals.slice(max).join(' ');
     throw usageError(
       spec.name,

@@ -48,6 +48,13 @@ export function securityName(level: unknown): string {
     : digits(level);
 }
 
+/** A claim's path in a table: `ticket` (claim_funds of a settled stack) or `confidential` (claim_funds_for_stacks). */
+export function claimPath(path: unknown): string {
+  if (path === 'settlement_ticket') return 'ticket';
+  if (path === 'confidential_compute') return 'confidential';
+  return digits(path);
+}
+
 /** requested_attestation_nodes and already_attested_nodes are JSON text ("[3, 5]") on the wire. */
 export function nodeList(value: unknown): string {
   let items: unknown = value;

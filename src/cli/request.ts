@@ -71,11 +71,18 @@ export async function write(
   return reply;
 }
 
-/** A dev network actor's write: no Idempotency-Key, no gas options (the dev network pays). */
-export async function devWrite(ctx: Context, body?: Json, params: Params = {}): Promise<Reply> {
+/**
+ * A write with neither an Idempotency-Key nor gas options: a dev network actor's (the dev network pays),
+ * or the autopilot's controls (a pass decides its own transactions, and running one twice is harmless).
+ */
+export async function plainWrite(
+  ctx: Context,
+  body?: Json,
+  { params = {}, timeoutMs = WRITE_TIMEOUT_MS }: { params?: Params; timeoutMs?: number } = {},
+): Promise<Reply> {
   return ctx.daemon().request(method(ctx), routePath(ctx.route, params), {
     ...(body === undefined ? {} : { body }),
-    timeoutMs: ctx.timeoutMs ?? WRITE_TIMEOUT_MS,
+    timeoutMs: ctx.timeoutMs ?? timeoutMs,
   });
 }
 

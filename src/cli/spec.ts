@@ -38,8 +38,12 @@ export interface Context {
   err(text: string): Promise<void>;
 }
 
-/** Which shared options a command takes besides the connection and output ones. */
-export type Kind = 'read' | 'chain-write' | 'usage-write' | 'dev';
+/**
+ * Which shared options a command takes besides the connection and output ones: a chain write takes an
+ * Idempotency-Key and gas options, a usage report the key; a read, a dev actor and a control of the
+ * daemon (the autopilot's) take neither.
+ */
+export type Kind = 'read' | 'chain-write' | 'usage-write' | 'dev' | 'control';
 
 export interface CommandSpec {
   /** The full command name: `stacks`, `dev stack buy`. */

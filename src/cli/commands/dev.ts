@@ -2,7 +2,7 @@ import { priceArg, smallEnum, smallId, u64, usageError } from '../args.ts';
 import { digits, plural } from '../format.ts';
 import { nodeList, ROLES, SECURITY, txResult } from '../render.ts';
 import type { Json } from '../replies.ts';
-import { devWrite, list, required, show, str } from '../request.ts';
+import { list, plainWrite, required, show, str } from '../request.ts';
 import type { CommandSpec } from '../spec.ts';
 
 /** The dev network's other actors: an admin creating tasks, peer nodes, users buying stacks, epochs. */
@@ -23,7 +23,7 @@ function taskStep(step: 'deprecate' | 'remove', summary: string, does: string, d
     examples: [`node-daemon dev task ${step} 4`],
     async run(ctx) {
       const task = smallId(ctx.command, ctx.args[0]!, 'TASK');
-      const reply = await devWrite(ctx, undefined, { task });
+      const reply = await plainWrite(ctx, undefined, { params: { task } });
       await show(ctx, reply, (b: Json) => txResult(`${done} task ${task}`, b));
     },
   };
@@ -74,7 +74,7 @@ export const DEV: CommandSpec[] = [
       if (rep !== undefined)
         body.minimum_reputation_score = smallEnum(ctx.command, rep, '--min-reputation', {}, 255);
       if (ctx.values.private === true) body.is_public = false;
-      const reply = await devWrite(ctx, body);
+      const reply = await plainWrite(ctx, body);
       await show(ctx, reply, (b: Json) => txResult(`created task ${digits(b.task_small_id)}`, b));
     },
   },
@@ -114,7 +114,7 @@ export const DEV: CommandSpec[] = [
           price_per_one_million_compute_units: priceArg(ctx.command, m[2]!, '--subscribe PRICE'),
         };
       });
-      const reply = await devWrite(ctx, subscriptions.length === 0 ? {} : { subscriptions });
+      const reply = await plainWrite(ctx, subscriptions.length === 0 ? {} : { subscriptions });
       await show(ctx, reply, (b: Json) =>
         txResult(
           `created peer node ${digits(b.node_small_id)}${subscriptions.length === 0 ? '' : `, subscribed to ${plural(subscriptions.length, 'task')}`}`,
@@ -166,7 +166,7 @@ export const DEV: CommandSpec[] = [
       };
       const node = str(ctx, 'node');
       if (node !== undefined) body.selected_node_id = smallId(ctx.command, node, '--node');
-      const reply = await devWrite(ctx, body);
+      const reply = await plainWrite(ctx, body);
       await show(ctx, reply, (b: Json) =>
         txResult(`bought stack ${digits(b.stack_small_id)} from node ${digits(b.selected_node_id)}`, b),
       );
@@ -197,7 +197,7 @@ export const DEV: CommandSpec[] = [
       const claimed = str(ctx, 'claimed');
       const body =
         claimed === undefined ? {} : { num_claimed_compute_units: u64(ctx.command, claimed, '--claimed') };
-      const reply = await devWrite(ctx, body, { stack });
+      const reply = await plainWrite(ctx, body, { params: { stack } });
       await show(ctx, reply, (b: Json) =>
         txResult(`the peer node settled stack ${stack}`, b, [
           ['attesters', nodeList(b.requested_attestation_nodes)],
@@ -225,7 +225,7 @@ export const DEV: CommandSpec[] = [
     async run(ctx) {
       const stack = smallId(ctx.command, ctx.args[0]!, 'STACK');
       const id = smallId(ctx.command, required(ctx, 'node', 'N'), '--node');
-      const reply = await devWrite(ctx, { node_small_id: id }, { stack });
+      const reply = await plainWrite(ctx, { node_small_id: id }, { params: { stack } });
       await show(ctx, reply, (b: Json) => txResult(`node ${id} attested stack ${stack}`, b));
     },
   },
@@ -243,7 +243,7 @@ export const DEV: CommandSpec[] = [
     async run(ctx) {
       const stack = smallId(ctx.command, ctx.args[0]!, 'STACK');
       const id = smallId(ctx.command, required(ctx, 'node', 'N'), '--node');
-      const reply = await devWrite(ctx, { stack_small_id: stack, node_small_id: id });
+      const reply = await plainWrite(ctx, { stack_small_id: stack, node_small_id: id });
       await show(ctx, reply, (b: Json) => txResult(`node ${id} disputed stack ${stack}`, b));
     },
   },
@@ -257,7 +257,7 @@ export const DEV: CommandSpec[] = [
     positionals: { min: 0, max: 0 },
     examples: ['node-daemon dev epoch', 'node-daemon dev epoch --json'],
     async run(ctx) {
-      const reply = await devWrite(ctx);
+      const reply = await plainWrite(ctx);
       await show(ctx, reply, (b: Json) => `epoch ${digits(b.epoch)}`);
     },
   },

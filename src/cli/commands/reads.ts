@@ -8,6 +8,7 @@ import {
   type Column,
   digits,
   duration,
+  epochText,
   keyValues,
   oneLine,
   percent,
@@ -15,10 +16,11 @@ import {
   shortId,
   sui,
   table,
+  when,
   yesNo,
 } from '../format.ts';
-import { nodeList, roleName, securityName } from '../render.ts';
-import type { Json } from '../replies.ts';
+import { claimPath, nodeList, roleName, securityName } from '../render.ts';
+import type { Earnings, Json, Status } from '../replies.ts';
 import { READ_TIMEOUT_MS, read, show, str } from '../request.ts';
 import type { CommandSpec, Context } from '../spec.ts';
 import { didYouMean } from '../suggest.ts';
@@ -217,20 +219,45 @@ export const READS: CommandSpec[] = [
         { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
         { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
         { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
-        {
-          header: 'PATH',
-          value: (s) =>
-            s.claim_path === 'settlement_ticket'
-              ? 'ticket'
-              : s.claim_path === 'confidential_compute'
-                ? 'confidential'
-                : digits(s.claim_path),
-        },
+        { header: 'PATH', value: (s) => claimPath(s.claim_path) },
         { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
         { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
         { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
         { header: 'CLAIMED', value: (s) => yesNo(s.is_claimed) },
       ]);
+    },
+  },
+  {
+    name: 'earnings',
+    route: 'GET /earnings/nodes/{node}',
+    synopsis: '[node]',
+    summary: 'what a node earned and can claim, in USDC, with its stacks by state',
+    description: [
+      [
+        "Sums up the node's fees (GET /earnings/nodes/{node}) in USDC (6 decimals, exact; --json has the",
+        'raw integers), with its stacks in each state: open (usage reported, not settled yet: its fee is',
+        'unsettled), settling (settled, in the dispute period: claimable from the next epoch), claimable,',
+        'claimed, and disputed (locked: the contract has no resolution). Then the rewards for attesting',
+        "other nodes' stacks, the refunds its claims paid to the buyers, and the fees claimed in each epoch.",
+      ],
+      [
+        "A fee is the contract's: floor(units x price / 1000000), 1.2x on sampling-consensus tasks. A stack",
+        'whose price or task the daemon never saw (first seen mid-history) is counted as unpriced and left',
+        'out of the amounts, never guessed.',
+      ],
+    ],
+    arguments: [NODE_ARG],
+    kind: 'read',
+    positionals: { min: 0, max: 1 },
+    examples: [
+      'node-daemon earnings',
+      'node-daemon earnings 7 --json',
+      "node-daemon earnings --json | jq '.claimable'",
+    ],
+    async run(ctx) {
+      const node = await nodeArg(ctx, ctx.args[0]);
+      const reply = await read(ctx, { node });
+      await show(ctx, reply, earningsText);
     },
   },
   {
@@ -341,6 +368,57 @@ export const READS: CommandSpec[] = [
   },
 ];
 
+/** A stack state of the earnings: its count, its fee field, and what it means for the operator. */
+interface EarningState {
+  state: keyof Earnings['stacks'];
+  fee: 'unsettled' | 'settling' | 'claimable' | 'claimed' | 'disputed';
+  meaning: string;
+}
+
+const EARNING_STATES: EarningState[] = [
+  { state: 'open', fee: 'unsettled', meaning: 'usage reported, not settled yet' },
+  { state: 'settling', fee: 'settling', meaning: 'settled, in the dispute period' },
+  { state: 'claimable', fee: 'claimable', meaning: 'claim it with `node-daemon claim`' },
+  { state: 'claimed', fee: 'claimed', meaning: 'received' },
+  { state: 'disputed', fee: 'disputed', meaning: 'locked: the contract has no resolution' },
+];
+
+function earningsText(e: Earnings): string {
+  const unpriced = EARNING_STATES.some((s) => e.unpriced[s.state] > 0);
+  const columns: Column<EarningState>[] = [
+    { header: 'STATE', value: (s) => s.state },
+    { header: 'STACKS', align: 'right', value: (s) => digits(e.stacks[s.state]) },
+  ];
+  if (unpriced)
+    columns.push({ header: 'UNPRICED', align: 'right', value: (s) => digits(e.unpriced[s.state]) });
+  columns.push(
+    { header: 'NODE FEES', align: 'right', value: (s) => amount(e[s.fee]) },
+    { header: '', value: (s) => s.meaning },
+  );
+  const states = table(EARNING_STATES, columns);
+  const byEpoch =
+    e.by_epoch.length === 0
+      ? '(no claims yet)'
+      : table(e.by_epoch, [
+          { header: 'CLAIMED IN EPOCH', align: 'right', value: (b) => digits(b.epoch) },
+          { header: 'STACKS', align: 'right', value: (b) => digits(b.stacks_claimed) },
+          { header: 'NODE FEES', align: 'right', value: (b) => amount(b.claimed) },
+        ]);
+  return [
+    keyValues([
+      ['node', digits(e.node_small_id)],
+      ['epoch', epochText(e.epoch)],
+    ]),
+    states,
+    ...(unpriced ? ['unpriced: stacks whose price the daemon never saw, left out of the fees'] : []),
+    keyValues([
+      ['attester rewards', amount(e.attester_rewards)],
+      ['refunded to users', amount(e.refunded_to_users)],
+    ]),
+    byEpoch,
+  ].join('\n\n');
+}
+
 /** Flattens the status document into "key: value" lines: nested keys dotted, lists joined. */
 function statusEntries(value: unknown, prefix = ''): [string, string][] {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -349,13 +427,30 @@ function statusEntries(value: unknown, prefix = ''): [string, string][] {
   const entries: [string, string][] = [];
   for (const [key, v] of Object.entries(value)) {
     const name = prefix === '' ? key : `${prefix}.${key}`;
+    if (name === 'autopilot') {
+      entries.push([name, autopilotSummary(v as Status['autopilot'])]);
+      continue;
+    }
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) entries.push(...statusEntries(v, name));
     else entries.push([name, statusValue(name, v)]);
   }
   return entries;
 }
 
+/** The autopilot of the status on one line: its mode, its last pass, and why it halted if it did. */
+function autopilotSummary(autopilot: Status['autopilot']): string {
+  if (autopilot === null) return 'none (the daemon has no chain network: it serves reads only)';
+  const mode = autopilot.mode === 'dry-run' ? 'dry-run (plans only)' : autopilot.mode;
+  const last = autopilot.last_pass_at === null ? 'no pass yet' : `last pass ${when(autopilot.last_pass_at)}`;
+  const halted =
+    autopilot.halted === null
+      ? ''
+      : `; halted: ${oneLine(autopilot.halted)} (\`node-daemon autopilot resume\` lets it act again)`;
+  return `${mode}, ${last}${halted}`;
+}
+
 function statusValue(key: string, value: unknown): string {
+  if (key === 'epoch') return epochText(value);
   if (value === null || value === undefined) return 'none';
   if (Array.isArray(value)) {
     if (value.length === 0) return 'none';

@@ -1,9 +1,9 @@
 import type { U64 } from '../../internal/u64.ts';
 import { hash32, objectId, priceArg, smallId, stackIds, u64, usageError } from '../args.ts';
 import { DaemonProblem, type Reply } from '../connection.ts';
-import { type Column, digits, fractionPercent, plural, price, shortId, table } from '../format.ts';
-import { txResult } from '../render.ts';
-import type { ClaimedStack, Json, NotClaimableStack, StackResult } from '../replies.ts';
+import { amount, type Column, digits, fractionPercent, plural, price, shortId, table } from '../format.ts';
+import { claimPath, txResult } from '../render.ts';
+import type { ClaimResult, Json, NotClaimable, StackResult } from '../replies.ts';
 import { list, required, show, str, write } from '../request.ts';
 import { BADGE_OPTION, type CommandSpec, type Context } from '../spec.ts';
 
@@ -14,34 +14,118 @@ function badgeBody(ctx: Context): Json {
   return badge === undefined ? {} : { node_badge_id: objectId(ctx.command, badge, '--badge') };
 }
 
+/** How a multi-stack write shows its stacks: its words for done and for skipped, and its own columns. */
+interface StackLines {
+  /** A stack done: settled, attested, claimed. */
+  done: string;
+  /** A stack left out, before its reason's code: `skipped (no_usage)`, `not claimable (dispute_period)`. */
+  skipped: string;
+  /** The columns between RESULT and DETAIL. */
+  columns: Column<StackResult>[];
+}
+
+function resultWord(result: StackResult, lines: StackLines): string {
+  if (result.status === 'success') return lines.done;
+  const word = result.status === 'skipped' ? lines.skipped : 'failed';
+  return result.error ? `${word} (${result.error.code})` : word;
+}
+
 function resultDetail(result: StackResult, words: (text: string) => string): string {
   const error = result.error;
   if (!error) return '';
   if (error.abort)
     return `${error.abort.name} (abort code ${digits(error.abort.code)} in ${error.abort.module})`;
-  return `${error.code}: ${words(error.detail)}`;
+  return words(error.detail);
 }
 
-/** One line per stack of settle or attest (the results of the reply or the problem), if there are any. */
-function resultsTable(ctx: Context, body: Json, done: string, units: boolean): string | undefined {
+/** A column that only a stack done fills. */
+function whenDone(header: string, value: (r: StackResult) => string): Column<StackResult> {
+  return { header, align: 'right', value: (r) => (r.status === 'success' ? value(r) : '') };
+}
+
+/**
+ * One line per stack of a multi-stack write, in the order listed (the results of the reply, or of the
+ * problem when the daemon refused them all), then the transactions; undefined when there are no results.
+ */
+function stackLines(
+  ctx: Context,
+  body: Json,
+  lines: StackLines,
+  extra: [string, string][] = [],
+): string | undefined {
   if (!Array.isArray(body.results)) return undefined;
   const results = body.results as StackResult[];
-  const columns: Column<StackResult>[] = [
+  // A column no stack fills (the fees when none was claimed) is left out.
+  const filled = lines.columns.filter((c) => results.some((r) => c.value(r) !== ''));
+  const text = table(results, [
     { header: 'STACK', align: 'right', value: (r) => digits(r.stack_small_id) },
-    { header: 'RESULT', value: (r) => (r.status === 'success' ? done : r.status) },
-  ];
-  if (units) {
-    columns.push({
+    { header: 'RESULT', value: (r) => resultWord(r, lines) },
+    ...filled,
+    { header: 'DETAIL', value: (r) => resultDetail(r, ctx.cliWords) },
+  ]);
+  return txResult(text, { tx_digests: body.tx_digests, indexed: body.indexed }, extra);
+}
+
+const TRANSACTION: Column<StackResult> = {
+  header: 'TRANSACTION',
+  value: (r) => (r.tx_digest === undefined ? '' : shortId(r.tx_digest)),
+};
+
+/** settle: the units each settled stack claims, and its transaction. */
+const SETTLED: StackLines = {
+  done: 'settled',
+  skipped: 'skipped',
+  columns: [
+    {
       header: 'CLAIMED UNITS',
       align: 'right',
       value: (r) => (r.num_claimed_compute_units === undefined ? '' : digits(r.num_claimed_compute_units)),
-    });
-  }
-  columns.push(
-    { header: 'TRANSACTION', value: (r) => (r.tx_digest === undefined ? '' : shortId(r.tx_digest)) },
-    { header: 'DETAIL', value: (r) => resultDetail(r, ctx.cliWords) },
+    },
+    TRANSACTION,
+  ],
+};
+
+const ATTESTED: StackLines = { done: 'attested', skipped: 'skipped', columns: [TRANSACTION] };
+
+/**
+ * claim: each claimed stack's path, units, node fee and the buyer's refund; each stack not claimable now
+ * the epoch from which it will be (in the dispute period); then the totals.
+ */
+function claimLines(ctx: Context, body: Json): string | undefined {
+  const from = new Map(
+    ((body.not_claimable ?? []) as NotClaimable[])
+      .filter((n) => n.claimable_from_epoch !== undefined)
+      .map((n) => [n.stack_small_id, `epoch ${digits(n.claimable_from_epoch)}`]),
   );
-  return table(results, columns);
+  const lines: StackLines = {
+    done: 'claimed',
+    skipped: 'not claimable',
+    columns: [
+      { ...whenDone('PATH', (r) => claimPath(r.path)), align: 'left' },
+      whenDone('UNITS', (r) => digits(r.num_claimed_compute_units)),
+      whenDone('NODE FEE', (r) => (r.node_fee_amount === null ? 'unknown' : amount(r.node_fee_amount))),
+      whenDone('REFUND', (r) => amount(r.user_refund_amount)),
+      { header: 'CLAIMABLE FROM', value: (r) => from.get(r.stack_small_id) ?? '' },
+    ],
+  };
+  return stackLines(ctx, body, lines, claimTotal(body));
+}
+
+/** The total line of a claim: what the claimed stacks paid the node and refunded to their buyers. */
+function claimTotal(body: Json): [string, string][] {
+  const total = body.total as ClaimResult['total'] | undefined;
+  if (total === undefined) return [];
+  const claimed = Array.isArray(body.claimed) ? body.claimed.length : 0;
+  const unpriced =
+    total.unpriced_stacks > 0
+      ? `; ${plural(total.unpriced_stacks, 'stack')} of unknown price left out of the fees`
+      : '';
+  return [
+    [
+      'total',
+      `${plural(claimed, 'stack')} claimed: node fees ${amount(total.node_fee_amount)}, refunds ${amount(total.user_refund_amount)}${unpriced}`,
+    ],
+  ];
 }
 
 /**
@@ -204,9 +288,11 @@ export const WRITES: CommandSpec[] = [
     description: [
       [
         'Try-settles each stack (POST /nodes/try-settle-stacks): one transaction per stack, claiming the',
-        'usage the daemon recorded for it unless --claimed says otherwise. Prints one line per stack:',
-        'settled with its transaction, failed with the abort, or skipped with the reason. A settled stack',
-        'can be claimed once its dispute period (one epoch) is over.',
+        'usage the daemon recorded for it unless --claimed says otherwise. Prints one line per stack: settled',
+        'with the units it claims and its transaction, failed with the abort, or skipped with the reason',
+        '(no_usage, already_settled, stack_not_ours, ...); then the transactions in full. A settled stack',
+        'can be claimed once its dispute period (one epoch) is over. When no stack can be settled nothing',
+        'is submitted: the lines still say why for each, and the command exits 4.',
       ],
     ],
     arguments: [['STACK...', 'stack small ids (separate arguments or comma-separated)']],
@@ -249,7 +335,7 @@ export const WRITES: CommandSpec[] = [
         }
       }
       if (Object.keys(byStack).length > 0) body.num_claimed_compute_units_by_stack = byStack;
-      await multiStack(ctx, 'settling', body, (b) => resultsTable(ctx, b, 'settled', true));
+      await multiStack(ctx, 'settling', body, (b) => stackLines(ctx, b, SETTLED));
     },
   },
   {
@@ -282,7 +368,7 @@ export const WRITES: CommandSpec[] = [
         stack_small_ids: ids,
         ...(node === undefined ? {} : { node_small_id: smallId(ctx.command, node, '--node') }),
       };
-      await multiStack(ctx, 'attesting', body, (b) => resultsTable(ctx, b, 'attested', false));
+      await multiStack(ctx, 'attesting', body, (b) => stackLines(ctx, b, ATTESTED));
     },
   },
   {
@@ -293,9 +379,15 @@ export const WRITES: CommandSpec[] = [
     description: [
       [
         'Claims the funds of the listed stacks (POST /nodes/claim-funds): settled stacks out of their',
-        'dispute period, and confidential-compute stacks directly. Prints one line per stack: claimed,',
-        'or not claimable with the reason and the epoch from which it will be. When none can be claimed',
+        'dispute period, and confidential-compute stacks directly. Prints one line per stack: claimed, with',
+        "its path (ticket or confidential), units, the node's fee and the buyer's refund in USDC; or not",
+        'claimable with the reason and, in the dispute period, the epoch from which it will be. Then the',
+        'total (node fees, refunds, stacks of unknown price) and the transactions. When none can be claimed',
         'nothing is submitted and the command exits 4.',
+      ],
+      [
+        "The node's fee is the contract's: floor(units x price / 1000000), 1.2x on sampling-consensus tasks;",
+        "unknown when the daemon never saw the stack's price.",
       ],
     ],
     arguments: [['STACK...', 'stack small ids (separate arguments or comma-separated)']],
@@ -306,7 +398,7 @@ export const WRITES: CommandSpec[] = [
     async run(ctx) {
       const ids = stackIds(ctx.command, ctx.args);
       await multiStack(ctx, 'claiming', { stack_small_ids: ids, ...badgeBody(ctx) }, (b) =>
-        claimTable(ids, b, ctx.cliWords),
+        claimLines(ctx, b),
       );
     },
   },
@@ -360,43 +452,4 @@ async function subscription(ctx: Context, headline: (task: number, price: string
   const body = { task_small_id: task, price_per_one_million_compute_units: p, ...badgeBody(ctx) };
   const reply = await write(ctx, body);
   await show(ctx, reply, (b: Json) => txResult(headline(task, price(p)), b));
-}
-
-/** One line of the claim table: a claimed stack or one the claim left out. */
-interface ClaimRow {
-  stack_small_id: unknown;
-  result: string;
-  from: string;
-  detail: string;
-}
-
-function claimTable(ids: number[], body: Json, words: (text: string) => string): string | undefined {
-  const claimed = (Array.isArray(body.claimed) ? body.claimed : []) as ClaimedStack[];
-  const notClaimable = (Array.isArray(body.not_claimable) ? body.not_claimable : []) as NotClaimableStack[];
-  if (claimed.length === 0 && notClaimable.length === 0) return undefined;
-  const lines: ClaimRow[] = [
-    ...claimed.map((c) => ({
-      stack_small_id: c.stack_small_id,
-      result: 'claimed',
-      from: '',
-      detail: `${c.path === 'confidential_compute' ? 'confidential compute' : 'settlement ticket'}${
-        c.num_claimed_compute_units === undefined ? '' : `, ${digits(c.num_claimed_compute_units)} units`
-      }`,
-    })),
-    ...notClaimable.map((n) => ({
-      stack_small_id: n.stack_small_id,
-      result: `not claimable (${String(n.reason)})`,
-      from: n.claimable_from_epoch === undefined ? '' : `epoch ${digits(n.claimable_from_epoch)}`,
-      detail: words(String(n.detail ?? '')),
-    })),
-  ];
-  const order = (id: unknown) => ids.indexOf(Number(id));
-  lines.sort((a, b) => order(a.stack_small_id) - order(b.stack_small_id));
-  const text = table(lines, [
-    { header: 'STACK', align: 'right', value: (l) => digits(l.stack_small_id) },
-    { header: 'RESULT', value: (l) => l.result },
-    { header: 'CLAIMABLE FROM', value: (l) => l.from },
-    { header: 'DETAIL', value: (l) => l.detail },
-  ]);
-  return claimed.length === 0 ? text : txResult(text, { tx_digests: body.tx_digests, indexed: body.indexed });
 }
