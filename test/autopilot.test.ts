@@ -234,6 +234,26 @@ function stretch(engine: 'sqlite' | 'postgres', flags: () => Record<string, stri
         attested.toSorted((a, b) => a - b),
         reference.asked_to_attest.map(Number),
       );
+      // /metrics says the same, in USDC.
+      const metrics = (await d.get('/metrics')).body;
+      const metric = (name: string) => {
+        const line = metrics.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
+        return line === undefined ? undefined : Number(line.split(' ').at(-1));
+      };
+      const asUsdc = (amount: bigint) => Number(amount) / 1e6;
+      assert.equal(
+        metric(`node_daemon_earnings_claimed_usdc_total{node="${OURS}"}`),
+        asUsdc(reference.claimed),
+      );
+      assert.equal(
+        metric(`node_daemon_earnings_usdc{node="${OURS}",state="disputed"}`),
+        asUsdc(reference.disputed),
+      );
+      assert.equal(
+        metric(`node_daemon_earnings_usdc{node="${OURS}",state="unsettled"}`),
+        asUsdc(reference.unsettled),
+      );
+      assert.equal(metric(`node_daemon_stacks{node="${OURS}",state="claimed"}`), reference.stacks.claimed);
       // And the chain agrees: what the signer holds, plus what it can still withdraw, is what it was paid.
       const account = d.services.dev!.nodeAccount(OURS)!;
       assert.equal(

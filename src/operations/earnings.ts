@@ -89,40 +89,45 @@ export function stackState(row: LedgerRow, epoch: U64 | null): keyof StackStates
   return epoch !== null && from !== null && epoch >= from ? 'claimable' : 'settling';
 }
 
+/** Smallest units per USDC (6 decimals). */
+const MICRO = 1_000_000;
+/** An exact amount in the smallest unit as USDC, for metrics (floats; /earnings has the exact amounts). */
+const usdc = (amount: U64): number => Number(amount) / MICRO;
+
 /**
- * Updates the earnings metrics of the operator's nodes (call it when /metrics is scraped): the pending
- * amounts and the stacks by state as gauges, the all-time amounts as counters, advanced by what they grew.
+ * Updates the earnings metrics of the operator's nodes (call it when /metrics is scraped), in USDC: the
+ * pending amounts and the stacks by state as gauges, the all-time amounts as counters. The counters are
+ * set to the totals the events give (they only grow), not advanced by sums of floats.
  */
 export function earningsMetrics(
   metrics: Metrics,
   store: Store,
   nodes: () => Promise<U64[]>,
 ): () => Promise<void> {
-  const seen = new Map<string, { claimed: bigint; rewards: bigint; refunded: bigint }>();
   return async () => {
+    const totals: { node: string; claimed: U64; rewards: U64; refunded: U64 }[] = [];
     for (const node of await nodes()) {
       const e = await nodeEarnings(store, node);
       const label = String(node);
       for (const state of ['claimable', 'settling', 'disputed', 'unsettled'] as const) {
-        metrics.earnings.set({ node: label, state }, Number(e[state]));
+        metrics.earnings.set({ node: label, state }, usdc(e[state]));
       }
       for (const [state, count] of Object.entries(e.stacks))
         metrics.stacks.set({ node: label, state }, count);
-      const now = {
-        claimed: BigInt(e.claimed),
-        rewards: BigInt(e.attester_rewards),
-        refunded: BigInt(e.refunded_to_users),
-      };
-      const before = seen.get(label) ?? { claimed: 0n, rewards: 0n, refunded: 0n };
-      if (now.claimed > before.claimed)
-        metrics.earningsClaimed.inc({ node: label }, Number(now.claimed - before.claimed));
-      if (now.rewards > before.rewards) {
-        metrics.earningsAttesterRewards.inc({ node: label }, Number(now.rewards - before.rewards));
-      }
-      if (now.refunded > before.refunded) {
-        metrics.earningsRefunded.inc({ node: label }, Number(now.refunded - before.refunded));
-      }
-      seen.set(label, now);
+      totals.push({
+        node: label,
+        claimed: e.claimed,
+        rewards: e.attester_rewards,
+        refunded: e.refunded_to_users,
+      });
+    }
+    metrics.earningsClaimed.reset();
+    metrics.earningsAttesterRewards.reset();
+    metrics.earningsRefunded.reset();
+    for (const t of totals) {
+      metrics.earningsClaimed.inc({ node: t.node }, usdc(t.claimed));
+      metrics.earningsAttesterRewards.inc({ node: t.node }, usdc(t.rewards));
+      metrics.earningsRefunded.inc({ node: t.node }, usdc(t.refunded));
     }
   };
 }
