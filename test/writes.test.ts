@@ -492,6 +492,28 @@ describe('write API on the dev network', () => {
         'transaction_failed',
       );
       assert.deepEqual(badTask.abort, { name: 'EInvalidTaskRole', code: 312012035, module: 'db' });
+      // One claim_funds carries both stacks: one transaction failed, not two.
+      const stacks = [await buy(d, 1), await buy(d, 1)];
+      for (const stack of stacks) ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 500 }));
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: stacks }));
+      ok(await d.post('/dev/tasks/1/deprecate'));
+      ok(await d.post('/dev/epoch'));
+      ok(await d.post('/dev/tasks/1/remove'));
+      const claim = problem(
+        await d.post('/nodes/claim-funds', { stack_small_ids: stacks }),
+        422,
+        'transaction_failed',
+      );
+      assert.match(
+        String(claim.detail),
+        /^the claim of 2 stacks failed: claim_funds failed on chain: EFieldDoesNotExist \(abort code 1 in dynamic_field\); transaction \w+$/,
+      );
+      const results = claim.results as Json[];
+      assert.deepEqual(
+        results.map((r) => [r.stack_small_id, r.status]),
+        stacks.map((id) => [id, 'failed']),
+      );
+      assert.equal(results[0]!.tx_digest, results[1]!.tx_digest);
     } finally {
       await d.close();
     }

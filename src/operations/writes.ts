@@ -764,10 +764,14 @@ function allFailed(results: StackResult[], digests: string[], what: string): Pro
     'transaction_failed';
   // One failure keeps its own detail (the abort's name and the transaction); more, the first of them.
   const first = failed.find((r) => r.error?.code === code) ?? failed[0];
+  // A claim_funds carries many stacks in one transaction: count transactions, not stacks.
+  const transactions = new Set(failed.map((r) => r.tx_digest ?? `stack ${r.stack_small_id}`)).size;
   const detail =
     failed.length === 1 && first?.error
       ? first.error.detail
-      : `none of the ${failed.length} ${what} transactions went through; the first: ${first?.error?.detail}`;
+      : transactions === 1
+        ? `the ${what} of ${failed.length} stacks failed: ${first?.error?.detail}`
+        : `none of the ${transactions} ${what} transactions (${failed.length} stacks) went through; the first: ${first?.error?.detail}`;
   return new ProblemError(code, detail, {
     extensions: {
       tx_digests: digests,
