@@ -620,7 +620,12 @@ export function storeContract(
         const context = await tx.claimContext(1);
         assert.deepEqual(context.already_attested, [], 'inside the transaction, before any attestation');
         assert.equal(context.terms?.security_level, 2);
-        assert.deepEqual(await tx.claimContext(404), { terms: undefined, already_attested: [] });
+        assert.deepEqual(await tx.claimContext(404), {
+          terms: undefined,
+          selected_node_id: null,
+          already_attested: [],
+        });
+        assert.equal((await tx.claimContext(1)).selected_node_id, 1);
       });
       assert.deepEqual(await store.getChainState(), { epoch: 12, parameters }, 'each field kept when absent');
       await write(async (tx) => {
@@ -790,6 +795,182 @@ export function storeContract(
         [second],
       );
       assert.equal((await store.listAutopilotActions({ limit: 1 })).length, 1);
+    });
+
+    it('records node events with gap-free ids in commit order, and reads them filtered', async () => {
+      assert.deepEqual(await store.nodeEventBounds(), { oldest: null, newest: 0 });
+      let told = 0;
+      const stop = store.onNodeEvents(() => {
+        told += 1;
+      });
+      await store.appendNodeEvents([
+        { type: 'task_added', node_small_id: null, at: 10, data: { task_small_id: 1 } },
+        { type: 'stack_assigned', node_small_id: 1, at: 11, data: { stack_small_id: 5, big: U64_MAX } },
+      ]);
+      // A transaction that fails records nothing and uses no id.
+      await assert.rejects(
+        write(async (tx) => {
+          await tx.appendNodeEvents([{ type: 'stack_assigned', node_small_id: 1, data: {} }]);
+          throw new Error('boom');
+        }),
+        /boom/,
+      );
+      await write(async (tx) => {
+        await tx.appendNodeEvents([
+          {
+            type: 'dispute_opened',
+            node_small_id: 2,
+            other_node_small_id: 1,
+            at: 12,
+            data: { stack_small_id: 6 },
+          },
+          { type: 'stack_settled', node_small_id: ABOVE_SAFE, at: 13, data: { stack_small_id: 7 } },
+        ]);
+      });
+      assert.ok(told >= 2, 'listeners hear each commit that recorded events');
+      stop();
+      const all = await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null });
+      assert.deepEqual(
+        all.map((e) => [e.id, e.type, e.node_small_id, e.other_node_small_id, e.at]),
+        [
+          [1, 'task_added', null, null, 10],
+          [2, 'stack_assigned', 1, null, 11],
+          [3, 'dispute_opened', 2, 1, 12],
+          [4, 'stack_settled', ABOVE_SAFE, null, 13],
+        ],
+      );
+      assert.equal(all[1]!.data, '{"stack_small_id":5,"big":18446744073709551615}', 'exact u64 in the data');
+      assert.deepEqual(await store.nodeEventBounds(), { oldest: 1, newest: 4 });
+      const ids = async (query: Partial<Parameters<Store['listNodeEvents']>[0]>) =>
+        (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null, ...query })).map(
+          (e) => e.id,
+        );
+      // Node 1's: its own, the dispute it is the other party of, and everyone's.
+      assert.deepEqual(await ids({ nodes: [1] }), [1, 2, 3]);
+      assert.deepEqual(await ids({ nodes: [ABOVE_SAFE] }), [1, 4]);
+      assert.deepEqual(await ids({ nodes: [] }), [1]);
+      assert.deepEqual(await ids({ types: ['stack_assigned', 'stack_settled'] }), [2, 4]);
+      assert.deepEqual(await ids({ nodes: [1], types: ['dispute_opened'] }), [3]);
+      assert.deepEqual(await ids({ after: 2, limit: 1 }), [3]);
+    });
+
+    it('prunes node events by age and by count, and never reuses an id', async () => {
+      await store.appendNodeEvents(
+        [100, 200, 300, 400, 500].map((at) => ({ type: 'task_added', node_small_id: null, at, data: {} })),
+      );
+      assert.equal(await store.pruneNodeEvents(250, 1000), 2, 'older than 250');
+      assert.deepEqual(await store.nodeEventBounds(), { oldest: 3, newest: 5 });
+      assert.equal(await store.pruneNodeEvents(0, 1), 2, 'all but the newest');
+      assert.deepEqual(await store.nodeEventBounds(), { oldest: 5, newest: 5 });
+      assert.equal(await store.pruneNodeEvents(1000, 1000), 1);
+      assert.deepEqual(await store.nodeEventBounds(), { oldest: null, newest: 5 });
+      await store.appendNodeEvents([{ type: 'task_added', node_small_id: null, data: {} }]);
+      assert.deepEqual(await store.nodeEventBounds(), { oldest: 6, newest: 6 });
+    });
+
+    it('records a stack_filled event for each threshold a usage report crosses', async () => {
+      await write(async (tx) => {
+        await tx.putStack(newStack(1, 3, 1000));
+      });
+      const types = async () =>
+        (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null })).map((e) => [
+          e.node_small_id,
+          JSON.parse(e.data).threshold,
+        ]);
+      await store.addStackUsage(1, 400, REQUEST, 1);
+      assert.deepEqual(await types(), []);
+      await store.addStackUsage(1, 550, REQUEST, 2);
+      assert.deepEqual(await types(), [
+        [3, 0.5],
+        [3, 0.9],
+      ]);
+      await store.addStackUsage(1, 50, REQUEST, 3);
+      await store.addStackUsage(1, 0, REQUEST, 4);
+      assert.deepEqual((await types()).at(-1), [3, 1]);
+      assert.equal((await types()).length, 3, 'a threshold is crossed once');
+      await store.addStackUsage(1, 1, REQUEST, 5);
+      assert.equal((await types()).length, 3, 'over capacity records nothing');
+    });
+
+    it('records an autopilot_action event with each change of an action', async () => {
+      const id = await store.insertAutopilotAction({
+        at: 1,
+        updated_at: 1,
+        kind: 'claim',
+        node_small_id: 4,
+        stack_small_ids: [1, 2],
+        status: 'pending',
+        reason: 'worth it',
+        node_fee_amount: U64_MAX,
+        gas_estimate: null,
+        tx_digests: [],
+        error: null,
+      });
+      await store.updateAutopilotAction(id, {
+        status: 'succeeded',
+        tx_digests: ['d'],
+        error: null,
+        updated_at: 2,
+      });
+      const events = await store.listNodeEvents({
+        after: 0,
+        limit: 10,
+        nodes: [4],
+        types: ['autopilot_action'],
+      });
+      assert.deepEqual(
+        events
+          .map((e) => JSON.parse(e.data) as Record<string, unknown>)
+          .map((d) => [d.action_id, d.status, d.tx_digests]),
+        [
+          [id, 'pending', []],
+          [id, 'succeeded', ['d']],
+        ],
+      );
+      assert.match(events[1]!.data, /"node_fee_amount":18446744073709551615/);
+    });
+
+    it('finds the tickets that become claimable between two epochs, across nodes', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1));
+        for (const [id, node] of [
+          [1, 1],
+          [2, 2],
+          [3, 1],
+        ] as const) {
+          await tx.putStack(newStack(id, node));
+        }
+        const settle = (id: number, node: number, epoch: number) =>
+          tx.putTicket(
+            {
+              stack_small_id: id,
+              selected_node_id: node,
+              requested_attestation_nodes: [],
+              committed_stack_proof: proof,
+              stack_merkle_leaf: leaf,
+              num_claimed_compute_units: 100,
+            },
+            epoch,
+          );
+        await settle(1, 1, 4);
+        await settle(2, 2, 5);
+        await settle(3, 1, 7);
+        assert.deepEqual(
+          (await tx.listBecomingClaimable(4, 6)).map((t) => [
+            t.stack_small_id,
+            t.selected_node_id,
+            t.claimable_from_epoch,
+          ]),
+          [
+            [1, 1, 5],
+            [2, 2, 6],
+          ],
+        );
+        assert.deepEqual(
+          (await tx.listBecomingClaimable(null, 5)).map((t) => t.stack_small_id),
+          [1],
+        );
+      });
     });
 
     it('refuses work once closed', async () => {

@@ -36,6 +36,7 @@ const DATA_TABLES = [
   'attester_rewards',
   'chain_state',
   'autopilot_actions',
+  'node_events',
 ];
 
 /** A throwaway database for one test; the helper has already checked that the server is reachable. */
@@ -60,7 +61,9 @@ if (await postgresAvailable('PostgreSQL store suite')) {
     const store = await PostgresStore.open({ url: shared.url, poolSize: 4 });
     // DELETE rather than TRUNCATE: on tables this small it is several times faster.
     await withClient(shared.url, (client) =>
-      client.query(DATA_TABLES.map((t) => `DELETE FROM ${t};`).join('')),
+      client.query(
+        `${DATA_TABLES.map((t) => `DELETE FROM ${t};`).join('')} UPDATE node_event_counter SET last = 0;`,
+      ),
     );
     return { store, cleanup: async () => undefined };
   });
@@ -105,7 +108,10 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       try {
         const file = new DatabaseSync(join(dir, SQLITE_FILE), { readOnly: true });
         const sqliteTables = file
-          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_migrations'")
+          // sqlite_sequence is SQLite's AUTOINCREMENT counter; PostgreSQL's node_event_counter plays its part.
+          .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')",
+          )
           .all()
           .map((r) => String(r.name));
         const sqlite = Object.fromEntries(
@@ -130,7 +136,8 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         file.close();
         const { pg, pgIndexes } = await withClient(db.url, async (client) => {
           const columns = await client.query(`SELECT table_name, column_name FROM information_schema.columns
-            WHERE table_schema = 'public' AND table_name NOT IN ('schema_migrations', 'store_version')`);
+            WHERE table_schema = 'public'
+              AND table_name NOT IN ('schema_migrations', 'store_version', 'node_event_counter')`);
           const keys = await client.query(`SELECT c.relname AS table_name, a.attname AS column_name
             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'

@@ -14,12 +14,15 @@ import {
 } from '../protocol/events.ts';
 import { attesterReward, knownFee } from '../protocol/fees.ts';
 import type { AttesterReward, IndexerCounts, IndexerTx, Store, TicketClaimed } from '../store/store.ts';
+import { PageEvents } from './node-events.ts';
 
 interface Decoded {
   envelope: EventEnvelope;
   event: DecodedEvent;
   /** The epoch of the event's transaction, when the source knows it. */
   epoch: U64 | undefined;
+  /** When it happened (the fullnode's timestampMs), when the source says. */
+  at: number | undefined;
 }
 
 /** What applying an event needs besides the event: the chain's fee parameters. */
@@ -63,10 +66,12 @@ export async function applyPage(
     else decoded.push(result);
   }
   // Fees are computed with the parameters the source reports, else the last known, else the contract's.
+  const state = await store.getChainState();
   const context: ApplyContext = {
-    parameters: page.parameters ?? (await store.getChainState()).parameters ?? DEFAULT_PARAMETERS,
+    parameters: page.parameters ?? state.parameters ?? DEFAULT_PARAMETERS,
   };
   await store.indexerTransaction(async (tx) => {
+    const derived = new PageEvents(context.parameters);
     const fresh = await tx.claimEvents(decoded.map((d) => d.envelope.key));
     for (const item of decoded) {
       // A key appears in `fresh` once even if the page repeats it; delete it so the repeat is a duplicate.
@@ -76,16 +81,30 @@ export async function applyPage(
       }
       if (await applyEvent(tx, item, context)) counts.applied += 1;
       else counts.orphaned += 1;
+      await derived.add(tx, {
+        event: item.event,
+        digest: item.envelope.key.slice(0, item.envelope.key.indexOf(':')),
+        epoch: item.epoch,
+        at: item.at,
+      });
     }
     if (page.epoch !== undefined || page.parameters !== undefined) {
       await tx.saveChainState({ epoch: page.epoch, parameters: page.parameters });
     }
+    await derived.finish(tx, state.epoch, page.epoch);
     await tx.saveCursor(sourceId, page.nextCursor, counts);
   });
   return counts;
 }
 
 const warnedUnknown = new Set<string>();
+
+/** A SuiEvent's timestampMs (decimal digits), when it has a sane one. */
+function timestampOf(raw: unknown): number | undefined {
+  const value = (raw as { timestampMs?: unknown }).timestampMs;
+  const ms = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
+  return typeof ms === 'number' && Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
+}
 
 function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignored' | 'unknown' {
   if (item.parseError !== undefined) {
@@ -110,7 +129,7 @@ function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignore
     if (envelope.name === 'NodeRegisteredEvent' && envelope.sender === null) {
       throw new MalformedEventError('$.sender', 'the address that registered the node', null);
     }
-    return { envelope, event, epoch: item.epoch };
+    return { envelope, event, epoch: item.epoch, at: timestampOf(item.raw) };
   } catch (error) {
     if (!(error instanceof MalformedEventError)) throw error;
     log.warn({ position: item.position, reason: error.message }, 'malformed event skipped');

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, type ClientBase, Pool, type PoolClient, type QueryResult } from 'pg';
+import { Listeners } from '../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { claimableFromEpoch } from '../protocol/epochs.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
@@ -12,6 +13,13 @@ import type {
   Task,
 } from '../schemas/model.ts';
 import { connectError, fromPostgresError, StoreError, statementError } from './errors.ts';
+import {
+  autopilotEvent,
+  eventData,
+  type NewNodeEvent,
+  type NodeEventQuery,
+  type NodeEventRow,
+} from './node-events.ts';
 import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './postgres-migrations.ts';
 import {
   attestedRow,
@@ -194,19 +202,43 @@ const S = statements({
   ...AUTOPILOT_QUERIES,
   actions: 'SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT $1',
   pendingActions: "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT $1",
-  insertAction: `WITH a AS (INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
+  insertAction: `INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
       status, reason, node_fee_amount, gas_estimate, tx_digests, error)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id)
-    SELECT id FROM a`,
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
   updateAction: `UPDATE autopilot_actions SET status = $1, tx_digests = $2, error = $3, updated_at = $4,
-    node_fee_amount = coalesce($5, node_fee_amount) WHERE id = $6`,
+    node_fee_amount = coalesce($5, node_fee_amount) WHERE id = $6 RETURNING *`,
+  // Node events: the counter row's lock is held to COMMIT, so ids are gap-free and in commit order across
+  // every process (0004-node-events.sql); the notification is delivered at COMMIT.
+  appendNodeEvents: `WITH c AS (UPDATE node_event_counter SET last = last + cardinality($1::bigint[]) WHERE id = 1
+      RETURNING last)
+    INSERT INTO node_events (id, at, type, node_small_id, other_node_small_id, data)
+    SELECT c.last - cardinality($1::bigint[]) + e.ord, e.at, e.type, e.node, e.other, e.data
+    FROM c, unnest($1::bigint[], $2::text[], $3::numeric[], $4::numeric[], $5::text[])
+      WITH ORDINALITY AS e(at, type, node, other, data, ord)`,
+  notifyNodeEvents: "SELECT pg_notify('node_events', '')",
+  nodeEvents: `SELECT * FROM node_events WHERE id > $1
+      AND ($2::numeric[] IS NULL OR node_small_id IS NULL OR node_small_id = ANY($2) OR other_node_small_id = ANY($2))
+      AND ($3::text[] IS NULL OR type = ANY($3))
+    ORDER BY id LIMIT $4`,
+  nodeEventBounds: `SELECT (SELECT min(id) FROM node_events) AS oldest,
+    (SELECT last FROM node_event_counter WHERE id = 1) AS newest`,
+  firstEventSince: 'SELECT id FROM node_events WHERE at >= $1 ORDER BY id LIMIT 1',
+  pruneEvents: `DELETE FROM node_events WHERE id < greatest(
+      coalesce((SELECT id FROM node_events WHERE at >= $1 ORDER BY id LIMIT 1),
+        (SELECT last + 1 FROM node_event_counter WHERE id = 1)),
+      (SELECT last FROM node_event_counter WHERE id = 1) - $2 + 1)`,
+  becomingClaimable: `SELECT t.stack_small_id, t.selected_node_id, t.num_claimed_compute_units, t.claimable_from_epoch,
+      s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
+    FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+    WHERE NOT t.is_claimed AND NOT t.is_in_dispute AND t.claimable_from_epoch > $1 AND t.claimable_from_epoch <= $2
+    ORDER BY t.stack_small_id`,
   dataVersion: 'SELECT version FROM store_version',
 
   // Usage: the stack row is locked first; the hash row is read (and locked) by the next statement, whose
   // snapshot is taken once that lock is held, so it sees what the previous holder committed. The two are
   // pipelined: one round trip.
-  lockStack: `SELECT num_compute_units, already_computed_units, num_total_messages FROM stacks
-    WHERE stack_small_id = $1 FOR UPDATE`,
+  lockStack: `SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units,
+      num_total_messages FROM stacks WHERE stack_small_id = $1 FOR UPDATE`,
   lockHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1 FOR UPDATE',
   setUsage: `WITH u AS (UPDATE stacks SET already_computed_units = $2, num_total_messages = $3, fill_ppm = $6,
       last_usage_at = $7 WHERE stack_small_id = $1::numeric)
@@ -262,7 +294,7 @@ const S = statements({
     UPDATE stacks SET in_settle_period = true WHERE stack_small_id = $1::numeric`,
   requestAttested: `UPDATE attestation_requests SET attested = true
     WHERE stack_small_id = $1 AND node_small_id = $2`,
-  stackTerms: `SELECT ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
+  stackTerms: `SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
   ticketAttesters: 'SELECT already_attested_nodes FROM stack_settlement_tickets WHERE stack_small_id = $1',
   putRewards: `INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
     SELECT * FROM unnest($1::numeric[], $2::int[], $3::numeric[], $4::numeric[], $5::numeric[])
@@ -339,6 +371,9 @@ export class PostgresStore implements Store {
   readonly #options: PostgresStoreOptions;
   /** The connections of leases and locks, outside the pool; ended by close(). */
   readonly #sessions = new Set<Client>();
+  readonly #nodeEvents = new Listeners();
+  /** The session that LISTENs for other processes' node events, once someone listens. */
+  #listener: Promise<void> | undefined;
 
   private constructor(pool: Pool, options: PostgresStoreOptions, migrationsApplied: number) {
     this.#pool = pool;
@@ -485,13 +520,16 @@ export class PostgresStore implements Store {
   indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T> {
     return this.#op(() => {
       // One indexer transaction at a time in this process, as with SQLite's single writer.
-      const run = () =>
-        this.#transaction(
+      let appended = false;
+      const run = async () => {
+        appended = false;
+        const result = await this.#transaction(
           async (client) => {
             const tx = this.#indexerTx(client);
             try {
               const result = await fn(tx.api);
               await tx.flush();
+              appended = tx.appended();
               return result;
             } finally {
               tx.finish();
@@ -499,6 +537,9 @@ export class PostgresStore implements Store {
           },
           () => true,
         );
+        if (appended) this.#nodeEvents.emit();
+        return result;
+      };
       const next = this.#queue.then(run, run);
       this.#queue = next.catch(() => undefined);
       return next;
@@ -511,8 +552,14 @@ export class PostgresStore implements Store {
    * events costs a few round trips instead of one per event. The server runs the statements in order; the
    * first failure is thrown by the next call that waits for an answer, or by flush() before COMMIT.
    */
-  #indexerTx(client: PoolClient): { api: IndexerTx; flush: () => Promise<void>; finish: () => void } {
+  #indexerTx(client: PoolClient): {
+    api: IndexerTx;
+    flush: () => Promise<void>;
+    finish: () => void;
+    appended: () => boolean;
+  } {
     let open = true;
+    let appended = false;
     let failure: unknown;
     let last: Promise<unknown> = Promise.resolve();
     const send = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
@@ -627,6 +674,7 @@ export class PostgresStore implements Store {
         const [terms] = (await stack).rows;
         return {
           terms: terms ? rows.terms(terms) : undefined,
+          selected_node_id: terms ? dec(terms.selected_node_id) : null,
           already_attested: ticket ? parseIdList(ticket.already_attested_nodes as string).map(dec) : [],
         };
       },
@@ -662,6 +710,15 @@ export class PostgresStore implements Store {
           new Date().toISOString(),
         ]);
       },
+      appendNodeEvents: async (events) => {
+        if (events.length === 0) return;
+        for (const [statement, values] of this.#appendStatements(events)) await write(statement, values);
+        appended = true;
+      },
+      listBecomingClaimable: async (after, upTo) =>
+        (await run(S.becomingClaimable, [after === null ? '-1' : enc(after), enc(upTo)])).rows.map(
+          rows.claimableOf,
+        ),
       saveCursor: async (source: string, cursor: string | null, n: IndexerCounts) => {
         await write(S.saveCursor, [
           source,
@@ -685,7 +742,34 @@ export class PostgresStore implements Store {
       finish: () => {
         open = false;
       },
+      appended: () => appended,
     };
+  }
+
+  /** The statements that record node events (with the next ids) and notify the listening processes. */
+  #appendStatements(events: readonly NewNodeEvent[]): [Statement, unknown[]][] {
+    const now = Date.now();
+    return [
+      [
+        S.appendNodeEvents,
+        [
+          events.map((e) => e.at ?? now),
+          events.map((e) => e.type),
+          events.map((e) => encNullable(e.node_small_id)),
+          events.map((e) => encNullable(e.other_node_small_id)),
+          events.map(eventData),
+        ],
+      ],
+      [S.notifyNodeEvents, []],
+    ];
+  }
+
+  /** Runs the statements of #appendStatements on a transaction's connection. */
+  async #appendOn(client: ClientBase, events: readonly NewNodeEvent[]): Promise<boolean> {
+    if (events.length === 0) return false;
+    for (const [statement, values] of this.#appendStatements(events))
+      await this.#exec(client, statement, values);
+    return true;
   }
 
   async getCursor(source: string): Promise<CursorState | undefined> {
@@ -728,9 +812,11 @@ export class PostgresStore implements Store {
     nowMs: number,
   ): Promise<UsageOutcome> {
     const id = enc(stackSmallId);
-    return this.#op(() =>
-      this.#transaction(
+    let appended = false;
+    return this.#op(async () => {
+      const outcome = await this.#transaction(
         async (client): Promise<UsageOutcome> => {
+          appended = false;
           const [stack, hash] = await Promise.all([
             this.#exec(client, S.lockStack, [id]),
             this.#exec(client, S.lockHash, [id]),
@@ -738,9 +824,10 @@ export class PostgresStore implements Store {
           const [row] = stack.rows;
           const [previous] = hash.rows;
           if (!row) return { status: 'not_found' };
-          const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash);
+          const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
           if (write) {
             const { already, messages, fillPpm, record } = write;
+            appended = await this.#appendOn(client, write.events);
             await this.#exec(client, S.setUsage, [
               id,
               enc(already),
@@ -754,8 +841,10 @@ export class PostgresStore implements Store {
           return outcome;
         },
         (outcome) => outcome.status === 'recorded',
-      ),
-    );
+      );
+      if (appended) this.#nodeEvents.emit();
+      return outcome;
+    });
   }
 
   async putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {
@@ -827,7 +916,7 @@ export class PostgresStore implements Store {
   }
 
   async insertAutopilotAction(action: Omit<AutopilotAction, 'id'>): Promise<number> {
-    const [row] = await this.#rows(S.insertAction, [
+    const values = [
       action.at,
       action.updated_at,
       action.kind,
@@ -839,8 +928,19 @@ export class PostgresStore implements Store {
       encNullable(action.gas_estimate),
       JSON.stringify(action.tx_digests),
       action.error,
-    ]);
-    return Number(row!.id);
+    ];
+    return this.#op(async () => {
+      const id = await this.#transaction(
+        async (client) => {
+          const [row] = (await this.#exec(client, S.insertAction, values)).rows;
+          await this.#appendOn(client, [autopilotEvent(rows.autopilotAction(row!))]);
+          return Number(row!.id);
+        },
+        () => false,
+      );
+      this.#nodeEvents.emit();
+      return id;
+    });
   }
 
   async updateAutopilotAction(
@@ -848,14 +948,85 @@ export class PostgresStore implements Store {
     change: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error' | 'updated_at'> &
       Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
   ): Promise<void> {
-    await this.#query(S.updateAction, [
+    const values = [
       change.status,
       JSON.stringify(change.tx_digests),
       change.error,
       change.updated_at,
       encNullable(change.node_fee_amount),
       id,
-    ]);
+    ];
+    return this.#op(async () => {
+      const appended = await this.#transaction(
+        async (client) => {
+          const [row] = (await this.#exec(client, S.updateAction, values)).rows;
+          return row ? this.#appendOn(client, [autopilotEvent(rows.autopilotAction(row))]) : false;
+        },
+        () => false,
+      );
+      if (appended) this.#nodeEvents.emit();
+    });
+  }
+
+  appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void> {
+    return this.#op(async () => {
+      const appended = await this.#transaction(
+        (client) => this.#appendOn(client, events),
+        () => false,
+      );
+      if (appended) this.#nodeEvents.emit();
+    });
+  }
+
+  async listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]> {
+    return (
+      await this.#rows(S.nodeEvents, [
+        query.after,
+        query.nodes === null ? null : query.nodes.map(enc),
+        query.types,
+        query.limit,
+      ])
+    ).map(rows.nodeEvent);
+  }
+
+  async nodeEventBounds(): Promise<{ oldest: number | null; newest: number }> {
+    const [row] = await this.#rows(S.nodeEventBounds, []);
+    return {
+      oldest: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+      newest: Number(row?.newest ?? 0),
+    };
+  }
+
+  async pruneNodeEvents(before: number, keep: number): Promise<number> {
+    return (await this.#query(S.pruneEvents, [before, keep])).rowCount ?? 0;
+  }
+
+  /**
+   * Listeners hear this process's commits at once, and other processes' through LISTEN on a session of
+   * its own (opened with the first listener, reopened with back-off when it drops; each reopening tells
+   * the listeners, who read what they may have missed).
+   */
+  onNodeEvents(listener: () => void): () => void {
+    const off = this.#nodeEvents.on(listener);
+    this.#listener ??= this.#listen(0);
+    return off;
+  }
+
+  async #listen(failures: number): Promise<void> {
+    if (this.#closing !== undefined) return;
+    try {
+      const session = await this.#session();
+      session.on('notification', () => this.#nodeEvents.emit());
+      await session.query('LISTEN node_events');
+      if (failures > 0) this.#nodeEvents.emit();
+      session.once('end', () => {
+        if (this.#closing === undefined) this.#listener = this.#listen(1);
+      });
+    } catch {
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(failures, 6));
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      this.#listener = this.#listen(failures + 1);
+    }
   }
 
   async listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]> {

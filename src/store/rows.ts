@@ -12,6 +12,7 @@ import type {
   Task,
 } from '../schemas/model.ts';
 import { StoreError } from './errors.ts';
+import { fillEvents, type NewNodeEvent, type NodeEventRow, type NodeEventType } from './node-events.ts';
 import type {
   Attestation,
   AttestationRequest,
@@ -21,6 +22,7 @@ import type {
   AutopilotActionStatus,
   ChainState,
   ClaimableTicket,
+  ClaimableTicketOf,
   CursorState,
   LedgerRow,
   OpenStack,
@@ -191,6 +193,13 @@ export function rowMappers(dec: (value: unknown) => U64) {
       claimable_from_epoch: dec(r.claimable_from_epoch),
       terms: terms(r),
     }),
+    claimableOf: (r: Row): ClaimableTicketOf => ({
+      stack_small_id: dec(r.stack_small_id),
+      selected_node_id: dec(r.selected_node_id),
+      num_claimed_compute_units: dec(r.num_claimed_compute_units),
+      claimable_from_epoch: dec(r.claimable_from_epoch),
+      terms: terms(r),
+    }),
     attestationRequest: (r: Row): AttestationRequest => ({
       stack_small_id: dec(r.stack_small_id),
       slot: Number(r.slot),
@@ -222,6 +231,14 @@ export function rowMappers(dec: (value: unknown) => U64) {
       gas_estimate: decNullable(r.gas_estimate),
       tx_digests: JSON.parse(r.tx_digests as string) as string[],
       error: (r.error as string | null) ?? null,
+    }),
+    nodeEvent: (r: Row): NodeEventRow => ({
+      id: Number(r.id),
+      at: Number(r.at),
+      type: r.type as NodeEventType,
+      node_small_id: decNullable(r.node_small_id),
+      other_node_small_id: decNullable(r.other_node_small_id),
+      data: r.data as string,
     }),
     cursor: (r: Row): CursorState => ({
       source: r.source as string,
@@ -269,9 +286,10 @@ export function usageChange(
   record: Row | undefined,
   units: U64,
   requestHash: Uint8Array,
+  nowMs: number,
 ): {
   outcome: UsageOutcome;
-  write?: { already: U64; messages: U64; fillPpm: number; record: RequestRecord };
+  write?: { already: U64; messages: U64; fillPpm: number; record: RequestRecord; events: NewNodeEvent[] };
 } {
   const usage = {
     num_compute_units: dec(stack.num_compute_units),
@@ -287,6 +305,13 @@ export function usageChange(
     const { num_compute_units, already_computed_units } = usage;
     return { outcome: { status: 'over_capacity', already_computed_units, num_compute_units } };
   }
+  const after = fillPpm(change.already_computed_units, usage.num_compute_units);
+  const before = fillPpm(usage.already_computed_units, usage.num_compute_units);
+  const identity = {
+    stack_small_id: dec(stack.stack_small_id),
+    selected_node_id: dec(stack.selected_node_id),
+    num_compute_units: usage.num_compute_units,
+  };
   return {
     outcome: {
       status: 'recorded',
@@ -297,8 +322,9 @@ export function usageChange(
     write: {
       already: change.already_computed_units,
       messages: change.num_total_messages,
-      fillPpm: fillPpm(change.already_computed_units, usage.num_compute_units),
+      fillPpm: after,
       record: change.record,
+      events: fillEvents(identity, before, after, change.already_computed_units, nowMs),
     },
   };
 }

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { Listeners } from '../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { claimableFromEpoch } from '../protocol/epochs.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
@@ -14,6 +15,13 @@ import type {
 } from '../schemas/model.ts';
 import { fromSqliteError, StoreError } from './errors.ts';
 import { checkApplied, loadMigrations } from './migrations.ts';
+import {
+  autopilotEvent,
+  eventData,
+  type NewNodeEvent,
+  type NodeEventQuery,
+  type NodeEventRow,
+} from './node-events.ts';
 import {
   attestedRow,
   DISPUTE_COLUMNS,
@@ -141,6 +149,9 @@ export class SqliteStore implements Store {
   #version: string | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
+  /** Node events were recorded in the open transaction: tell the listeners once it commits. */
+  #appended = false;
+  readonly #nodeEvents = new Listeners();
 
   constructor(options: SqliteStoreOptions) {
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
@@ -183,14 +194,18 @@ export class SqliteStore implements Store {
     // Transactions on the writer connection run one at a time.
     const run = async (): Promise<T> => {
       this.#guard(() => this.#writer.exec('BEGIN IMMEDIATE'));
+      this.#appended = false;
       try {
         const result = await fn(this.#tx);
         this.#guard(() => this.#writer.exec('COMMIT'));
         this.#version = undefined;
+        if (this.#appended) this.#nodeEvents.emit();
         return result;
       } catch (error) {
         if (this.#writer.isTransaction) this.#writer.exec('ROLLBACK');
         throw fromSqliteError(error);
+      } finally {
+        this.#appended = false;
       }
     };
     const next = this.#queue.then(run, run);
@@ -309,6 +324,7 @@ export class SqliteStore implements Store {
         const ticket = this.#w.getTicket!.get(enc(id));
         return {
           terms: stack ? rows.terms(stack) : undefined,
+          selected_node_id: stack ? dec(stack.selected_node_id) : null,
           already_attested: ticket ? parseIdList(ticket.already_attested_nodes as string).map(dec) : [],
         };
       }),
@@ -347,6 +363,11 @@ export class SqliteStore implements Store {
         ),
       );
     },
+    appendNodeEvents: async (events) => this.#append(events),
+    listBecomingClaimable: async (after, upTo) =>
+      this.#guard(() =>
+        this.#w.becomingClaimable!.all(after === null ? -1 : enc(after), enc(upTo)).map(rows.claimableOf),
+      ),
     saveCursor: async (source: string, cursor: string | null, n: IndexerCounts) => {
       this.#guard(() =>
         this.#w.saveCursor!.run(
@@ -363,6 +384,26 @@ export class SqliteStore implements Store {
       );
     },
   };
+
+  /** Records node events in the open write transaction. */
+  #append(events: readonly NewNodeEvent[]): void {
+    if (events.length === 0) return;
+    this.#guard(() => {
+      const now = Date.now();
+      for (const event of events) {
+        this.#w.insertNodeEvent!.run(
+          event.at ?? now,
+          event.type,
+          event.node_small_id === null ? null : enc(event.node_small_id),
+          event.other_node_small_id === undefined || event.other_node_small_id === null
+            ? null
+            : enc(event.other_node_small_id),
+          eventData(event),
+        );
+      }
+    });
+    this.#appended = true;
+  }
 
   /** A claim through either path: the ticket row (created when never seen) and the stack, claimed. */
   #claim(c: StackClaimed, attesters: string, path: ClaimPath, record: ClaimRecord): void {
@@ -426,8 +467,9 @@ export class SqliteStore implements Store {
         const row = this.#w.getUsage!.get(enc(stackSmallId));
         if (!row) return { status: 'not_found' };
         const previous = this.#w.getStackHash!.get(enc(stackSmallId));
-        const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash);
+        const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
         if (write) {
+          this.#append(write.events);
           this.#w.setUsage!.run(
             enc(write.already),
             enc(write.messages),
@@ -531,6 +573,7 @@ export class SqliteStore implements Store {
           JSON.stringify(action.tx_digests),
           action.error,
         );
+        this.#append([autopilotEvent(rows.autopilotAction(row!))]);
         return Number(row!.id);
       }),
     );
@@ -542,8 +585,8 @@ export class SqliteStore implements Store {
       Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
   ): Promise<void> {
     return this.indexerTransaction(async () => {
-      this.#guard(() =>
-        this.#w.updateAction!.run(
+      const row = this.#guard(() =>
+        this.#w.updateAction!.get(
           change.status,
           JSON.stringify(change.tx_digests),
           change.error,
@@ -554,7 +597,49 @@ export class SqliteStore implements Store {
           id,
         ),
       );
+      if (row) this.#append([autopilotEvent(rows.autopilotAction(row))]);
     });
+  }
+
+  appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void> {
+    return this.indexerTransaction(async () => this.#append(events));
+  }
+
+  async listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]> {
+    const nodes =
+      query.nodes === null
+        ? null
+        : `[${query.nodes.map((n) => JSON.stringify(enc(n).toString())).join(',')}]`;
+    const types = query.types === null ? null : JSON.stringify(query.types);
+    return this.#guard(() =>
+      this.#r
+        .nodeEvents!.all(query.after, nodes, nodes, nodes, types, types, query.limit)
+        .map(rows.nodeEvent),
+    );
+  }
+
+  async nodeEventBounds(): Promise<{ oldest: number | null; newest: number }> {
+    const row = this.#guard(() => this.#r.nodeEventBounds!.get());
+    return {
+      oldest: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+      newest: Number(row?.newest ?? 0),
+    };
+  }
+
+  pruneNodeEvents(before: number, keep: number): Promise<number> {
+    return this.indexerTransaction(async () =>
+      this.#guard(() => {
+        // The first event to keep by age: a scan from the oldest that stops there (ids follow time).
+        const young = this.#w.firstEventSince!.get(before)?.id;
+        const newest = Number(this.#w.newestEventId!.get()?.id ?? 0);
+        const cutoff = Math.max(young === undefined ? newest + 1 : Number(young), newest - keep + 1);
+        return Number(this.#w.pruneEvents!.run(cutoff).changes);
+      }),
+    );
+  }
+
+  onNodeEvents(listener: () => void): () => void {
+    return this.#nodeEvents.on(listener);
   }
 
   async listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]> {
@@ -715,7 +800,7 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
     getTicket: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = ?`),
     hasEvent: db.prepare('SELECT 1 FROM applied_events WHERE event_key = ?'),
     chainState: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),
-    stackTerms: db.prepare(`SELECT ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
+    stackTerms: db.prepare(`SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     ledger: db.prepare(LEDGER_QUERY),
     rewards: db.prepare(
       'SELECT * FROM attester_rewards WHERE node_small_id = ? ORDER BY stack_small_id, slot',
@@ -729,12 +814,23 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
       "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT ?",
     ),
     dataVersion: db.prepare('PRAGMA data_version'),
+    // Node ids come as a JSON array of decimal strings, matched as the column stores them (INTEGER up to
+    // 2^53 - 1, 20-digit TEXT above).
+    nodeEvents: db.prepare(`SELECT * FROM node_events WHERE id > ?
+        AND (? IS NULL OR node_small_id IS NULL
+          OR node_small_id IN (SELECT CASE WHEN length(value) < 20 THEN CAST(value AS INTEGER) ELSE value END FROM json_each(?))
+          OR other_node_small_id IN (SELECT CASE WHEN length(value) < 20 THEN CAST(value AS INTEGER) ELSE value END FROM json_each(?)))
+        AND (? IS NULL OR type IN (SELECT value FROM json_each(?)))
+      ORDER BY id LIMIT ?`),
+    nodeEventBounds: db.prepare(`SELECT (SELECT min(id) FROM node_events) AS oldest,
+      coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'node_events'), 0) AS newest`),
   };
 }
 
 function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
   return {
-    getUsage: db.prepare(`SELECT num_compute_units, already_computed_units, num_total_messages FROM stacks
+    getUsage:
+      db.prepare(`SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units, num_total_messages FROM stacks
       WHERE stack_small_id = ?`),
     setUsage: db.prepare(`UPDATE stacks SET already_computed_units = ?, num_total_messages = ?, fill_ppm = ?,
       last_usage_at = ? WHERE stack_small_id = ?`),
@@ -784,7 +880,7 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     requestAttested: db.prepare(
       'UPDATE attestation_requests SET attested = 1 WHERE stack_small_id = ? AND node_small_id = ?',
     ),
-    stackTerms: db.prepare(`SELECT ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
+    stackTerms: db.prepare(`SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     putReward: db.prepare(`INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
       VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
     saveChainState:
@@ -794,10 +890,21 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     insertAction:
       db.prepare(`INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
       status, reason, node_fee_amount, gas_estimate, tx_digests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-      RETURNING id`),
+      RETURNING *`),
     updateAction:
       db.prepare(`UPDATE autopilot_actions SET status = ?, tx_digests = ?, error = ?, updated_at = ?,
-      node_fee_amount = coalesce(?, node_fee_amount) WHERE id = ?`),
+      node_fee_amount = coalesce(?, node_fee_amount) WHERE id = ? RETURNING *`),
+    insertNodeEvent: db.prepare(
+      'INSERT INTO node_events (at, type, node_small_id, other_node_small_id, data) VALUES (?, ?, ?, ?, ?)',
+    ),
+    firstEventSince: db.prepare('SELECT id FROM node_events WHERE at >= ? ORDER BY id LIMIT 1'),
+    newestEventId: db.prepare('SELECT max(id) AS id FROM node_events'),
+    pruneEvents: db.prepare('DELETE FROM node_events WHERE id < ?'),
+    becomingClaimable: db.prepare(`SELECT t.stack_small_id, t.selected_node_id, t.num_claimed_compute_units,
+        t.claimable_from_epoch, s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
+      FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+      WHERE t.is_claimed = 0 AND t.is_in_dispute = 0 AND t.claimable_from_epoch > ? AND t.claimable_from_epoch <= ?
+      ORDER BY t.stack_small_id`),
     markSettling: db.prepare('UPDATE stacks SET in_settle_period = 1 WHERE stack_small_id = ?'),
     getTicket: db.prepare(`SELECT requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
       FROM stack_settlement_tickets WHERE stack_small_id = ?`),

@@ -9,6 +9,7 @@ import type {
   StackSettlementTicket,
   Task,
 } from '../schemas/model.ts';
+import type { NewNodeEvent, NodeEventQuery, NodeEventRow } from './node-events.ts';
 
 export type UsageOutcome =
   | { status: 'recorded'; already_computed_units: U64; num_compute_units: U64; num_total_messages: U64 }
@@ -57,6 +58,8 @@ export type Dispute = Payload<'StackAttestationDisputeEvent'>;
 /** What a stack's claim needs to know of it: its terms (when the stack was seen) and who attested it. */
 export interface ClaimContext {
   terms: StackTerms | undefined;
+  /** The stack's node (null when the stack was never seen). */
+  selected_node_id: U64 | null;
   /** The ticket's already_attested_nodes ([] when the ticket was never seen). */
   already_attested: U64[];
 }
@@ -198,6 +201,15 @@ export interface IndexerTx {
   }): Promise<void>;
   /** Saves the source's cursor and adds to its counters. */
   saveCursor(source: string, cursor: string | null, counts: IndexerCounts): Promise<void>;
+  /** Records node events, with the next ids of the sequence, in this transaction. */
+  appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void>;
+  /** The tickets, of any node, that become claimable at an epoch in (after, upTo]: unclaimed, undisputed. */
+  listBecomingClaimable(after: U64 | null, upTo: U64): Promise<ClaimableTicketOf[]>;
+}
+
+/** A claimable ticket and its node. */
+export interface ClaimableTicketOf extends ClaimableTicket {
+  selected_node_id: U64;
 }
 
 /** Exclusive ownership of a named role (such as running the indexer) among the processes sharing a store. */
@@ -270,6 +282,19 @@ export interface Store {
   ): Promise<void>;
   /** The most recent actions, newest first; with pending, only those whose outcome is not recorded. */
   listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]>;
+  /** Records node events in a transaction of their own (those no other change carries: the indexer's state). */
+  appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void>;
+  /** Node events after an id, ascending, filtered (node_events: see node-events.ts). */
+  listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]>;
+  /** The oldest and newest recorded ids (0 and 0 when none was ever recorded; oldest null when pruned all). */
+  nodeEventBounds(): Promise<{ oldest: number | null; newest: number }>;
+  /** Deletes events recorded before `before` (ms), and beyond the newest `keep`; returns how many. */
+  pruneNodeEvents(before: number, keep: number): Promise<number>;
+  /**
+   * Calls back after this process commits node events, and, where the engine can tell, after another
+   * process sharing the store does; returns the function that stops it.
+   */
+  onNodeEvents(listener: () => void): () => void;
   /** Whether every one of these event keys has been applied. */
   hasEvents(keys: readonly string[]): Promise<boolean>;
   /**
@@ -296,6 +321,8 @@ export interface Store {
   withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+export type { NewNodeEvent, NodeEventQuery, NodeEventRow } from './node-events.ts';
 
 export const ZERO_COUNTS: Readonly<IndexerCounts> = Object.freeze({
   applied: 0,
