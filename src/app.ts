@@ -20,6 +20,7 @@ import { toOpenApi31 } from './http/openapi.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { autopilotRoutes } from './http/routes/autopilot.ts';
 import { devRoutes } from './http/routes/dev.ts';
+import { eventRoutes } from './http/routes/events.ts';
 import { metaRoutes } from './http/routes/meta.ts';
 import { opsRoutes } from './http/routes/ops.ts';
 import { readRoutes } from './http/routes/reads.ts';
@@ -32,6 +33,7 @@ import { VERSION } from './internal/version.ts';
 import type { Autopilot } from './operations/autopilot.ts';
 import type { DevActors } from './operations/dev-actors.ts';
 import { earningsMetrics } from './operations/earnings.ts';
+import type { EventHub } from './operations/event-stream.ts';
 import type { Writes } from './operations/writes.ts';
 import type { Store } from './store/store.ts';
 
@@ -58,6 +60,8 @@ export interface AppDeps {
   dev?: DevActors | undefined;
   /** The autopilot; absent on network none. */
   autopilot?: Autopilot | undefined;
+  /** The live node events (GET /events); absent, the route is not served. */
+  events?: EventHub | undefined;
 }
 
 /** Largest request body any endpoint accepts. */
@@ -210,6 +214,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'disputes' },
         { name: 'earnings', description: "The node's money: what it earned and can claim" },
         { name: 'autopilot', description: 'Settles, attests and claims when it is worth it' },
+        { name: 'events', description: 'What happens to the node, live (Server-Sent Events)' },
         { name: 'writes' },
         { name: 'dev network', description: 'Only on the embedded dev network' },
         { name: 'meta' },
@@ -236,6 +241,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(readRoutes, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
   await app.register(writeRoutes, { network: config.network, writes, store });
   await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
+  if (deps.events) {
+    await app.register(eventRoutes, {
+      hub: deps.events,
+      ownNodes: async () => (writes ? (await writes.badges()).map((b) => b.node_small_id) : null),
+      release: (request) => guard.release(request),
+    });
+  }
   if (dev) await app.register(devRoutes, { dev });
   return app;
 }

@@ -39,6 +39,8 @@ export interface CommonConfig {
   readonly readyMaxLag: number;
   /** The most events the indexer applies in one transaction while it catches up. */
   readonly indexerBatchEvents: number;
+  /** Node events (GET /events) are kept this many days. */
+  readonly eventsRetentionDays: number;
   /** What the autopilot does, and when it judges an action worth it. */
   readonly autopilot: AutopilotSettings;
 }
@@ -336,6 +338,14 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 30,
   },
   {
+    key: 'eventsRetentionDays',
+    flag: 'events-retention-days',
+    env: 'NODE_DAEMON_EVENTS_RETENTION_DAYS',
+    describe: 'days the node events of GET /events are kept (a stream resumes within them)',
+    parse: integer(1, 3650),
+    defaultValue: () => 7,
+  },
+  {
     key: 'indexerBatchEvents',
     flag: 'indexer-batch-events',
     env: 'NODE_DAEMON_INDEXER_BATCH_EVENTS',
@@ -514,6 +524,7 @@ function assemble(settings: Settings): Config {
     maxInFlight: settings.maxInFlight,
     readyMaxLag: settings.readyMaxLag,
     indexerBatchEvents: settings.indexerBatchEvents,
+    eventsRetentionDays: settings.eventsRetentionDays,
     autopilot: Object.freeze({
       mode: settings.autopilotMode,
       settleFill: settings.autopilotSettleFill,

@@ -18,6 +18,8 @@ import { isLoopback } from './internal/net.ts';
 import { Autopilot } from './operations/autopilot.ts';
 import { startDemo } from './operations/demo.ts';
 import { DevActors } from './operations/dev-actors.ts';
+import { EventHub } from './operations/event-stream.ts';
+import { watchReadiness } from './operations/readiness.ts';
 import { Submitter } from './operations/submit.ts';
 import { Writes } from './operations/writes.ts';
 import { instrumentStore } from './store/instrument.ts';
@@ -38,6 +40,8 @@ export interface Services {
   readonly devActors: DevActors | undefined;
   /** The autopilot (mode off does nothing); absent on network none. */
   readonly autopilot: Autopilot | undefined;
+  /** The live node events (GET /events). */
+  readonly events: EventHub;
   /** Stops the indexer after its current page, then closes the chain and the store. */
   close(): Promise<void>;
 }
@@ -46,6 +50,11 @@ export interface Services {
 export async function openServices(config: Config, logger: Logger): Promise<Services> {
   const metrics = createMetrics();
   const store = instrumentStore(await openStore(config), metrics);
+  const events = new EventHub({
+    store,
+    log: logger.child({ component: 'events' }),
+    settings: { retentionMs: config.eventsRetentionDays * 24 * 3600 * 1000 },
+  });
   if (config.network === 'none') {
     const none = {
       chain: undefined,
@@ -55,7 +64,16 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       devActors: undefined,
       autopilot: undefined,
     };
-    return { metrics, store, ...none, close: () => store.close() };
+    return {
+      metrics,
+      store,
+      ...none,
+      events,
+      close: async () => {
+        events.close();
+        await store.close();
+      },
+    };
   }
   let raw: Chain;
   let dev: DevNetwork | undefined;
@@ -101,6 +119,13 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
   });
   const stopUsage = writes.onUsage(() => autopilot.poke('usage'));
   autopilot.start();
+  const stopReadiness = watchReadiness({
+    store,
+    indexer,
+    chain: raw,
+    maxLag: config.readyMaxLag,
+    log: logger.child({ component: 'events' }),
+  });
   return {
     metrics,
     store,
@@ -110,9 +135,12 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     writes,
     devActors: dev && new DevActors({ dev, store, submitter }),
     autopilot,
+    events,
     async close() {
       stopDemo();
       stopUsage();
+      stopReadiness();
+      events.close();
       await autopilot.stop();
       unsubscribe();
       await indexer.stop();
@@ -184,6 +212,7 @@ export async function buildDaemonApp(config: Config, services: Services, logger:
     writes: services.writes,
     dev: services.devActors,
     autopilot: services.autopilot,
+    events: services.events,
     security: {
       auth: config.auth,
       tokenFile: token.file,

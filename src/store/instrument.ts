@@ -1,6 +1,8 @@
 import type { Metrics } from '../internal/metrics.ts';
 import type { IndexerTx, Store } from './store.ts';
 
+const UNTIMED = new Set<string | symbol>(['close', 'dataVersion', 'onNodeEvents']);
+
 function timed<T>(metrics: Metrics, query: string, run: () => Promise<T>): Promise<T> {
   const started = performance.now();
   const observe = () => metrics.storeQueryDuration.observe({ query }, (performance.now() - started) / 1000);
@@ -25,8 +27,8 @@ export function instrumentStore(store: Store, metrics: Metrics): Store {
   return new Proxy(store, {
     get(target, name) {
       const value = Reflect.get(target, name, target);
-      // dataVersion runs on every cached read and costs next to nothing: it is not timed.
-      if (typeof value !== 'function' || name === 'close' || name === 'dataVersion')
+      // dataVersion runs on every cached read and costs next to nothing; onNodeEvents is not a query.
+      if (typeof value !== 'function' || UNTIMED.has(name))
         return typeof value === 'function' ? value.bind(target) : value;
       if (name === 'indexerTransaction') {
         return (fn: (tx: IndexerTx) => Promise<unknown>) =>

@@ -1,5 +1,6 @@
 import { stringifyJson } from '../internal/json.ts';
 import type { U64 } from '../internal/u64.ts';
+import type { NodeEventType } from '../schemas/events.ts';
 import type { AutopilotAction } from './store.ts';
 
 /**
@@ -8,23 +9,7 @@ import type { AutopilotAction } from './store.ts';
  * uses (usage, autopilot); the indexer derives the others from chain events (src/indexer/node-events.ts).
  */
 
-export const NODE_EVENT_TYPES = [
-  'stack_assigned',
-  'stack_filled',
-  'stack_settled',
-  'attestation_requested',
-  'attestation_submitted',
-  'dispute_opened',
-  'stack_claimable',
-  'funds_claimed',
-  'subscription_changed',
-  'task_added',
-  'task_deprecated',
-  'task_removed',
-  'autopilot_action',
-  'indexer_status',
-] as const;
-export type NodeEventType = (typeof NODE_EVENT_TYPES)[number];
+export { NODE_EVENT_TYPES, type NodeEventType } from '../schemas/events.ts';
 
 /** An event to record. */
 export interface NewNodeEvent {

@@ -5,6 +5,7 @@ import type { LiveIndexer } from '../../indexer/run.ts';
 import type { Metrics } from '../../internal/metrics.ts';
 import { VERSION } from '../../internal/version.ts';
 import type { Autopilot } from '../../operations/autopilot.ts';
+import { indexerReadiness } from '../../operations/readiness.ts';
 import type { Writes } from '../../operations/writes.ts';
 import { ProblemError } from '../../problems/catalog.ts';
 import { ProblemSchema, ReadySchema, type Status, StatusSchema } from '../../schemas/ops.ts';
@@ -44,27 +45,13 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
           retryAfterSeconds: 5,
         });
       }
-      const unavailable = deps.chain?.unavailableReason?.();
-      if (unavailable) throw new ProblemError('not_ready', unavailable, { retryAfterSeconds: 5 });
-      if (!indexer) return { status: 'ready' as const, indexer_lag_seconds: null };
-      const lag = indexer.lagSeconds();
-      if (lag === undefined) {
-        throw new ProblemError(
-          'not_ready',
-          'the indexer has not caught up with the chain since the daemon started',
-          {
-            retryAfterSeconds: 2,
-          },
-        );
+      const readiness = indexerReadiness(indexer, deps.chain, deps.readyMaxLag);
+      if (!readiness.ready) {
+        throw new ProblemError('not_ready', readiness.detail, {
+          retryAfterSeconds: readiness.retryAfterSeconds,
+        });
       }
-      if (lag > deps.readyMaxLag) {
-        throw new ProblemError(
-          'not_ready',
-          `the indexer is ${lag.toFixed(1)} s behind the chain head (more than --ready-max-lag ${deps.readyMaxLag})${indexer.lastError ? `; last error: ${indexer.lastError.message}` : ''}`,
-          { retryAfterSeconds: 5 },
-        );
-      }
-      return { status: 'ready' as const, indexer_lag_seconds: lag };
+      return { status: 'ready' as const, indexer_lag_seconds: readiness.lag_seconds };
     },
   });
 
