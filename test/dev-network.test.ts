@@ -268,6 +268,35 @@ describe('dev network: genesis and nodes', () => {
     aborted(await call(LLAMA, 1), 'ENodeAlreadySubscribedToModel', 312012009);
     assert.deepEqual(dev.nodeAccount(1)!.model_subscriptions, [{ model_name: LLAMA, echelon_id: 2 }]);
   });
+
+  it('permanently_disable_node and destroy_disabled_node: checks in order, never sampled, gone after 4 epochs', async (t) => {
+    const { dev } = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const a = await register(dev);
+    const task = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, task));
+    const p = await peer(dev, [task]);
+    // §2.17: the entry is removed before the disabled epoch is extracted, so a live node aborts in std::option.
+    aborted((await dev.peerDestroyNode(p)).submission, 'EOPTION_NOT_SET', 262145, 'option');
+    assert.deepEqual(ok((await dev.peerDisableNode(p)).submission), [], 'no event');
+    aborted((await dev.peerDisableNode(p)).submission, 'ENodeAlreadyDisabled', 312012012);
+    const refused = await dev.buyStack({
+      task_small_id: task,
+      num_compute_units: 1000,
+      price_per_one_million_compute_units: 2_000_000,
+      selected_node_id: p,
+    });
+    aborted(refused.submission, 'ENoNodesEligibleForTask', 312012022);
+    const stack = await buy(dev, task, 1);
+    const settled = only(ok(await settle(dev, a, stack, 10, hashOf('x'))), 'StackTrySettleEvent');
+    assert.deepEqual(settled.requested_attestation_nodes, [1], 'the disabled peer is not sampled');
+    for (let i = 0; i < 3; i++) await dev.advanceEpoch();
+    aborted((await dev.peerDestroyNode(p)).submission, 'ENodeMustWaitBeforeDestroy', 312012013);
+    await dev.advanceEpoch();
+    assert.deepEqual(ok((await dev.peerDestroyNode(p)).submission), []);
+    assert.equal(dev.nodeAccount(p), undefined);
+    assert.deepEqual(dev.taskSubscriberList(task), [1, p], 'the subscriber list keeps the id');
+    await assert.rejects(dev.peerDisableNode(p), (error: unknown) => error instanceof DevActorError);
+  });
 });
 
 describe('dev network: task subscriptions', () => {

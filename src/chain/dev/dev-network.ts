@@ -522,6 +522,28 @@ export class DevNetwork implements Chain {
     });
   }
 
+  /** permanently_disable_node by a peer (no event): it is never sampled again. */
+  peerDisableNode(nodeSmallId: U64): Promise<{ submission: Submission }> {
+    return this.#serialized(() => {
+      const node = this.#peer(u64Arg(nodeSmallId, 'node_small_id'));
+      const { submission } = this.#actorExecute(node.badge.owner, 'permanently_disable_node', {}, (tx) =>
+        rules.permanentlyDisableNode(tx, node.small_id),
+      );
+      return { submission };
+    });
+  }
+
+  /** destroy_disabled_node by a peer (no event): its NodeEntry and badge are gone, four epochs after disabling. */
+  peerDestroyNode(nodeSmallId: U64): Promise<{ submission: Submission }> {
+    return this.#serialized(() => {
+      const node = this.#peer(u64Arg(nodeSmallId, 'node_small_id'));
+      const { submission } = this.#actorExecute(node.badge.owner, 'destroy_disabled_node', {}, (tx) =>
+        rules.destroyDisabledNode(tx, node.small_id),
+      );
+      return { submission };
+    });
+  }
+
   /** Every transaction a sender made, failed ones included, in order (a dev read helper for tests). */
   transactionsOf(sender: string): TransactionRecord[] {
     this.#assertOpen();

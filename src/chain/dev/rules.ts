@@ -12,7 +12,7 @@ import {
 } from '../../protocol/constants.ts';
 import { attesterReward, stackFeeAmount, stackPaymentAmount } from '../../protocol/fees.ts';
 import { hashLeaves, ticketLeaves, withAttesterLeaf } from '../../protocol/proofs.ts';
-import { abort, fieldDoesNotExist, notEnough } from './aborts.ts';
+import { abort, fieldDoesNotExist, notEnough, optionNotSet } from './aborts.ts';
 import {
   type AtomaDbObject,
   type CoinObject,
@@ -224,6 +224,31 @@ export function unsubscribeNodeFromTask(tx: TxContext, nodeId: bigint, taskId: b
   delete task.subscribed_nodes[nodeId.toString()];
   if (removed.node_id !== nodeId) abort('ENodeIndexMismatch');
   tx.emit('NodeUnsubscribedFromTaskEvent', { task_small_id: inner(taskId), node_small_id: inner(nodeId) });
+}
+
+/**
+ * permanently_disable_node (§2.16, db:2214-2222): no event, no undo. A disabled node is never sampled
+ * again, for stacks or attestations; it can still settle and claim what it has.
+ */
+export function permanentlyDisableNode(tx: TxContext, nodeId: bigint): void {
+  const node = borrowNode(tx, nodeId);
+  if (node.entry.was_disabled_in_epoch !== null) abort('ENodeAlreadyDisabled');
+  node.entry.was_disabled_in_epoch = tx.epoch;
+}
+
+/**
+ * destroy_disabled_node (§2.17, db:2236-2267), in the contract's order: withdraw_fees, then the NodeEntry
+ * is removed, then the disabled epoch is extracted (a node never disabled aborts in std::option), then the
+ * wait of four epochs is checked. The badge is deleted with it; the subscriber lists keep the id. No event.
+ */
+export function destroyDisabledNode(tx: TxContext, nodeId: bigint): void {
+  withdrawFees(tx, nodeId);
+  const node = borrowNode(tx, nodeId);
+  tx.remove(key.node(nodeId));
+  const disabledAt = node.entry.was_disabled_in_epoch ?? optionNotSet('the node was never disabled');
+  if (add(disabledAt, 4n) > tx.epoch) abort('ENodeMustWaitBeforeDestroy');
+  // The collateral goes back to the sender as a coin: always zero at HEAD (§4.5).
+  if (node.entry.collateral > 0n) credit(tx, tx.sender, node.entry.collateral);
 }
 
 // --- stacks ----------------------------------------------------------------------------------------------
