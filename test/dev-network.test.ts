@@ -1076,6 +1076,86 @@ describe('dev network: claims and funds (§4)', () => {
     assert.equal(dev.nodeAccount(1)!.available_fee_amount, 0);
   });
 
+  it('k set to 0 after sampling: the claim divides by k only for an attester that attested (§2.9)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const a = await register(h.dev);
+    const task = await createTask(h.dev, SAMPLING);
+    ok(await subscribe(h.dev, a, task));
+    const silent = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    const attested = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    const total = hashOf('k = 0');
+    for (const stack of [silent, attested]) {
+      const p = only(ok(await settle(h.dev, a, stack, 1000, total)), 'StackTrySettleEvent');
+      assert.deepEqual(p.requested_attestation_nodes, [1]);
+    }
+    ok(await attest(h.dev, a, attested, commitmentFor(total, 1), leafFor(total, 1)));
+    await h.dev.advanceEpoch();
+    await h.dev.close();
+    const dev = h.open({ attestationNodes: 0 });
+    assert.equal((await dev.parameters()).cross_validation_extra_nodes_count, 0n);
+    // Nobody attested: only the slashing path runs, which never divides, so the claim goes through.
+    const claimed = only(ok(await claim(dev, a, [silent])), 'StackSettlementTicketClaimedEvent');
+    assert.deepEqual(claimed.attestation_nodes, [1]);
+    assert.equal(claimed.user_refund_amount, 27_000);
+    // The attester that did attest is credited fee / k: k = 0 is a division by zero, an arithmetic error.
+    aborted(await claim(dev, a, [attested]), 'ArithmeticError', 0);
+    assert.ok(dev.ticket(attested));
+  });
+
+  it('a destroyed attester is skipped when it did not attest, and aborts the claim when it did (§2.9)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const { dev } = h;
+    const a = await register(dev);
+    const task = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, task));
+    const p = await peer(dev, [task]);
+    const silent = await buy(dev, task, 1);
+    const attested = await buy(dev, task, 1);
+    const total = hashOf('destroyed');
+    for (const stack of [silent, attested]) {
+      h.draws.push(0, 1); // r = 1, then eligible [1, p] at index 1: the peer
+      const settled = only(ok(await settle(dev, a, stack, 100, total)), 'StackTrySettleEvent');
+      assert.deepEqual(settled.requested_attestation_nodes, [p]);
+    }
+    ok((await dev.peerAttest(attested, p, total)).submission);
+    ok((await dev.peerDisableNode(p)).submission);
+    for (let i = 0; i < 4; i++) await dev.advanceEpoch();
+    ok((await dev.peerDestroyNode(p)).submission);
+    assert.equal(dev.nodeAccount(p), undefined);
+    // slash_node_on_timeout returns a zero balance for a node that no longer exists (db:2428-2437).
+    const claimed = only(ok(await claim(dev, a, [silent])), 'StackSettlementTicketClaimedEvent');
+    assert.deepEqual(claimed.attestation_nodes, [p]);
+    // Crediting an attester borrows its entry with no contains-check (db:2894).
+    framework(await claim(dev, a, [attested]));
+    assert.ok(dev.ticket(attested));
+  });
+
+  it('attesters are handled before the refund is paid: a short treasury meets their abort first (§2.9)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const a = await register(h.dev);
+    const task = await createTask(h.dev, SAMPLING);
+    ok(await subscribe(h.dev, a, task));
+    const drain = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    const refunded = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    assert.equal(h.dev.feeTreasury(), 60_600n);
+    const total = hashOf('order');
+    ok(await settle(h.dev, a, drain, 10_000, total));
+    ok(await settle(h.dev, a, refunded, 0, total));
+    for (const stack of [drain, refunded]) {
+      ok(await attest(h.dev, a, stack, commitmentFor(total, 1), leafFor(total, 1)));
+    }
+    await h.dev.advanceEpoch();
+    // fee(10_000) = 30_000 to the node, 30_000 more as its own attester reward: 600 stay in the pool.
+    ok(await claim(h.dev, a, [drain]));
+    assert.equal(h.dev.feeTreasury(), 600n);
+    await h.dev.close();
+    const dev = h.open({ attestationNodes: 0 });
+    // The refund of 30_000 would not fit in the pool (ENotEnough), but the attester's fee / 0 comes first.
+    aborted(await claim(dev, a, [refunded]), 'ArithmeticError', 0);
+    assert.equal(dev.feeTreasury(), 600n);
+    assert.ok(dev.ticket(refunded));
+  });
+
   it('claim_funds_for_stacks: ConfidentialCompute, no ticket and no wait; checks in order', async (t) => {
     const { dev } = await harness(t);
     const a = await register(dev);

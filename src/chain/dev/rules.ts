@@ -94,6 +94,13 @@ function splitFeeTreasury(tx: TxContext, amount: bigint): void {
   db.fee_treasury -= amount;
 }
 
+/** transfer_funds (db:3787-3792): a coin split from fee_treasury to `recipient`; nothing when the amount is 0. */
+function transferFunds(tx: TxContext, amount: bigint, recipient: string): void {
+  if (amount === 0n) return;
+  splitFeeTreasury(tx, amount);
+  credit(tx, recipient, amount);
+}
+
 // --- fees (contracts.md §4: src/protocol/fees.ts) ----------------------------------------------------
 
 /** attribute_fee_to_node (§4.4): fees of an earlier epoch unlock into available_fee_amount. */
@@ -506,10 +513,12 @@ export function startAttestationDispute(
 }
 
 /**
- * claim_funds (§2.9): the batch is atomic (any abort reverts it all). Per stack: the node's fee joins the
- * total, the user's refund is paid at once, attesters that attested get fee / k into available fees
- * (those that did not are slashed of a collateral that is always zero), and ticket and stack are deleted.
- * Then the total goes to the sender and withdraw_fees pays out the caller's available fees.
+ * claim_funds (§2.9, db:1996-2077): the batch is atomic (any abort reverts it all). Per stack: the node's
+ * fee joins the total; the requested attesters are handled (fee / k to those that attested, a slash of a
+ * collateral that is always zero to the others); only then is the user's refund paid; ticket and stack
+ * are deleted. Then the total goes to the sender and withdraw_fees pays out the caller's available fees.
+ * The attesters come before the refund in db.move (db:2046-2054; contracts.md §2.9 lists them after):
+ * when the pooled treasury is short, an attester's abort (k = 0, a destroyed node) is the one met.
  */
 export function claimFunds(tx: TxContext, nodeId: bigint, stackIds: bigint[]): void {
   const db = atomaDb(tx);
@@ -528,9 +537,8 @@ export function claimFunds(tx: TxContext, nodeId: bigint, stackIds: bigint[]): v
     total = add(total, fee);
     const unclaimed = sub(stack.num_compute_units, ticket.num_claimed_compute_units);
     const refund = stackFeeAmount(db, level, price, unclaimed);
-    splitFeeTreasury(tx, refund);
-    credit(tx, stack.owner, refund);
     rewardAndSlashAttesters(tx, ticket, fee);
+    transferFunds(tx, refund, stack.owner);
     tx.remove(key.ticket(stackId));
     tx.remove(key.stack(stackId));
     tx.emit('StackSettlementTicketClaimedEvent', {
@@ -542,33 +550,47 @@ export function claimFunds(tx: TxContext, nodeId: bigint, stackIds: bigint[]): v
       user_refund_amount: u64(refund),
     });
   }
-  splitFeeTreasury(tx, total);
-  credit(tx, tx.sender, total);
+  transferFunds(tx, total, tx.sender);
   withdrawFees(tx, nodeId);
 }
 
 /**
- * handle_attestation_nodes_rewards_and_slashing (§2.9, §4.2): per REQUESTED attester (a node listed twice
- * is visited twice), credited straight into available_fee_amount with no epoch lock. The payout comes on
- * top of the node's fee, drawing on the pooled treasury (§4.3).
+ * handle_attestation_nodes_rewards_and_slashing (§2.9, §4.2; db:2872-2905): per REQUESTED attester (a
+ * node listed twice is visited twice). One that attested is credited fee / k straight into its
+ * available_fee_amount, with no epoch lock, on top of the node's fee (drawing on the pooled treasury,
+ * §4.3): k is divided by only on this path, and the division comes before the borrow of its entry, which
+ * aborts when the node was destroyed (db:2893-2895, as §2.17 says). One that did not attest is slashed
+ * through slash_node_on_timeout, which skips a node that no longer exists (db:2431-2435; §2.9's "hidden
+ * aborts" reads as if every destroyed attester aborted the claim, but only one that attested does).
  */
 function rewardAndSlashAttesters(tx: TxContext, ticket: TicketObject, fee: bigint): void {
-  if (ticket.requested_attestation_nodes.length === 0) return;
   const db = atomaDb(tx);
   for (const attester of ticket.requested_attestation_nodes) {
-    const node = borrowNode(tx, attester);
     if (ticket.already_attested_nodes.includes(attester)) {
-      node.entry.available_fee_amount = add(node.entry.available_fee_amount, attesterReward(db, fee));
+      const reward = attesterReward(db, fee);
+      const node = borrowNode(tx, attester);
+      node.entry.available_fee_amount = add(node.entry.available_fee_amount, reward);
     } else {
-      // ceil(collateral * permille / 1000) of a collateral that is always 0 at HEAD (§4.5).
-      const slashed = div(
-        add(mul(node.entry.collateral, db.permille_to_slash_node_on_timeout), PERMILLE - 1n),
-        PERMILLE,
-      );
-      node.entry.collateral = sub(node.entry.collateral, slashed);
-      db.communal_treasury = add(db.communal_treasury, slashed);
+      slashNodeOnTimeout(tx, attester);
     }
   }
+}
+
+/**
+ * slash_node_on_timeout (db:2428-2451) and the deposit of what it takes into the communal treasury:
+ * ceil(collateral x permille / 1000), nothing for a node that no longer exists or has no collateral
+ * (always the case at HEAD, §4.5).
+ */
+function slashNodeOnTimeout(tx: TxContext, nodeId: bigint): void {
+  const node = tx.get<NodeObject>(key.node(nodeId));
+  if (node === undefined || node.entry.collateral === 0n) return;
+  const db = atomaDb(tx);
+  const slashed = div(
+    add(mul(node.entry.collateral, db.permille_to_slash_node_on_timeout), PERMILLE - 1n),
+    PERMILLE,
+  );
+  node.entry.collateral = sub(node.entry.collateral, slashed);
+  db.communal_treasury = add(db.communal_treasury, slashed);
 }
 
 /**
@@ -596,8 +618,7 @@ export function claimFundsForStacks(
     const fee = stackFeeAmount(db, task.security_level, price, claimed);
     const refund = stackFeeAmount(db, task.security_level, price, sub(stack.num_compute_units, claimed));
     total = add(total, fee);
-    splitFeeTreasury(tx, refund);
-    credit(tx, stack.owner, refund);
+    transferFunds(tx, refund, stack.owner);
     stack.is_claimed = true;
     tx.emit('ClaimedStackEvent', {
       stack_small_id: inner(stackId),
@@ -606,8 +627,7 @@ export function claimFundsForStacks(
       user_refund_amount: u64(refund),
     });
   }
-  splitFeeTreasury(tx, total);
-  credit(tx, tx.sender, total);
+  transferFunds(tx, total, tx.sender);
   withdrawFees(tx, nodeId);
 }
 
