@@ -912,6 +912,48 @@ describe('dev network: attestations and disputes', () => {
     );
   });
 
+  it('k = 2 with one eligible node: the settler commits over the one slot the sampling fills', async (t) => {
+    const { dev } = await harness(t, { samplingProbability: 1, attestationNodes: 2 });
+    const a = await register(dev);
+    const task = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, task, 9_000_000)); // above the stack's price cap: never eligible
+    const p = await peer(dev, [task]);
+    const stack = await buy(dev, task, p);
+    const total = hashOf('one of two');
+    const settled = await dev.peerTrySettle(stack, { num_claimed_compute_units: 700, total_hash: total });
+    assert.deepEqual(settled.requested_attestation_nodes, [p], 'fewer eligible than k: all of them');
+    assert.deepEqual(dev.ticket(stack)!.committed_stack_proof, commitmentFor(total, 2, 1));
+    const events = ok((await dev.peerAttest(stack, p, total)).submission);
+    assert.deepEqual(
+      events.map((e) => e.name),
+      ['NewStackSettlementAttestationEvent', 'StackSettlementTicketEvent'],
+      'slot 2 stays zero, and the proof said so',
+    );
+    assert.deepEqual(
+      dev.ticket(stack)!.stack_merkle_leaves_vector,
+      concat(leafFor(total, 0), leafFor(total, 1), zeros(32)),
+    );
+    assert.equal(dev.ticket(stack)!.is_in_dispute, false);
+  });
+
+  it('an attester drawn twice that attests once never reaches the final check: no dispute, paid twice', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 2 });
+    const { dev } = h;
+    const { a, p, stack, total } = await peerSettledWithMeAsAttester(h, 2);
+    const only1 = ok(await attest(dev, a, stack, commitmentFor(total, 2), leafFor(total, 1)));
+    assert.deepEqual(
+      only1.map((e) => e.name),
+      ['NewStackSettlementAttestationEvent'],
+    );
+    assert.deepEqual(dev.ticket(stack)!.already_attested_nodes, [1]);
+    assert.equal(dev.ticket(stack)!.is_in_dispute, false);
+    await dev.advanceEpoch();
+    await buy(dev, 1, p, 1_000_000, 2_000_000); // a deposit for the attester's rewards (§4.3)
+    ok((await dev.peerClaim(p, [stack])).submission);
+    // fee(700) at 2_000_000 = 1680; node 1 is listed twice, attested, so it is credited 1680 / 2 twice.
+    assert.equal(dev.nodeAccount(1)!.available_fee_amount, 1680);
+  });
+
   it('start_attestation_dispute: any node, any time; checks in order', async (t) => {
     const { dev } = await harness(t, { samplingProbability: 0 });
     const a = await register(dev);

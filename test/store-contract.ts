@@ -534,6 +534,36 @@ export function storeContract(
       assert.equal(await store.getTicket(6), undefined);
     });
 
+    it('counts the subscribers sample_attestation_nodes may draw: valid, within price, with room', async () => {
+      const sub = (node: U64, task: U64, price: U64, max: U64 = 1_000_000) => ({
+        node_small_id: node,
+        task_small_id: task,
+        price_per_one_million_compute_units: price,
+        max_num_compute_units: max,
+      });
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 2));
+        await tx.putTask(newTask(2, 2));
+        await tx.putSubscription(sub(1, 1, 1_000_000));
+        await tx.putSubscription(sub(2, 1, 2_000_000)); // the price cap itself is eligible
+        await tx.putSubscription(sub(3, 1, 2_000_001));
+        await tx.putSubscription(sub(4, 1, U64_MAX));
+        await tx.putSubscription(sub(5, 1, 1, 999));
+        await tx.putSubscription(sub(6, 1, 1));
+        await tx.putSubscription(sub(7, 2, 1));
+        await tx.deleteSubscription(6, 1);
+        await tx.putSubscription(sub(8, 2, 1));
+        await tx.removeTask(2, 3);
+      });
+      assert.equal(await store.countEligibleSubscribers(1, 2_000_000, 1000), 2);
+      assert.equal(await store.countEligibleSubscribers(1, 2_000_000, 999), 3);
+      assert.equal(await store.countEligibleSubscribers(1, ABOVE_SAFE, 1000), 3);
+      assert.equal(await store.countEligibleSubscribers(1, U64_MAX, 1000), 4, 'u64 prices compare exactly');
+      assert.equal(await store.countEligibleSubscribers(1, 999_999, 1000), 0);
+      assert.equal(await store.countEligibleSubscribers(2, U64_MAX, 1), 0, "a removed task's are invalid");
+      assert.equal(await store.countEligibleSubscribers(9, U64_MAX, 1), 0);
+    });
+
     it('tells whether events were applied', async () => {
       await write(async (tx) => {
         await tx.claimEvents(['d1:0', 'd1:1']);

@@ -176,6 +176,8 @@ const S = statements({
   getStack: `SELECT ${STACK_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
   getSubscription: 'SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
   getTicket: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = $1`,
+  eligibleSubscribers: `SELECT count(*)::int AS n FROM node_subscriptions WHERE task_small_id = $1
+    AND valid AND price_per_one_million_compute_units <= $2 AND max_num_compute_units >= $3`,
   countEvents: 'SELECT count(*)::int AS n FROM applied_events WHERE event_key = ANY($1::text[])',
   chainState: 'SELECT epoch, parameters FROM chain_state WHERE id = 1',
   ledger: `SELECT s.stack_small_id, s.price_per_one_million_compute_units, s.num_compute_units,
@@ -789,6 +791,11 @@ export class PostgresStore implements Store {
   async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
     const [row] = await this.#rows(S.getSubscription, [enc(nodeSmallId), enc(taskSmallId)]);
     return row ? rows.subscription(row) : undefined;
+  }
+
+  async countEligibleSubscribers(taskSmallId: U64, price: U64, units: U64): Promise<number> {
+    const [row] = await this.#rows(S.eligibleSubscribers, [enc(taskSmallId), enc(price), enc(units)]);
+    return Number(row?.n ?? 0);
   }
 
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {

@@ -479,6 +479,11 @@ export class SqliteStore implements Store {
     return row ? rows.subscription(row) : undefined;
   }
 
+  async countEligibleSubscribers(taskSmallId: U64, price: U64, units: U64): Promise<number> {
+    const row = this.#guard(() => this.#r.eligibleSubscribers!.get(enc(taskSmallId), enc(price), enc(units)));
+    return Number(row?.n ?? 0);
+  }
+
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
     const row = this.#guard(() => this.#r.getTicket!.get(enc(stackSmallId)));
     return row ? rows.ticket(row) : undefined;
@@ -712,6 +717,8 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
     getSubscription: db.prepare(
       'SELECT * FROM node_subscriptions WHERE node_small_id = ? AND task_small_id = ?',
     ),
+    eligibleSubscribers: db.prepare(`SELECT count(*) AS n FROM node_subscriptions WHERE task_small_id = ?
+      AND valid = 1 AND price_per_one_million_compute_units <= ? AND max_num_compute_units >= ?`),
     getTicket: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = ?`),
     hasEvent: db.prepare('SELECT 1 FROM applied_events WHERE event_key = ?'),
     chainState: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),

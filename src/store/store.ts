@@ -243,6 +243,12 @@ export interface Store {
   /** What decides the stack's fees, when the stack was seen. */
   getStackTerms(stackSmallId: U64): Promise<StackTerms | undefined>;
   getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined>;
+  /**
+   * The task's valid subscriptions priced at most `price` per million with room for `units`: the nodes
+   * sample_attestation_nodes may draw for a stack of these terms, as far as events tell (contracts.md §2.6;
+   * a disabled or destroyed node emits no event, so it is still counted).
+   */
+  countEligibleSubscribers(taskSmallId: U64, price: U64, units: U64): Promise<number>;
   /** The settlement ticket of a stack, claimed or not. */
   getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined>;
   /** The chain's epoch and fee parameters as last indexed. */

@@ -19,6 +19,7 @@ import {
   hex,
   key,
   type NodeObject,
+  type NodePriceData,
   type StackObject,
   type TaskObject,
   type TicketObject,
@@ -351,6 +352,23 @@ export function acquireNewStack(
 }
 
 /**
+ * Whether sample_attestation_nodes counts a subscriber as eligible for the stack (§2.6, db:2702-2715):
+ * priced within the stack's price, with room for its units, still existing and not disabled.
+ */
+function eligibleAttester(
+  subscription: NodePriceData,
+  node: NodeObject | undefined,
+  stack: StackObject,
+): boolean {
+  return (
+    subscription.price_per_one_million_compute_units <= stack.price_per_one_million_compute_units &&
+    subscription.max_num_compute_units >= stack.num_compute_units &&
+    node !== undefined &&
+    node.entry.was_disabled_in_epoch === null
+  );
+}
+
+/**
  * sample_attestation_nodes (§2.6): subscribers priced within the stack, still existing and not disabled.
  * Fewer than k eligible: all of them. Otherwise k draws WITH replacement, the settler not excluded. The
  * loop borrows subscribed_nodes[id] for every listed id with no contains-check, so a stale id left by an
@@ -362,21 +380,31 @@ function sampleAttestationNodes(tx: TxContext, task: TaskObject, stack: StackObj
     const subscription =
       task.subscribed_nodes[id.toString()] ??
       fieldDoesNotExist(`task ${task.small_id} lists node ${id}, which is no longer subscribed`);
-    const node = tx.get<NodeObject>(key.node(id));
-    if (
-      subscription.price_per_one_million_compute_units <= stack.price_per_one_million_compute_units &&
-      subscription.max_num_compute_units >= stack.num_compute_units &&
-      node !== undefined &&
-      node.entry.was_disabled_in_epoch === null
-    ) {
-      eligible.push(id);
-    }
+    if (eligibleAttester(subscription, tx.get<NodeObject>(key.node(id)), stack)) eligible.push(id);
   }
   const count = atomaDb(tx).cross_validation_extra_nodes_count;
   if (BigInt(eligible.length) < count) return eligible;
   const chosen: bigint[] = [];
   for (let i = 0n; i < count; i++) chosen.push(eligible[tx.random(eligible.length)]!);
   return chosen;
+}
+
+/**
+ * How many eligible entries sample_attestation_nodes would find for the stack now, read from committed
+ * state: what a peer that knows the chain's state counts before it commits its proof. A node listed twice
+ * (§3.3) counts twice, as in the sampling; a stale id is skipped (the sampling would abort on it).
+ */
+export function countEligibleAttesters(
+  read: <T extends object>(key: string) => T | undefined,
+  task: TaskObject,
+  stack: StackObject,
+): number {
+  let count = 0;
+  for (const id of task.subscribed_nodes_small_ids) {
+    const subscription = task.subscribed_nodes[id.toString()];
+    if (subscription && eligibleAttester(subscription, read<NodeObject>(key.node(id)), stack)) count += 1;
+  }
+  return count;
 }
 
 /** try_settle_stack (§2.6): one-shot per stack; creates the ticket. */
