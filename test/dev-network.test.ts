@@ -1426,6 +1426,64 @@ describe('dev network: events, persistence, concurrency', () => {
     assert.equal((await store.getCursor('dev'))?.cursor, cursor);
   });
 
+  it('the store records the attesters the chain records, when the last check fails too (§2.7)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1 });
+    const { dev } = h;
+    const a = await register(dev);
+    const sc = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, sc));
+    const p = await peer(dev, [sc]);
+    const total = hashOf('disputes');
+    const proof = commitmentFor(total, 1);
+    const theirs = async () => {
+      const stack = await buy(dev, sc, p);
+      h.draws.push(0, 0); // the signer's node attests
+      ok((await dev.peerTrySettle(stack, { num_claimed_compute_units: 9, total_hash: total })).submission);
+      return stack;
+    };
+    const failedCheck = await theirs();
+    only(ok(await attest(dev, a, failedCheck, proof, zeros(32))), 'StackAttestationDisputeEvent');
+    const mismatch = await theirs();
+    only(ok(await attest(dev, a, mismatch, zeros(32), leafFor(total, 1))), 'StackAttestationDisputeEvent');
+    const plain = await theirs();
+    only(ok((await dev.peerDispute(plain, p)).submission), 'StackAttestationDisputeEvent');
+    const honest = await buy(dev, sc, 1);
+    h.draws.push(0, 1); // the peer attests
+    ok(await settle(dev, a, honest, 9, total));
+    ok((await dev.peerAttest(honest, p, total)).submission);
+
+    const tmp = tempDir('dev-network-store-');
+    t.after(() => tmp.remove());
+    const store = new SqliteStore({ dataDir: tmp.dir });
+    t.after(() => store.close());
+    const log = captureLogger('warn');
+    let cursor: string | null = null;
+    for (;;) {
+      const page = await dev.events.readPage(cursor);
+      await applyPage(store, dev.events.id, page, log.logger);
+      cursor = page.nextCursor;
+      if (!page.hasMore) break;
+    }
+    for (const [stack, attested, disputed] of [
+      [failedCheck, [1], true],
+      [mismatch, [], true],
+      [plain, [], true],
+      [honest, [p], false],
+    ] as const) {
+      const chain = dev.ticket(stack)!;
+      assert.deepEqual(chain.already_attested_nodes, attested, `stack ${stack} on chain`);
+      assert.equal(chain.is_in_dispute, disputed);
+      const indexed = (await store.getTicket(stack))!;
+      assert.equal(indexed.already_attested_nodes, `[${attested.join(',')}]`, `stack ${stack} in the store`);
+      assert.equal(indexed.is_in_dispute, disputed);
+    }
+    assert.deepEqual(
+      (await store.listAttestationRequests(1)).map((r) => r.stack_small_id),
+      [mismatch, plain],
+      'node 1 attested the first, whose check failed',
+    );
+  });
+
   it('persists state, history and cursors across close and reopen; options apply at reopen', async (t) => {
     const h = await harness(t, { samplingProbability: 1 });
     const dev = h.dev;

@@ -17,6 +17,7 @@ import { checkApplied, loadMigrations } from './migrations.ts';
 import {
   attestedRow,
   DISPUTE_COLUMNS,
+  disputedAttestationRow,
   encodeParameters,
   idList,
   parseIdList,
@@ -315,8 +316,14 @@ export class SqliteStore implements Store {
     claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
       this.#claim(c, idList(c.attestation_nodes), 'settlement_ticket', record);
     },
-    putDispute: async (d: Dispute) => {
+    putDispute: async (d: Dispute, epoch: U64 | undefined) => {
       this.#guard(() => {
+        const ticket = this.#w.disputedTicket!.get(enc(d.stack_small_id));
+        const attesting = ticket && disputedAttestationRow(ticket, dec, d, epoch);
+        if (attesting) {
+          this.#w.disputeAttested!.run(attesting.attested, enc(d.stack_small_id));
+          this.#w.requestAttested!.run(enc(d.stack_small_id), enc(d.attestation_node_id));
+        }
         this.#w.putDispute!.run(
           enc(d.stack_small_id),
           enc(d.attestation_node_id),
@@ -826,6 +833,11 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     ),
     putDispute: db.prepare(
       'INSERT INTO stack_attestation_disputes VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ),
+    disputedTicket: db.prepare(`SELECT requested_attestation_nodes, already_attested_nodes, is_in_dispute,
+      claimable_from_epoch FROM stack_settlement_tickets WHERE stack_small_id = ?`),
+    disputeAttested: db.prepare(
+      'UPDATE stack_settlement_tickets SET already_attested_nodes = ? WHERE stack_small_id = ?',
     ),
     markInDispute: db.prepare(
       'UPDATE stack_settlement_tickets SET is_in_dispute = 1 WHERE stack_small_id = ?',

@@ -188,7 +188,12 @@ export interface IndexerTx {
   /** What a claim of the stack needs to know, read inside the transaction (it sees the page's writes). */
   claimContext(stackSmallId: U64): Promise<ClaimContext>;
   claimTicket(claim: TicketClaimed, record: ClaimRecord): Promise<void>;
-  putDispute(dispute: Dispute): Promise<void>;
+  /**
+   * The dispute, and the ticket in dispute. When it is the failed final check of an attestation (rows.ts,
+   * disputedAttestationRow; `epoch` is the event's, when known), the attester is also recorded as having
+   * attested, as the chain records it.
+   */
+  putDispute(dispute: Dispute, epoch: U64 | undefined): Promise<void>;
   claimStack(claim: StackClaimed, record: ClaimRecord): Promise<void>;
   putAttesterRewards(rewards: readonly AttesterReward[]): Promise<void>;
   /** Saves the chain's epoch and parameters as of the page (each when known). */
