@@ -268,6 +268,35 @@ describe('dev network: genesis and nodes', () => {
     aborted(await call(LLAMA, 1), 'ENodeAlreadySubscribedToModel', 312012009);
     assert.deepEqual(dev.nodeAccount(1)!.model_subscriptions, [{ model_name: LLAMA, echelon_id: 2 }]);
   });
+
+  it('permanently_disable_node and destroy_disabled_node: checks in order, never sampled, gone after 4 epochs', async (t) => {
+    const { dev } = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const a = await register(dev);
+    const task = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, task));
+    const p = await peer(dev, [task]);
+    // §2.17: the entry is removed before the disabled epoch is extracted, so a live node aborts in std::option.
+    aborted((await dev.peerDestroyNode(p)).submission, 'EOPTION_NOT_SET', 262145, 'option');
+    assert.deepEqual(ok((await dev.peerDisableNode(p)).submission), [], 'no event');
+    aborted((await dev.peerDisableNode(p)).submission, 'ENodeAlreadyDisabled', 312012012);
+    const refused = await dev.buyStack({
+      task_small_id: task,
+      num_compute_units: 1000,
+      price_per_one_million_compute_units: 2_000_000,
+      selected_node_id: p,
+    });
+    aborted(refused.submission, 'ENoNodesEligibleForTask', 312012022);
+    const stack = await buy(dev, task, 1);
+    const settled = only(ok(await settle(dev, a, stack, 10, hashOf('x'))), 'StackTrySettleEvent');
+    assert.deepEqual(settled.requested_attestation_nodes, [1], 'the disabled peer is not sampled');
+    for (let i = 0; i < 3; i++) await dev.advanceEpoch();
+    aborted((await dev.peerDestroyNode(p)).submission, 'ENodeMustWaitBeforeDestroy', 312012013);
+    await dev.advanceEpoch();
+    assert.deepEqual(ok((await dev.peerDestroyNode(p)).submission), []);
+    assert.equal(dev.nodeAccount(p), undefined);
+    assert.deepEqual(dev.taskSubscriberList(task), [1, p], 'the subscriber list keeps the id');
+    await assert.rejects(dev.peerDisableNode(p), (error: unknown) => error instanceof DevActorError);
+  });
 });
 
 describe('dev network: task subscriptions', () => {
@@ -883,6 +912,48 @@ describe('dev network: attestations and disputes', () => {
     );
   });
 
+  it('k = 2 with one eligible node: the settler commits over the one slot the sampling fills', async (t) => {
+    const { dev } = await harness(t, { samplingProbability: 1, attestationNodes: 2 });
+    const a = await register(dev);
+    const task = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, task, 9_000_000)); // above the stack's price cap: never eligible
+    const p = await peer(dev, [task]);
+    const stack = await buy(dev, task, p);
+    const total = hashOf('one of two');
+    const settled = await dev.peerTrySettle(stack, { num_claimed_compute_units: 700, total_hash: total });
+    assert.deepEqual(settled.requested_attestation_nodes, [p], 'fewer eligible than k: all of them');
+    assert.deepEqual(dev.ticket(stack)!.committed_stack_proof, commitmentFor(total, 2, 1));
+    const events = ok((await dev.peerAttest(stack, p, total)).submission);
+    assert.deepEqual(
+      events.map((e) => e.name),
+      ['NewStackSettlementAttestationEvent', 'StackSettlementTicketEvent'],
+      'slot 2 stays zero, and the proof said so',
+    );
+    assert.deepEqual(
+      dev.ticket(stack)!.stack_merkle_leaves_vector,
+      concat(leafFor(total, 0), leafFor(total, 1), zeros(32)),
+    );
+    assert.equal(dev.ticket(stack)!.is_in_dispute, false);
+  });
+
+  it('an attester drawn twice that attests once never reaches the final check: no dispute, paid twice', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 2 });
+    const { dev } = h;
+    const { a, p, stack, total } = await peerSettledWithMeAsAttester(h, 2);
+    const only1 = ok(await attest(dev, a, stack, commitmentFor(total, 2), leafFor(total, 1)));
+    assert.deepEqual(
+      only1.map((e) => e.name),
+      ['NewStackSettlementAttestationEvent'],
+    );
+    assert.deepEqual(dev.ticket(stack)!.already_attested_nodes, [1]);
+    assert.equal(dev.ticket(stack)!.is_in_dispute, false);
+    await dev.advanceEpoch();
+    await buy(dev, 1, p, 1_000_000, 2_000_000); // a deposit for the attester's rewards (§4.3)
+    ok((await dev.peerClaim(p, [stack])).submission);
+    // fee(700) at 2_000_000 = 1680; node 1 is listed twice, attested, so it is credited 1680 / 2 twice.
+    assert.equal(dev.nodeAccount(1)!.available_fee_amount, 1680);
+  });
+
   it('start_attestation_dispute: any node, any time; checks in order', async (t) => {
     const { dev } = await harness(t, { samplingProbability: 0 });
     const a = await register(dev);
@@ -1045,6 +1116,86 @@ describe('dev network: claims and funds (§4)', () => {
     assert.equal(dev.balanceOf(dev.userAddress) - userBefore, 20_001n);
     assert.equal(dev.feeTreasury(), 60_600n - 39_999n);
     assert.equal(dev.nodeAccount(1)!.available_fee_amount, 0);
+  });
+
+  it('k set to 0 after sampling: the claim divides by k only for an attester that attested (§2.9)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const a = await register(h.dev);
+    const task = await createTask(h.dev, SAMPLING);
+    ok(await subscribe(h.dev, a, task));
+    const silent = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    const attested = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    const total = hashOf('k = 0');
+    for (const stack of [silent, attested]) {
+      const p = only(ok(await settle(h.dev, a, stack, 1000, total)), 'StackTrySettleEvent');
+      assert.deepEqual(p.requested_attestation_nodes, [1]);
+    }
+    ok(await attest(h.dev, a, attested, commitmentFor(total, 1), leafFor(total, 1)));
+    await h.dev.advanceEpoch();
+    await h.dev.close();
+    const dev = h.open({ attestationNodes: 0 });
+    assert.equal((await dev.parameters()).cross_validation_extra_nodes_count, 0n);
+    // Nobody attested: only the slashing path runs, which never divides, so the claim goes through.
+    const claimed = only(ok(await claim(dev, a, [silent])), 'StackSettlementTicketClaimedEvent');
+    assert.deepEqual(claimed.attestation_nodes, [1]);
+    assert.equal(claimed.user_refund_amount, 27_000);
+    // The attester that did attest is credited fee / k: k = 0 is a division by zero, an arithmetic error.
+    aborted(await claim(dev, a, [attested]), 'ArithmeticError', 0);
+    assert.ok(dev.ticket(attested));
+  });
+
+  it('a destroyed attester is skipped when it did not attest, and aborts the claim when it did (§2.9)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const { dev } = h;
+    const a = await register(dev);
+    const task = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, task));
+    const p = await peer(dev, [task]);
+    const silent = await buy(dev, task, 1);
+    const attested = await buy(dev, task, 1);
+    const total = hashOf('destroyed');
+    for (const stack of [silent, attested]) {
+      h.draws.push(0, 1); // r = 1, then eligible [1, p] at index 1: the peer
+      const settled = only(ok(await settle(dev, a, stack, 100, total)), 'StackTrySettleEvent');
+      assert.deepEqual(settled.requested_attestation_nodes, [p]);
+    }
+    ok((await dev.peerAttest(attested, p, total)).submission);
+    ok((await dev.peerDisableNode(p)).submission);
+    for (let i = 0; i < 4; i++) await dev.advanceEpoch();
+    ok((await dev.peerDestroyNode(p)).submission);
+    assert.equal(dev.nodeAccount(p), undefined);
+    // slash_node_on_timeout returns a zero balance for a node that no longer exists (db:2428-2437).
+    const claimed = only(ok(await claim(dev, a, [silent])), 'StackSettlementTicketClaimedEvent');
+    assert.deepEqual(claimed.attestation_nodes, [p]);
+    // Crediting an attester borrows its entry with no contains-check (db:2894).
+    framework(await claim(dev, a, [attested]));
+    assert.ok(dev.ticket(attested));
+  });
+
+  it('attesters are handled before the refund is paid: a short treasury meets their abort first (§2.9)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1, attestationNodes: 1 });
+    const a = await register(h.dev);
+    const task = await createTask(h.dev, SAMPLING);
+    ok(await subscribe(h.dev, a, task));
+    const drain = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    const refunded = await buy(h.dev, task, 1, 10_000, 2_500_000);
+    assert.equal(h.dev.feeTreasury(), 60_600n);
+    const total = hashOf('order');
+    ok(await settle(h.dev, a, drain, 10_000, total));
+    ok(await settle(h.dev, a, refunded, 0, total));
+    for (const stack of [drain, refunded]) {
+      ok(await attest(h.dev, a, stack, commitmentFor(total, 1), leafFor(total, 1)));
+    }
+    await h.dev.advanceEpoch();
+    // fee(10_000) = 30_000 to the node, 30_000 more as its own attester reward: 600 stay in the pool.
+    ok(await claim(h.dev, a, [drain]));
+    assert.equal(h.dev.feeTreasury(), 600n);
+    await h.dev.close();
+    const dev = h.open({ attestationNodes: 0 });
+    // The refund of 30_000 would not fit in the pool (ENotEnough), but the attester's fee / 0 comes first.
+    aborted(await claim(dev, a, [refunded]), 'ArithmeticError', 0);
+    assert.equal(dev.feeTreasury(), 600n);
+    assert.ok(dev.ticket(refunded));
   });
 
   it('claim_funds_for_stacks: ConfidentialCompute, no ticket and no wait; checks in order', async (t) => {
@@ -1273,6 +1424,64 @@ describe('dev network: events, persistence, concurrency', () => {
     assert.deepEqual(log.lines(), []);
     assert.equal(names.size, 16, [...names].join(', ')); // PublishedEvent and all 15 kinds the indexer applies
     assert.equal((await store.getCursor('dev'))?.cursor, cursor);
+  });
+
+  it('the store records the attesters the chain records, when the last check fails too (§2.7)', async (t) => {
+    const h = await harness(t, { samplingProbability: 1 });
+    const { dev } = h;
+    const a = await register(dev);
+    const sc = await createTask(dev, SAMPLING);
+    ok(await subscribe(dev, a, sc));
+    const p = await peer(dev, [sc]);
+    const total = hashOf('disputes');
+    const proof = commitmentFor(total, 1);
+    const theirs = async () => {
+      const stack = await buy(dev, sc, p);
+      h.draws.push(0, 0); // the signer's node attests
+      ok((await dev.peerTrySettle(stack, { num_claimed_compute_units: 9, total_hash: total })).submission);
+      return stack;
+    };
+    const failedCheck = await theirs();
+    only(ok(await attest(dev, a, failedCheck, proof, zeros(32))), 'StackAttestationDisputeEvent');
+    const mismatch = await theirs();
+    only(ok(await attest(dev, a, mismatch, zeros(32), leafFor(total, 1))), 'StackAttestationDisputeEvent');
+    const plain = await theirs();
+    only(ok((await dev.peerDispute(plain, p)).submission), 'StackAttestationDisputeEvent');
+    const honest = await buy(dev, sc, 1);
+    h.draws.push(0, 1); // the peer attests
+    ok(await settle(dev, a, honest, 9, total));
+    ok((await dev.peerAttest(honest, p, total)).submission);
+
+    const tmp = tempDir('dev-network-store-');
+    t.after(() => tmp.remove());
+    const store = new SqliteStore({ dataDir: tmp.dir });
+    t.after(() => store.close());
+    const log = captureLogger('warn');
+    let cursor: string | null = null;
+    for (;;) {
+      const page = await dev.events.readPage(cursor);
+      await applyPage(store, dev.events.id, page, log.logger);
+      cursor = page.nextCursor;
+      if (!page.hasMore) break;
+    }
+    for (const [stack, attested, disputed] of [
+      [failedCheck, [1], true],
+      [mismatch, [], true],
+      [plain, [], true],
+      [honest, [p], false],
+    ] as const) {
+      const chain = dev.ticket(stack)!;
+      assert.deepEqual(chain.already_attested_nodes, attested, `stack ${stack} on chain`);
+      assert.equal(chain.is_in_dispute, disputed);
+      const indexed = (await store.getTicket(stack))!;
+      assert.equal(indexed.already_attested_nodes, `[${attested.join(',')}]`, `stack ${stack} in the store`);
+      assert.equal(indexed.is_in_dispute, disputed);
+    }
+    assert.deepEqual(
+      (await store.listAttestationRequests(1)).map((r) => r.stack_small_id),
+      [mismatch, plain],
+      'node 1 attested the first, whose check failed',
+    );
   });
 
   it('persists state, history and cursors across close and reopen; options apply at reopen', async (t) => {

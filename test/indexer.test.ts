@@ -191,6 +191,42 @@ describe('indexer', () => {
     assert.deepEqual([cursor?.applied, cursor?.duplicate], [5, 5]);
   });
 
+  it("counts a dispute as the last attestation's failed check only inside the attestation window", async () => {
+    const dispute = (stackId: number) =>
+      event('StackAttestationDisputeEvent', {
+        stack_small_id: inner(stackId),
+        attestation_commitment: bytes(32, 7), // the settler's own proof, as the failed final check reports
+        attestation_node_id: inner(4),
+        original_node_id: inner(1),
+        original_commitment: bytes(32, 7),
+      });
+    // Settled in epoch 7: attestations are accepted up to epoch 8 (contracts.md §2.7).
+    const timed = (events: [unknown, number][]): EventPage => ({
+      events: events.map(([raw, epoch], i) => ({ position: `test:${i + 1}`, raw, epoch })),
+      nextCursor: 'c',
+      hasMore: false,
+    });
+    await applyPage(
+      store,
+      'test',
+      timed([
+        [task(1, 2), 7],
+        [node(1), 7],
+        [stack(20, 1, 1, 1000), 7],
+        [stack(21, 1, 1, 1000), 7],
+        [trySettle(20, 1, [4]), 7],
+        [trySettle(21, 1, [4]), 7],
+        [dispute(20), 8],
+        [dispute(21), 9],
+      ]),
+      log.logger,
+    );
+    const inWindow = await store.getTicket(20);
+    assert.deepEqual([inWindow?.already_attested_nodes, inWindow?.is_in_dispute], ['[4]', true]);
+    const late = await store.getTicket(21);
+    assert.deepEqual([late?.already_attested_nodes, late?.is_in_dispute], ['[]', true]);
+  });
+
   it('survives orders the chain allows when indexing starts mid-history', async () => {
     const counts = await apply([
       // A price update before its subscription and before the task.

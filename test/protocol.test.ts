@@ -13,6 +13,7 @@ import {
 import {
   commitmentFor,
   EMPTY_HASH,
+  expectedAttesters,
   extendHash,
   hashLeaves,
   leafFor,
@@ -94,6 +95,19 @@ describe('protocol: proofs and slots (contracts.md §2.6, §2.7)', () => {
       for (let i = 0; i < k; i++) leaves = withAttesterLeaf(leaves, i, leafFor(total, i + 1));
       assert.deepEqual(hashLeaves(leaves), commitmentFor(total, k));
     }
+  });
+
+  it('commits over the slots that will be filled: the others stay zero on chain', () => {
+    const total = extendHash(EMPTY_HASH, new Uint8Array(32).fill(3));
+    // k = 3, two attesters sampled (fewer eligible than k): slot 3 is never written.
+    let leaves = ticketLeaves(leafFor(total, 0), 3);
+    for (let i = 0; i < 2; i++) leaves = withAttesterLeaf(leaves, i, leafFor(total, i + 1));
+    assert.deepEqual(hashLeaves(leaves), commitmentFor(total, 3, 2));
+    assert.notDeepEqual(hashLeaves(leaves), commitmentFor(total, 3));
+    assert.deepEqual(commitmentFor(total, 2, 5), commitmentFor(total, 2), 'at most k slots');
+    assert.equal(expectedAttesters(3, 2), 2);
+    assert.equal(expectedAttesters(2, 7), 2);
+    assert.equal(expectedAttesters(2, 0), 0);
   });
 
   it('puts an attester in slot index + 1, growing a vector too short for it', () => {

@@ -328,6 +328,77 @@ export function storeContract(
       assert.deepEqual(await store.listClaimedStacks(4), [], 'attesters do not list it');
     });
 
+    it("records the attester of a dispute that is the last attestation's failed check, not of others", async () => {
+      // Each ticket asks nodes 4 and 5 (or as listed), settled in epoch 7: attestations until epoch 8.
+      const settle = (tx: IndexerTx, id: U64, requested: U64[] = [4, 5]) =>
+        tx.putTicket(
+          {
+            stack_small_id: id,
+            selected_node_id: 1,
+            requested_attestation_nodes: requested,
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 1,
+          },
+          7,
+        );
+      const attest = (tx: IndexerTx, id: U64, node: U64) =>
+        tx.recordAttestation({
+          stack_small_id: id,
+          attestation_node_id: node,
+          committed_stack_proof: proof,
+          stack_merkle_leaf: new Uint8Array(32).fill(node === 5 ? 5 : 4),
+        });
+      const dispute = (id: U64, node: U64, commitment = proof) => ({
+        stack_small_id: id,
+        attestation_commitment: commitment,
+        attestation_node_id: node,
+        original_node_id: 1,
+        original_commitment: proof,
+      });
+      await write(async (tx) => {
+        for (const id of [1, 2, 3, 4, 5, 6]) await settle(tx, id);
+        await settle(tx, 7, [4, 4]);
+        for (const id of [1, 3, 4, 5, 6]) await attest(tx, id, 5);
+        await attest(tx, 7, 4);
+        // 1: the last attester, its proof the settler's, in the window: the failed final check.
+        await tx.putDispute(dispute(1, 4), 8);
+        // 2: not the last (nobody attested yet): a plain dispute.
+        await tx.putDispute(dispute(2, 4), 7);
+        // 3: another commitment than the settler's: a plain dispute (or a mismatching attestation).
+        await tx.putDispute(dispute(3, 4, new Uint8Array(32).fill(3)), 7);
+        // 4: a node that was not asked to attest.
+        await tx.putDispute(dispute(4, 6), 7);
+        // 5: after the attestation window.
+        await tx.putDispute(dispute(5, 4), 9);
+        // 6: the epoch unknown: the other conditions decide.
+        await tx.putDispute(dispute(6, 4), undefined);
+        // 7: node 4 listed twice, attesting a second time: the chain counts it twice.
+        await tx.putDispute(dispute(7, 4), 7);
+      });
+      const attested = async (id: U64) => (await store.getTicket(id))?.already_attested_nodes;
+      assert.equal(await attested(1), '[5,4]');
+      assert.equal(await attested(2), '[]');
+      assert.equal(await attested(3), '[5]');
+      assert.equal(await attested(4), '[5]');
+      assert.equal(await attested(5), '[5]');
+      assert.equal(await attested(6), '[5,4]');
+      assert.equal(await attested(7), '[4,4]');
+      for (const id of [1, 2, 3, 4, 5, 6, 7]) assert.equal((await store.getTicket(id))?.is_in_dispute, true);
+      // The leaf is not in the event: its slot keeps its zeros.
+      assert.deepEqual((await store.getTicket(1))?.stack_merkle_leaves, [
+        ...leaf,
+        ...new Uint8Array(32),
+        ...new Uint8Array(32).fill(5),
+      ]);
+      assert.deepEqual(
+        (await store.listAttestationRequests(4)).map((r) => r.stack_small_id),
+        [2, 3, 4, 5],
+        'node 4 is no longer asked to attest the stacks it attested (1, 6, 7)',
+      );
+      assert.equal((await store.listDisputesOwn(4)).length, 6);
+    });
+
     it('lists confidential-compute claims, also for stacks it never saw', async () => {
       await write(async (tx) => {
         await tx.putStack(newStack(2, 3));
@@ -381,9 +452,12 @@ export function storeContract(
           },
           undefined,
         );
-        await tx.putDispute(dispute);
-        await tx.putDispute({ ...dispute, attestation_commitment: new Uint8Array(32).fill(2) });
-        await tx.putDispute({ ...dispute, stack_small_id: 0, original_node_id: 4, attestation_node_id: 1 });
+        await tx.putDispute(dispute, undefined);
+        await tx.putDispute({ ...dispute, attestation_commitment: new Uint8Array(32).fill(2) }, undefined);
+        await tx.putDispute(
+          { ...dispute, stack_small_id: 0, original_node_id: 4, attestation_node_id: 1 },
+          undefined,
+        );
       });
       const against = await store.listDisputesAgainst(1);
       assert.deepEqual(against, [
@@ -532,6 +606,36 @@ export function storeContract(
       const ticket = await store.getTicket(5);
       assert.deepEqual([ticket?.num_claimed_compute_units, ticket?.is_claimed], [3, false]);
       assert.equal(await store.getTicket(6), undefined);
+    });
+
+    it('counts the subscribers sample_attestation_nodes may draw: valid, within price, with room', async () => {
+      const sub = (node: U64, task: U64, price: U64, max: U64 = 1_000_000) => ({
+        node_small_id: node,
+        task_small_id: task,
+        price_per_one_million_compute_units: price,
+        max_num_compute_units: max,
+      });
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 2));
+        await tx.putTask(newTask(2, 2));
+        await tx.putSubscription(sub(1, 1, 1_000_000));
+        await tx.putSubscription(sub(2, 1, 2_000_000)); // the price cap itself is eligible
+        await tx.putSubscription(sub(3, 1, 2_000_001));
+        await tx.putSubscription(sub(4, 1, U64_MAX));
+        await tx.putSubscription(sub(5, 1, 1, 999));
+        await tx.putSubscription(sub(6, 1, 1));
+        await tx.putSubscription(sub(7, 2, 1));
+        await tx.deleteSubscription(6, 1);
+        await tx.putSubscription(sub(8, 2, 1));
+        await tx.removeTask(2, 3);
+      });
+      assert.equal(await store.countEligibleSubscribers(1, 2_000_000, 1000), 2);
+      assert.equal(await store.countEligibleSubscribers(1, 2_000_000, 999), 3);
+      assert.equal(await store.countEligibleSubscribers(1, ABOVE_SAFE, 1000), 3);
+      assert.equal(await store.countEligibleSubscribers(1, U64_MAX, 1000), 4, 'u64 prices compare exactly');
+      assert.equal(await store.countEligibleSubscribers(1, 999_999, 1000), 0);
+      assert.equal(await store.countEligibleSubscribers(2, U64_MAX, 1), 0, "a removed task's are invalid");
+      assert.equal(await store.countEligibleSubscribers(9, U64_MAX, 1), 0);
     });
 
     it('tells whether events were applied', async () => {

@@ -264,6 +264,28 @@ describe('write API on the dev network', () => {
     }
   });
 
+  it('commits over the attester slots the chain will fill: k = 3 with two eligible nodes', async () => {
+    const d = await devDaemon({ 'dev-sampling-probability': '1', 'dev-attestation-nodes': '3' });
+    try {
+      // The peer (node 1) and this node (node 2) are the task's only eligible subscribers: the sampling
+      // lists both, in subscription order, and slot 3 stays zero.
+      await world(d);
+      const stack = await buy(d, 3);
+      ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 500, request_hash: 'cd'.repeat(32) }));
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [stack] }));
+      assert.deepEqual((await d.services.dev!.getTicket(stack))?.requested_attestation_nodes, [1, 2]);
+      ok(await d.post(`/dev/stacks/${stack}/attest`, { node_small_id: 1 }));
+      const attested = ok(await d.post('/nodes/submit-attestations', { stack_small_ids: [stack] }));
+      assert.equal((attested.results as Json[])[0]?.status, 'success');
+      const ticket = await d.services.dev!.getTicket(stack);
+      assert.deepEqual(ticket?.already_attested_nodes, [1, 2]);
+      assert.equal(ticket?.is_in_dispute, false, 'the last attestation passed the hash check');
+      assert.deepEqual(ok(await d.get('/attestation_disputes/against/nodes/2')), []);
+    } finally {
+      await d.close();
+    }
+  });
+
   it('refuses, before signing anything, what the contract would refuse or cannot mean', async () => {
     const d = await devDaemon();
     try {

@@ -187,7 +187,8 @@ async function applyEvent(tx: IndexerTx, { envelope, event, epoch }: Decoded, co
       return true;
     }
     case 'StackAttestationDisputeEvent':
-      await tx.putDispute(p);
+      // It may also be the last attestation, whose failed check the chain reports only as this dispute.
+      await tx.putDispute(p, epoch);
       return true;
     case 'ClaimedStackEvent': {
       // claim_funds_for_stacks pays floor(units x price / 1e6): it accepts ConfidentialCompute stacks only.

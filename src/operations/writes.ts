@@ -7,7 +7,13 @@ import { problemFromError } from '../problems/from-error.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
-import { commitmentFor, EMPTY_HASH, leafFor, syntheticRequestHash } from '../protocol/proofs.ts';
+import {
+  commitmentFor,
+  EMPTY_HASH,
+  expectedAttesters,
+  leafFor,
+  syntheticRequestHash,
+} from '../protocol/proofs.ts';
 import type { Stack } from '../schemas/model.ts';
 import type {
   ClaimFundsRequest,
@@ -302,6 +308,7 @@ export class Writes {
           continue;
         }
         const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
+        const filled = await this.#attesterSlotsFilled(stack, k);
         planned.push({
           stack_small_id: id,
           num_claimed_compute_units: claimed,
@@ -310,7 +317,7 @@ export class Writes {
             badge,
             stack_small_id: id,
             num_claimed_compute_units: claimed,
-            committed_stack_proof: commitmentFor(total, k),
+            committed_stack_proof: commitmentFor(total, k, filled),
             stack_merkle_leaf: leafFor(total, 0),
           },
         });
@@ -318,6 +325,25 @@ export class Writes {
       if (planned.length === 0) throw nothingToDo('nothing_to_settle', 'settled', skips);
       return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack');
     });
+  }
+
+  /**
+   * How many of the k attester slots of the stack's ticket will hold a leaf if the chain samples
+   * attesters: the commitment covers those and leaves the others zero, as the chain will (docs/WRITES.md,
+   * "Claimed units and proofs"). Only SamplingConsensus tasks sample, drawing among the task's eligible
+   * subscribers (contracts.md §2.6): all of them when fewer than k. Counted from the indexed
+   * subscriptions, so a node disabled since (no event says so) is still counted. Other levels: k, as
+   * nothing ever checks their proof.
+   */
+  async #attesterSlotsFilled(stack: Stack, k: number): Promise<number> {
+    const task = await this.#store.getTask(stack.task_small_id);
+    if (task?.security_level !== SecurityLevel.SamplingConsensus) return k;
+    const eligible = await this.#store.countEligibleSubscribers(
+      stack.task_small_id,
+      stack.price_per_one_million_compute_units,
+      stack.num_compute_units,
+    );
+    return expectedAttesters(k, eligible);
   }
 
   /**
@@ -381,7 +407,8 @@ export class Writes {
             kind: 'submit_stack_settlement_attestation',
             badge,
             stack_small_id: id,
-            committed_stack_proof: commitmentFor(record.total_hash, k),
+            // The settler committed over the slots the sampling would fill: as many as it listed.
+            committed_stack_proof: commitmentFor(record.total_hash, k, slots.length),
             stack_merkle_leaf: leafFor(record.total_hash, index + 1),
           },
         });

@@ -35,11 +35,27 @@ export function leafFor(total: Uint8Array, slot: number): Uint8Array {
   return hash(data);
 }
 
-/** The committed proof for k attester slots: blake2b-256(leaf 0 || leaf 1 || ... || leaf k). */
-export function commitmentFor(total: Uint8Array, k: number): Uint8Array {
+/**
+ * The committed proof of a ticket with k attester slots of which the first `filled` will hold a leaf:
+ * blake2b-256(leaf 0 || leaf 1 || ... || leaf filled || zeros for the slots left empty). The contract hashes
+ * all 1 + k slots, and a slot no attester fills stays zero, so the proof must say which will be filled.
+ */
+export function commitmentFor(total: Uint8Array, k: number, filled = k): Uint8Array {
   const slots = new Uint8Array(HASH_BYTES * (k + 1));
-  for (let slot = 0; slot <= k; slot++) slots.set(leafFor(total, slot), slot * HASH_BYTES);
+  const last = Math.min(Math.max(filled, 0), k);
+  for (let slot = 0; slot <= last; slot++) slots.set(leafFor(total, slot), slot * HASH_BYTES);
   return hashLeaves(slots);
+}
+
+/**
+ * How many attesters sample_attestation_nodes returns for k and `eligible` eligible subscribers
+ * (contracts.md §2.6, db:2719-2739): all of them when fewer than k, else k draws (with replacement). When
+ * the final check runs (every listed attester attested once), that is how many slots hold a leaf: the
+ * attesters listed in distinct slots. A node drawn twice fills only its first slot, but then the
+ * attestations never reach the final check unless that node attests twice (§2.7).
+ */
+export function expectedAttesters(k: number, eligible: number): number {
+  return Math.min(k, eligible);
 }
 
 /** A request hash for usage reported without one: blake2b-256 of the stack id, units and message index. */

@@ -24,6 +24,7 @@ import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './postgres-migrati
 import {
   attestedRow,
   DISPUTE_COLUMNS,
+  disputedAttestationRow,
   encodeParameters,
   idList,
   parseIdList,
@@ -184,6 +185,8 @@ const S = statements({
   getStack: `SELECT ${STACK_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
   getSubscription: 'SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
   getTicket: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = $1`,
+  eligibleSubscribers: `SELECT count(*)::int AS n FROM node_subscriptions WHERE task_small_id = $1
+    AND valid AND price_per_one_million_compute_units <= $2 AND max_num_compute_units >= $3`,
   countEvents: 'SELECT count(*)::int AS n FROM applied_events WHERE event_key = ANY($1::text[])',
   chainState: 'SELECT epoch, parameters FROM chain_state WHERE id = 1',
   ledger: `SELECT s.stack_small_id, s.price_per_one_million_compute_units, s.num_compute_units,
@@ -319,6 +322,10 @@ const S = statements({
         num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path,
         claimed_epoch = excluded.claimed_epoch, node_fee_amount = excluded.node_fee_amount)
     UPDATE stacks SET is_claimed = true, user_refund_amount = $5::numeric WHERE stack_small_id = $1::numeric`,
+  lockDisputedTicket: `SELECT requested_attestation_nodes, already_attested_nodes, is_in_dispute,
+    claimable_from_epoch FROM stack_settlement_tickets WHERE stack_small_id = $1 FOR UPDATE`,
+  disputeAttested:
+    'UPDATE stack_settlement_tickets SET already_attested_nodes = $1 WHERE stack_small_id = $2',
   putDispute: `WITH d AS (INSERT INTO stack_attestation_disputes (stack_small_id, attestation_node_id,
       attestation_commitment, original_node_id, original_commitment) VALUES ($1::numeric, $2, $3, $4, $5)
       ON CONFLICT DO NOTHING)
@@ -681,7 +688,14 @@ export class PostgresStore implements Store {
       claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
         await write(S.claimTicket, claimValues(c, idList(c.attestation_nodes), 'settlement_ticket', record));
       },
-      putDispute: async (d: Dispute) => {
+      putDispute: async (d: Dispute, epoch: U64 | undefined) => {
+        // Locked until commit, as an attestation locks it: a concurrent writer reads this one's result.
+        const [ticket] = (await run(S.lockDisputedTicket, [enc(d.stack_small_id)])).rows;
+        const attesting = ticket && disputedAttestationRow(ticket, dec, d, epoch);
+        if (attesting) {
+          await write(S.disputeAttested, [attesting.attested, enc(d.stack_small_id)]);
+          await write(S.requestAttested, [enc(d.stack_small_id), enc(d.attestation_node_id)]);
+        }
         await write(S.putDispute, [
           enc(d.stack_small_id),
           enc(d.attestation_node_id),
@@ -878,6 +892,11 @@ export class PostgresStore implements Store {
   async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
     const [row] = await this.#rows(S.getSubscription, [enc(nodeSmallId), enc(taskSmallId)]);
     return row ? rows.subscription(row) : undefined;
+  }
+
+  async countEligibleSubscribers(taskSmallId: U64, price: U64, units: U64): Promise<number> {
+    const [row] = await this.#rows(S.eligibleSubscribers, [enc(taskSmallId), enc(price), enc(units)]);
+    return Number(row?.n ?? 0);
   }
 
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {

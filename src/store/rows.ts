@@ -24,6 +24,7 @@ import type {
   ClaimableTicket,
   ClaimableTicketOf,
   CursorState,
+  Dispute,
   LedgerRow,
   OpenStack,
   StackTerms,
@@ -273,6 +274,46 @@ export function attestedRow(
   );
   const attested = [...parseIdList(row.already_attested_nodes as string), node];
   return { leaves, attested: `[${attested.join(',')}]` };
+}
+
+/**
+ * The ticket row (requested_attestation_nodes, already_attested_nodes, is_in_dispute,
+ * claimable_from_epoch) after a dispute, when the dispute is the failed final check of an attestation:
+ * the chain records that attester in already_attested_nodes and emits only the dispute (contracts.md
+ * §2.7; db:1790-1805). Told from a start_attestation_dispute called directly (§2.8) by what only the
+ * final check produces together:
+ * - the attestation's proof matched the ticket's (else §2.7 disputes with the attester's own proof), and
+ *   the final check disputes with that proof: attestation_commitment equals original_commitment;
+ * - the disputing node is a requested attester, and the ticket lacked exactly its attestation: one fewer
+ *   recorded than listed (a node listed twice, or attesting twice, counts each time, as on chain);
+ * - the ticket was not in dispute (start_attestation_dispute aborts otherwise);
+ * - no later than the last epoch that accepts attestations, the ticket's claimable_from_epoch, when the
+ *   event's epoch and that one are known.
+ * Only that last attester calling start_attestation_dispute itself, in the window, with the settler's own
+ * proof makes the same event; it is then counted as its attestation (the ticket is disputed for good
+ * either way). Its leaf is not in the event, so its slot keeps its zeros. undefined: a plain dispute.
+ */
+export function disputedAttestationRow(
+  row: Row,
+  dec: (value: unknown) => U64,
+  dispute: Dispute,
+  epoch: U64 | undefined,
+): { attested: string } | undefined {
+  if (flag(row.is_in_dispute)) return undefined;
+  if (!sameBytes(dispute.attestation_commitment, dispute.original_commitment)) return undefined;
+  const node = u64ToString(dispute.attestation_node_id);
+  const requested = parseIdList(row.requested_attestation_nodes as string);
+  const attested = parseIdList(row.already_attested_nodes as string);
+  if (!requested.includes(node) || attested.length + 1 !== requested.length) return undefined;
+  const until = row.claimable_from_epoch;
+  if (epoch !== undefined && until !== null && until !== undefined && BigInt(epoch) > BigInt(dec(until))) {
+    return undefined;
+  }
+  return { attested: `[${[...attested, node].join(',')}]` };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
 
 /**

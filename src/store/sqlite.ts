@@ -25,6 +25,7 @@ import {
 import {
   attestedRow,
   DISPUTE_COLUMNS,
+  disputedAttestationRow,
   encodeParameters,
   idList,
   parseIdList,
@@ -331,8 +332,14 @@ export class SqliteStore implements Store {
     claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
       this.#claim(c, idList(c.attestation_nodes), 'settlement_ticket', record);
     },
-    putDispute: async (d: Dispute) => {
+    putDispute: async (d: Dispute, epoch: U64 | undefined) => {
       this.#guard(() => {
+        const ticket = this.#w.disputedTicket!.get(enc(d.stack_small_id));
+        const attesting = ticket && disputedAttestationRow(ticket, dec, d, epoch);
+        if (attesting) {
+          this.#w.disputeAttested!.run(attesting.attested, enc(d.stack_small_id));
+          this.#w.requestAttested!.run(enc(d.stack_small_id), enc(d.attestation_node_id));
+        }
         this.#w.putDispute!.run(
           enc(d.stack_small_id),
           enc(d.attestation_node_id),
@@ -519,6 +526,11 @@ export class SqliteStore implements Store {
   async getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined> {
     const row = this.#guard(() => this.#r.getSubscription!.get(enc(nodeSmallId), enc(taskSmallId)));
     return row ? rows.subscription(row) : undefined;
+  }
+
+  async countEligibleSubscribers(taskSmallId: U64, price: U64, units: U64): Promise<number> {
+    const row = this.#guard(() => this.#r.eligibleSubscribers!.get(enc(taskSmallId), enc(price), enc(units)));
+    return Number(row?.n ?? 0);
   }
 
   async getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined> {
@@ -797,6 +809,8 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
     getSubscription: db.prepare(
       'SELECT * FROM node_subscriptions WHERE node_small_id = ? AND task_small_id = ?',
     ),
+    eligibleSubscribers: db.prepare(`SELECT count(*) AS n FROM node_subscriptions WHERE task_small_id = ?
+      AND valid = 1 AND price_per_one_million_compute_units <= ? AND max_num_compute_units >= ?`),
     getTicket: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = ?`),
     hasEvent: db.prepare('SELECT 1 FROM applied_events WHERE event_key = ?'),
     chainState: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),
@@ -926,6 +940,11 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     ),
     putDispute: db.prepare(
       'INSERT INTO stack_attestation_disputes VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ),
+    disputedTicket: db.prepare(`SELECT requested_attestation_nodes, already_attested_nodes, is_in_dispute,
+      claimable_from_epoch FROM stack_settlement_tickets WHERE stack_small_id = ?`),
+    disputeAttested: db.prepare(
+      'UPDATE stack_settlement_tickets SET already_attested_nodes = ? WHERE stack_small_id = ?',
     ),
     markInDispute: db.prepare(
       'UPDATE stack_settlement_tickets SET is_in_dispute = 1 WHERE stack_small_id = ?',

@@ -191,7 +191,12 @@ export interface IndexerTx {
   /** What a claim of the stack needs to know, read inside the transaction (it sees the page's writes). */
   claimContext(stackSmallId: U64): Promise<ClaimContext>;
   claimTicket(claim: TicketClaimed, record: ClaimRecord): Promise<void>;
-  putDispute(dispute: Dispute): Promise<void>;
+  /**
+   * The dispute, and the ticket in dispute. When it is the failed final check of an attestation (rows.ts,
+   * disputedAttestationRow; `epoch` is the event's, when known), the attester is also recorded as having
+   * attested, as the chain records it.
+   */
+  putDispute(dispute: Dispute, epoch: U64 | undefined): Promise<void>;
   claimStack(claim: StackClaimed, record: ClaimRecord): Promise<void>;
   putAttesterRewards(rewards: readonly AttesterReward[]): Promise<void>;
   /** Saves the chain's epoch and parameters as of the page (each when known). */
@@ -255,6 +260,12 @@ export interface Store {
   /** What decides the stack's fees, when the stack was seen. */
   getStackTerms(stackSmallId: U64): Promise<StackTerms | undefined>;
   getSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<NodeSubscription | undefined>;
+  /**
+   * The task's valid subscriptions priced at most `price` per million with room for `units`: the nodes
+   * sample_attestation_nodes may draw for a stack of these terms, as far as events tell (contracts.md §2.6;
+   * a disabled or destroyed node emits no event, so it is still counted).
+   */
+  countEligibleSubscribers(taskSmallId: U64, price: U64, units: U64): Promise<number>;
   /** The settlement ticket of a stack, claimed or not. */
   getTicket(stackSmallId: U64): Promise<StackSettlementTicket | undefined>;
   /** The chain's epoch and fee parameters as last indexed. */

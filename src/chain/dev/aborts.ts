@@ -36,3 +36,8 @@ export function notEnough(detail: string): never {
 export function arithmeticAbort(detail: string): MoveAbortError {
   return new MoveAbortError({ name: ARITHMETIC_ERROR, code: 0, module: 'db' }, detail);
 }
+
+/** Option::extract on none (contracts.md §2.17): std::option::EOPTION_NOT_SET, code 0x40001. */
+export function optionNotSet(detail: string): never {
+  throw new MoveAbortError({ name: 'EOPTION_NOT_SET', code: 262145, module: 'option' }, detail);
+}

@@ -4,8 +4,13 @@ import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { Listeners } from '../../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../../internal/u64.ts';
-import { DEFAULT_PARAMETERS, type ProtocolParameters, pickParameters } from '../../protocol/constants.ts';
-import { commitmentFor, leafFor } from '../../protocol/proofs.ts';
+import {
+  DEFAULT_PARAMETERS,
+  type ProtocolParameters,
+  pickParameters,
+  SecurityLevel,
+} from '../../protocol/constants.ts';
+import { commitmentFor, expectedAttesters, leafFor } from '../../protocol/proofs.ts';
 import { asciiArg, u64Arg, u64List, uintArg } from '../arguments.ts';
 import {
   type Badge,
@@ -33,6 +38,7 @@ import {
   type NodeObject,
   type StackObject,
   type SystemObject,
+  type TaskObject,
   type TicketObject,
   unhex,
   type WorldObject,
@@ -437,8 +443,10 @@ export class DevNetwork implements Chain {
   }
 
   /**
-   * try_settle_stack by the stack's selected node, which must be a peer: proof = commitmentFor(total_hash, k)
-   * with the current k, leaf = leafFor(total_hash, 0).
+   * try_settle_stack by the stack's selected node, which must be a peer, settling as the daemon does:
+   * leaf = leafFor(total_hash, 0), proof = commitmentFor(total_hash, k, filled) with the current k and the
+   * slots the sampling would fill, counted from the chain's state (docs/WRITES.md, "Claimed units and
+   * proofs").
    */
   peerTrySettle(
     stackSmallId: U64,
@@ -452,7 +460,12 @@ export class DevNetwork implements Chain {
       if (!stack) throw new DevActorError('not_found', `stack ${stackId} does not exist`);
       const node = this.#peer(stack.selected_node_id);
       const k = Number(this.#db().cross_validation_extra_nodes_count);
-      const proof = commitmentFor(total, k);
+      const task = this.#ledger.read<TaskObject>(key.task(stack.task_small_id));
+      const eligible =
+        task?.security_level === SecurityLevel.SamplingConsensus
+          ? rules.countEligibleAttesters((name) => this.#ledger.read(name), task, stack)
+          : k;
+      const proof = commitmentFor(total, k, expectedAttesters(k, eligible));
       const leaf = leafFor(total, 0);
       const input = { stackId, claimed, proof, leaf };
       const { submission, result } = this.#actorExecute(node.badge.owner, 'try_settle_stack', input, (tx) =>
@@ -464,8 +477,9 @@ export class DevNetwork implements Chain {
 
   /**
    * submit_stack_settlement_attestation by a peer, for its first index i among the ticket's requested
-   * attesters: proof commitmentFor(total_hash, k of the ticket), leaf leafFor(total_hash, i + 1). A node
-   * that was not requested submits slot 1's leaf (and the contract refuses it).
+   * attesters: proof commitmentFor(total_hash, k of the ticket, the number requested), leaf
+   * leafFor(total_hash, i + 1). A node that was not requested submits slot 1's leaf (and the contract
+   * refuses it).
    */
   peerAttest(
     stackSmallId: U64,
@@ -481,7 +495,7 @@ export class DevNetwork implements Chain {
         ? ticket.stack_merkle_leaves_vector.length / 64 - 1
         : Number(this.#db().cross_validation_extra_nodes_count);
       const index = ticket?.requested_attestation_nodes.indexOf(node.small_id) ?? -1;
-      const proof = commitmentFor(total, k);
+      const proof = commitmentFor(total, k, ticket?.requested_attestation_nodes.length ?? k);
       const leaf = leafFor(total, Math.max(index, 0) + 1);
       const input = { stackId, proof, leaf };
       const { submission } = this.#actorExecute(
@@ -517,6 +531,28 @@ export class DevNetwork implements Chain {
       const stacks = u64List(stackSmallIds, 'stack_small_ids');
       const { submission } = this.#actorExecute(node.badge.owner, 'claim_funds', { stacks }, (tx) =>
         rules.claimFunds(tx, node.small_id, stacks),
+      );
+      return { submission };
+    });
+  }
+
+  /** permanently_disable_node by a peer (no event): it is never sampled again. */
+  peerDisableNode(nodeSmallId: U64): Promise<{ submission: Submission }> {
+    return this.#serialized(() => {
+      const node = this.#peer(u64Arg(nodeSmallId, 'node_small_id'));
+      const { submission } = this.#actorExecute(node.badge.owner, 'permanently_disable_node', {}, (tx) =>
+        rules.permanentlyDisableNode(tx, node.small_id),
+      );
+      return { submission };
+    });
+  }
+
+  /** destroy_disabled_node by a peer (no event): its NodeEntry and badge are gone, four epochs after disabling. */
+  peerDestroyNode(nodeSmallId: U64): Promise<{ submission: Submission }> {
+    return this.#serialized(() => {
+      const node = this.#peer(u64Arg(nodeSmallId, 'node_small_id'));
+      const { submission } = this.#actorExecute(node.badge.owner, 'destroy_disabled_node', {}, (tx) =>
+        rules.destroyDisabledNode(tx, node.small_id),
       );
       return { submission };
     });

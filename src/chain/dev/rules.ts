@@ -12,13 +12,14 @@ import {
 } from '../../protocol/constants.ts';
 import { attesterReward, stackFeeAmount, stackPaymentAmount } from '../../protocol/fees.ts';
 import { hashLeaves, ticketLeaves, withAttesterLeaf } from '../../protocol/proofs.ts';
-import { abort, fieldDoesNotExist, notEnough } from './aborts.ts';
+import { abort, fieldDoesNotExist, notEnough, optionNotSet } from './aborts.ts';
 import {
   type AtomaDbObject,
   type CoinObject,
   hex,
   key,
   type NodeObject,
+  type NodePriceData,
   type StackObject,
   type TaskObject,
   type TicketObject,
@@ -92,6 +93,13 @@ function splitFeeTreasury(tx: TxContext, amount: bigint): void {
   const db = atomaDb(tx);
   if (amount > db.fee_treasury) notEnough(`fee_treasury holds ${db.fee_treasury}, ${amount} requested`);
   db.fee_treasury -= amount;
+}
+
+/** transfer_funds (db:3787-3792): a coin split from fee_treasury to `recipient`; nothing when the amount is 0. */
+function transferFunds(tx: TxContext, amount: bigint, recipient: string): void {
+  if (amount === 0n) return;
+  splitFeeTreasury(tx, amount);
+  credit(tx, recipient, amount);
 }
 
 // --- fees (contracts.md §4: src/protocol/fees.ts) ----------------------------------------------------
@@ -226,6 +234,31 @@ export function unsubscribeNodeFromTask(tx: TxContext, nodeId: bigint, taskId: b
   tx.emit('NodeUnsubscribedFromTaskEvent', { task_small_id: inner(taskId), node_small_id: inner(nodeId) });
 }
 
+/**
+ * permanently_disable_node (§2.16, db:2214-2222): no event, no undo. A disabled node is never sampled
+ * again, for stacks or attestations; it can still settle and claim what it has.
+ */
+export function permanentlyDisableNode(tx: TxContext, nodeId: bigint): void {
+  const node = borrowNode(tx, nodeId);
+  if (node.entry.was_disabled_in_epoch !== null) abort('ENodeAlreadyDisabled');
+  node.entry.was_disabled_in_epoch = tx.epoch;
+}
+
+/**
+ * destroy_disabled_node (§2.17, db:2236-2267), in the contract's order: withdraw_fees, then the NodeEntry
+ * is removed, then the disabled epoch is extracted (a node never disabled aborts in std::option), then the
+ * wait of four epochs is checked. The badge is deleted with it; the subscriber lists keep the id. No event.
+ */
+export function destroyDisabledNode(tx: TxContext, nodeId: bigint): void {
+  withdrawFees(tx, nodeId);
+  const node = borrowNode(tx, nodeId);
+  tx.remove(key.node(nodeId));
+  const disabledAt = node.entry.was_disabled_in_epoch ?? optionNotSet('the node was never disabled');
+  if (add(disabledAt, 4n) > tx.epoch) abort('ENodeMustWaitBeforeDestroy');
+  // The collateral goes back to the sender as a coin: always zero at HEAD (§4.5).
+  if (node.entry.collateral > 0n) credit(tx, tx.sender, node.entry.collateral);
+}
+
 // --- stacks ----------------------------------------------------------------------------------------------
 
 /**
@@ -319,6 +352,23 @@ export function acquireNewStack(
 }
 
 /**
+ * Whether sample_attestation_nodes counts a subscriber as eligible for the stack (§2.6, db:2702-2715):
+ * priced within the stack's price, with room for its units, still existing and not disabled.
+ */
+function eligibleAttester(
+  subscription: NodePriceData,
+  node: NodeObject | undefined,
+  stack: StackObject,
+): boolean {
+  return (
+    subscription.price_per_one_million_compute_units <= stack.price_per_one_million_compute_units &&
+    subscription.max_num_compute_units >= stack.num_compute_units &&
+    node !== undefined &&
+    node.entry.was_disabled_in_epoch === null
+  );
+}
+
+/**
  * sample_attestation_nodes (§2.6): subscribers priced within the stack, still existing and not disabled.
  * Fewer than k eligible: all of them. Otherwise k draws WITH replacement, the settler not excluded. The
  * loop borrows subscribed_nodes[id] for every listed id with no contains-check, so a stale id left by an
@@ -330,21 +380,31 @@ function sampleAttestationNodes(tx: TxContext, task: TaskObject, stack: StackObj
     const subscription =
       task.subscribed_nodes[id.toString()] ??
       fieldDoesNotExist(`task ${task.small_id} lists node ${id}, which is no longer subscribed`);
-    const node = tx.get<NodeObject>(key.node(id));
-    if (
-      subscription.price_per_one_million_compute_units <= stack.price_per_one_million_compute_units &&
-      subscription.max_num_compute_units >= stack.num_compute_units &&
-      node !== undefined &&
-      node.entry.was_disabled_in_epoch === null
-    ) {
-      eligible.push(id);
-    }
+    if (eligibleAttester(subscription, tx.get<NodeObject>(key.node(id)), stack)) eligible.push(id);
   }
   const count = atomaDb(tx).cross_validation_extra_nodes_count;
   if (BigInt(eligible.length) < count) return eligible;
   const chosen: bigint[] = [];
   for (let i = 0n; i < count; i++) chosen.push(eligible[tx.random(eligible.length)]!);
   return chosen;
+}
+
+/**
+ * How many eligible entries sample_attestation_nodes would find for the stack now, read from committed
+ * state: what a peer that knows the chain's state counts before it commits its proof. A node listed twice
+ * (§3.3) counts twice, as in the sampling; a stale id is skipped (the sampling would abort on it).
+ */
+export function countEligibleAttesters(
+  read: <T extends object>(key: string) => T | undefined,
+  task: TaskObject,
+  stack: StackObject,
+): number {
+  let count = 0;
+  for (const id of task.subscribed_nodes_small_ids) {
+    const subscription = task.subscribed_nodes[id.toString()];
+    if (subscription && eligibleAttester(subscription, read<NodeObject>(key.node(id)), stack)) count += 1;
+  }
+  return count;
 }
 
 /** try_settle_stack (§2.6): one-shot per stack; creates the ticket. */
@@ -481,10 +541,12 @@ export function startAttestationDispute(
 }
 
 /**
- * claim_funds (§2.9): the batch is atomic (any abort reverts it all). Per stack: the node's fee joins the
- * total, the user's refund is paid at once, attesters that attested get fee / k into available fees
- * (those that did not are slashed of a collateral that is always zero), and ticket and stack are deleted.
- * Then the total goes to the sender and withdraw_fees pays out the caller's available fees.
+ * claim_funds (§2.9, db:1996-2077): the batch is atomic (any abort reverts it all). Per stack: the node's
+ * fee joins the total; the requested attesters are handled (fee / k to those that attested, a slash of a
+ * collateral that is always zero to the others); only then is the user's refund paid; ticket and stack
+ * are deleted. Then the total goes to the sender and withdraw_fees pays out the caller's available fees.
+ * The attesters come before the refund in db.move (db:2046-2054; contracts.md §2.9 lists them after):
+ * when the pooled treasury is short, an attester's abort (k = 0, a destroyed node) is the one met.
  */
 export function claimFunds(tx: TxContext, nodeId: bigint, stackIds: bigint[]): void {
   const db = atomaDb(tx);
@@ -503,9 +565,8 @@ export function claimFunds(tx: TxContext, nodeId: bigint, stackIds: bigint[]): v
     total = add(total, fee);
     const unclaimed = sub(stack.num_compute_units, ticket.num_claimed_compute_units);
     const refund = stackFeeAmount(db, level, price, unclaimed);
-    splitFeeTreasury(tx, refund);
-    credit(tx, stack.owner, refund);
     rewardAndSlashAttesters(tx, ticket, fee);
+    transferFunds(tx, refund, stack.owner);
     tx.remove(key.ticket(stackId));
     tx.remove(key.stack(stackId));
     tx.emit('StackSettlementTicketClaimedEvent', {
@@ -517,33 +578,47 @@ export function claimFunds(tx: TxContext, nodeId: bigint, stackIds: bigint[]): v
       user_refund_amount: u64(refund),
     });
   }
-  splitFeeTreasury(tx, total);
-  credit(tx, tx.sender, total);
+  transferFunds(tx, total, tx.sender);
   withdrawFees(tx, nodeId);
 }
 
 /**
- * handle_attestation_nodes_rewards_and_slashing (§2.9, §4.2): per REQUESTED attester (a node listed twice
- * is visited twice), credited straight into available_fee_amount with no epoch lock. The payout comes on
- * top of the node's fee, drawing on the pooled treasury (§4.3).
+ * handle_attestation_nodes_rewards_and_slashing (§2.9, §4.2; db:2872-2905): per REQUESTED attester (a
+ * node listed twice is visited twice). One that attested is credited fee / k straight into its
+ * available_fee_amount, with no epoch lock, on top of the node's fee (drawing on the pooled treasury,
+ * §4.3): k is divided by only on this path, and the division comes before the borrow of its entry, which
+ * aborts when the node was destroyed (db:2893-2895, as §2.17 says). One that did not attest is slashed
+ * through slash_node_on_timeout, which skips a node that no longer exists (db:2431-2435; §2.9's "hidden
+ * aborts" reads as if every destroyed attester aborted the claim, but only one that attested does).
  */
 function rewardAndSlashAttesters(tx: TxContext, ticket: TicketObject, fee: bigint): void {
-  if (ticket.requested_attestation_nodes.length === 0) return;
   const db = atomaDb(tx);
   for (const attester of ticket.requested_attestation_nodes) {
-    const node = borrowNode(tx, attester);
     if (ticket.already_attested_nodes.includes(attester)) {
-      node.entry.available_fee_amount = add(node.entry.available_fee_amount, attesterReward(db, fee));
+      const reward = attesterReward(db, fee);
+      const node = borrowNode(tx, attester);
+      node.entry.available_fee_amount = add(node.entry.available_fee_amount, reward);
     } else {
-      // ceil(collateral * permille / 1000) of a collateral that is always 0 at HEAD (§4.5).
-      const slashed = div(
-        add(mul(node.entry.collateral, db.permille_to_slash_node_on_timeout), PERMILLE - 1n),
-        PERMILLE,
-      );
-      node.entry.collateral = sub(node.entry.collateral, slashed);
-      db.communal_treasury = add(db.communal_treasury, slashed);
+      slashNodeOnTimeout(tx, attester);
     }
   }
+}
+
+/**
+ * slash_node_on_timeout (db:2428-2451) and the deposit of what it takes into the communal treasury:
+ * ceil(collateral x permille / 1000), nothing for a node that no longer exists or has no collateral
+ * (always the case at HEAD, §4.5).
+ */
+function slashNodeOnTimeout(tx: TxContext, nodeId: bigint): void {
+  const node = tx.get<NodeObject>(key.node(nodeId));
+  if (node === undefined || node.entry.collateral === 0n) return;
+  const db = atomaDb(tx);
+  const slashed = div(
+    add(mul(node.entry.collateral, db.permille_to_slash_node_on_timeout), PERMILLE - 1n),
+    PERMILLE,
+  );
+  node.entry.collateral = sub(node.entry.collateral, slashed);
+  db.communal_treasury = add(db.communal_treasury, slashed);
 }
 
 /**
@@ -571,8 +646,7 @@ export function claimFundsForStacks(
     const fee = stackFeeAmount(db, task.security_level, price, claimed);
     const refund = stackFeeAmount(db, task.security_level, price, sub(stack.num_compute_units, claimed));
     total = add(total, fee);
-    splitFeeTreasury(tx, refund);
-    credit(tx, stack.owner, refund);
+    transferFunds(tx, refund, stack.owner);
     stack.is_claimed = true;
     tx.emit('ClaimedStackEvent', {
       stack_small_id: inner(stackId),
@@ -581,8 +655,7 @@ export function claimFundsForStacks(
       user_refund_amount: u64(refund),
     });
   }
-  splitFeeTreasury(tx, total);
-  credit(tx, tx.sender, total);
+  transferFunds(tx, total, tx.sender);
   withdrawFees(tx, nodeId);
 }
 
