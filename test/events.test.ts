@@ -303,7 +303,7 @@ describe('GET /events', () => {
       const tail = Buffer.concat(chunks).toString('utf8').slice(-600);
       assert.match(
         tail,
-        /event: overflow\ndata: \{"last_id":\d+,"detail":"this client read too slowly[^\n]*\n\n\r\n0\r\n\r\n$/,
+        /event: overflow\ndata: \{"type":"overflow","last_id":\d+,"detail":"this client read too slowly[^\n]*\n\n\r\n0\r\n\r\n$/,
       );
       assert.ok(Buffer.concat(chunks).length < 40_000_000, 'it stopped sending');
     } finally {

@@ -13,6 +13,7 @@ import { createLogger } from '../src/internal/logger.ts';
 import { PostgresStore } from '../src/store/postgres.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase, withClient } from './helpers/postgres.ts';
 import { type Finished, startDaemon } from './helpers/process.ts';
+import { openEvents } from './helpers/sse.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { FullnodeDouble } from './sui/fullnode-double.ts';
 
@@ -276,6 +277,57 @@ if (await postgresAvailable('several daemons on one database')) {
       });
       assert.equal(subscribed.status, 200, await subscribed.text());
       assert.equal((await subscriptions(b)).length, 1);
+    });
+
+    it('streams every node event on both daemons, with the same ids in the same order', async () => {
+      const [a, b] = daemons.slice(-2) as [Running, Running];
+      const streams = await Promise.all([a, b].map((d) => openEvents(`${d.url}/events?node_id=all&after=0`)));
+      try {
+        // Events from the chain (applied by whichever daemon indexes), and from a usage report that the
+        // other daemon, or this one, records: each stream gets them all, through PostgreSQL's notifications.
+        const node = (
+          (await poller.query('SELECT max(node_small_id)::int AS id FROM node_subscriptions')).rows[0] as {
+            id: number;
+          }
+        ).id;
+        const bought = await double.dev.buyStack({
+          task_small_id: 1n,
+          num_compute_units: 1000,
+          price_per_one_million_compute_units: 1000,
+          selected_node_id: BigInt(node),
+        });
+        assert.equal(bought.submission.status, 'success');
+        const stack = Number(bought.stack_small_id);
+        let usage: Response | undefined;
+        for (let i = 0; i < 100; i += 1) {
+          usage = await fetch(`${b.url}/stacks/${stack}/usage`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${b.token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ compute_units: 600 }),
+          });
+          if (usage.status !== 404) break;
+          await sleep(50);
+        }
+        assert.equal(usage?.status, 200, await usage?.text());
+        const newest = Number(
+          ((await poller.query('SELECT last FROM node_event_counter')).rows[0] as { last: string }).last,
+        );
+        const read = await Promise.all(streams.map((s) => s.until((m) => Number(m.id) === newest, 30_000)));
+        const frames = read.map((messages) => messages.map((m) => [m.id, m.event, m.data]));
+        assert.deepEqual(frames[0], frames[1], 'both daemons stream the same events');
+        assert.deepEqual(
+          frames[0]!.map(([id]) => Number(id)),
+          Array.from({ length: newest }, (_, i) => i + 1),
+          'gap-free ids from the first',
+        );
+        assert.ok(
+          frames[0]!.some(
+            ([, event, data]) => event === 'stack_filled' && JSON.parse(data!).stack_small_id === stack,
+          ),
+        );
+      } finally {
+        for (const s of streams) s.close();
+      }
     });
   });
 }

@@ -246,6 +246,55 @@ export class Daemon {
   }
 
   /**
+   * Opens a stream of Server-Sent Events (GET /events): the response once the daemon answers 200 with
+   * text/event-stream; its problem, or why it could not be reached, otherwise. connectMs bounds the wait
+   * for the answer's head, not the stream.
+   */
+  async stream(
+    path: string,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+    connectMs: number,
+  ): Promise<Response> {
+    const { url, token } = this.connection;
+    const all: Record<string, string> = {
+      accept: 'text/event-stream, application/problem+json',
+      'user-agent': `node-daemon-cli/${VERSION}`,
+      ...headers,
+    };
+    if (token !== undefined) all.authorization = `Bearer ${token}`;
+    // The timeout bounds the wait for the answer's head only: the stream itself lasts.
+    const connect = new AbortController();
+    const timer = setTimeout(
+      () => connect.abort(new DOMException('connect timeout', 'TimeoutError')),
+      connectMs,
+    );
+    let response: Response;
+    try {
+      response = await fetch(`${url}${path}`, {
+        headers: all,
+        signal: AbortSignal.any([signal, connect.signal]),
+        redirect: 'error',
+      });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw this.#unreachable(connect.signal.aborted ? connect.signal.reason : error, 'GET', {
+        timeoutMs: connectMs,
+      });
+    } finally {
+      clearTimeout(timer);
+    }
+    const type = response.headers.get('content-type')?.split(';')[0]?.trim() || 'no content type';
+    if (response.ok && type === 'text/event-stream') return response;
+    const text = await response.text().catch(() => '');
+    const parsed = parseBody(text);
+    if (!response.ok && isDaemonProblem(parsed)) {
+      throw new DaemonProblem(response.status, text, parsed, response.headers, path);
+    }
+    throw this.notNodeDaemon(`GET ${path}`, `HTTP ${response.status} and ${type}, not an event stream`);
+  }
+
+  /**
    * The error for an answer node-daemon would not give (the server at the address is something else):
    * `request` is what was asked (`GET /status`), `answer` what came back. Exit 5, as for no answer.
    */

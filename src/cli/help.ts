@@ -9,6 +9,7 @@ export interface CommandTable {
     reads: readonly CommandSpec[];
     writes: readonly CommandSpec[];
     autopilot: readonly CommandSpec[];
+    live: readonly CommandSpec[];
     dev: readonly CommandSpec[];
   };
 }
@@ -86,6 +87,7 @@ function overview(groups: CommandTable['groups']): string {
       "The autopilot (settles, attests and claims by itself with the daemon's --autopilot on):",
       groups.autopilot,
     ],
+    ['Live (what happens to the node, as it happens):', groups.live],
     ['Dev network actors (a daemon on --network dev only):', groups.dev],
   ];
   return [

@@ -3,6 +3,7 @@ import { seconds, usageError } from './args.ts';
 import { AUTOPILOT } from './commands/autopilot.ts';
 import { DEV } from './commands/dev.ts';
 import { READS } from './commands/reads.ts';
+import { WATCH } from './commands/watch.ts';
 import { WRITES } from './commands/writes.ts';
 import {
   type Connection,
@@ -22,11 +23,12 @@ import { didYouMean } from './suggest.ts';
 export { ClientExitCode } from './exit-codes.ts';
 
 /** Every client command, in the order of the help; the groups are the overview's sections. */
-export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...AUTOPILOT, ...DEV];
+export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...AUTOPILOT, ...WATCH, ...DEV];
 export const GROUPS: CommandTable['groups'] = {
   reads: READS,
   writes: WRITES,
   autopilot: AUTOPILOT,
+  live: WATCH,
   dev: DEV,
 };
 

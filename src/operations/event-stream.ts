@@ -57,7 +57,7 @@ export function frameOf(row: NodeEventRow): string {
 
 /** A frame that is not one of the recorded events (no id: a client's last id stays its last event's). */
 export function controlFrame(event: string, data: Record<string, unknown>): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+  return `event: ${event}\ndata: ${JSON.stringify({ type: event, ...data })}\n\n`;
 }
 
 function matches(filter: StreamFilter, row: NodeEventRow): boolean {

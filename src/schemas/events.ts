@@ -1,24 +1,9 @@
 import { type Static, Type } from 'typebox';
+import { NODE_EVENT_TYPES, type NodeEventType } from '../internal/node-event-types.ts';
+
 /** GET /events: the node events as Server-Sent Events (docs/NODE-EVENTS.md). */
 
-/** What happened to the nodes, in the operator's terms: the types of the node events. */
-export const NODE_EVENT_TYPES = [
-  'stack_assigned',
-  'stack_filled',
-  'stack_settled',
-  'attestation_requested',
-  'attestation_submitted',
-  'dispute_opened',
-  'stack_claimable',
-  'funds_claimed',
-  'subscription_changed',
-  'task_added',
-  'task_deprecated',
-  'task_removed',
-  'autopilot_action',
-  'indexer_status',
-] as const;
-export type NodeEventType = (typeof NODE_EVENT_TYPES)[number];
+export { NODE_EVENT_TYPES, type NodeEventType };
 
 export const EventsQuerySchema = Type.Object(
   {
