@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { OPENAPI_FILE } from '../scripts/export-openapi.ts';
+import { BODY_LIMIT } from '../src/app.ts';
+import { TOKEN_FILE } from '../src/http/security.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
 
 /**
@@ -10,9 +13,16 @@ import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
  * for it. Every operation is found in the document itself, so a new route is covered without a change here.
  */
 
+interface Response {
+  description: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: unknown }>;
+  'x-problem-codes'?: string[];
+}
 interface Operation {
   security?: Record<string, string[]>[];
-  responses: Record<string, { description: string; headers?: Record<string, unknown> }>;
+  deprecated?: boolean;
+  responses: Record<string, Response>;
   parameters?: { in: string; name: string; example?: unknown }[];
   requestBody?: { content: Record<string, { example?: unknown }> };
 }
@@ -99,6 +109,452 @@ describe('the served OpenAPI document and --auth', () => {
         assert.ok(live, `${method} ${path} is served on dev too`);
         assert.deepEqual(op.security, live.security, `${method} ${path}`);
       }
+    } finally {
+      await d.close();
+    }
+  });
+});
+
+// --- statuses --------------------------------------------------------------------------------------------
+
+/** One answer of the daemon: the operation it was for, and its status and problem code. */
+interface Answer {
+  method: string;
+  path: string;
+  label: string;
+  status: number;
+  code: string | undefined;
+  contentType: string;
+}
+
+interface Probe {
+  label: string;
+  method: string;
+  /** The operation's path in the document. */
+  path: string;
+  url?: string;
+  body?: unknown;
+  /** A raw payload, sent as it is. */
+  payload?: string;
+  headers?: Record<string, string>;
+  /** Send no Authorization header (the default sends the daemon's token). */
+  anonymous?: boolean;
+}
+
+/** Sends probes to a daemon and keeps every answer, to compare with the daemon's own document. */
+class Prober {
+  readonly answers: Answer[] = [];
+  readonly d: DevDaemon;
+  readonly doc: Document;
+  readonly token: string;
+
+  constructor(d: DevDaemon, doc: Document) {
+    this.d = d;
+    this.doc = doc;
+    this.token = readFileSync(join(d.dir, TOKEN_FILE), 'utf8').trim();
+  }
+
+  async send(probe: Probe): Promise<LightMyRequestResponse> {
+    const op = this.doc.paths[probe.path]?.[probe.method.toLowerCase()];
+    assert.ok(op, `${probe.method} ${probe.path} is documented`);
+    const json = probe.body !== undefined ? JSON.stringify(probe.body) : undefined;
+    const payload = probe.payload ?? json;
+    const res = await this.d.app.inject({
+      method: probe.method as 'GET',
+      url: probe.url ?? concrete(probe.path, op),
+      ...(payload === undefined ? {} : { payload }),
+      headers: {
+        ...(probe.anonymous ? {} : { authorization: `Bearer ${this.token}` }),
+        ...(json === undefined ? {} : { 'content-type': 'application/json' }),
+        ...probe.headers,
+      },
+    });
+    const problem = String(res.headers['content-type']).startsWith('application/problem+json');
+    this.answers.push({
+      method: probe.method,
+      path: probe.path,
+      label: probe.label,
+      status: res.statusCode,
+      code: problem ? (res.json() as { code: string }).code : undefined,
+      contentType: String(res.headers['content-type']),
+    });
+    return res;
+  }
+
+  async sendAll(probes: Probe[]): Promise<void> {
+    for (const probe of probes) await this.send(probe);
+  }
+
+  /** Every answer's status is documented for its operation, and a problem's code under that status. */
+  assertDocumented(): void {
+    const missing = new Set<string>();
+    for (const a of this.answers) {
+      const response = this.doc.paths[a.path]?.[a.method.toLowerCase()]?.responses[String(a.status)];
+      const where = `${a.method} ${a.path} answered ${a.status}${a.code ? ` ${a.code}` : ''} (${a.label})`;
+      if (!response) {
+        missing.add(`${where}: status not documented`);
+        continue;
+      }
+      if (a.code === undefined) continue;
+      if (!response.content?.['application/problem+json']) {
+        missing.add(`${where}: not documented as application/problem+json`);
+      }
+      if (!response['x-problem-codes']?.includes(a.code)) missing.add(`${where}: code not documented`);
+    }
+    assert.deepEqual([...missing], []);
+  }
+}
+
+/** The example body of an operation, if it documents one. */
+function example(op: Operation): unknown {
+  return op.requestBody?.content['application/json']?.example;
+}
+
+/** Requests every operation can be sent: without or with a wrong token, for another host, malformed. */
+function genericProbes(doc: Document): Probe[] {
+  return operations(doc).flatMap(({ method, path, op }): Probe[] => {
+    const url = concrete(path, op);
+    const body = hasBody(method) ? (example(op) ?? {}) : undefined;
+    const probes: Probe[] = [
+      { label: 'no token', method, path, body, anonymous: true },
+      { label: 'wrong token', method, path, body, headers: { authorization: 'Bearer wrong' } },
+      { label: 'another Host', method, path, body, headers: { host: 'evil.example' } },
+      { label: 'token in the query', method, path, body, url: `${url}?token=abc` },
+    ];
+    if (/\{\w+\}/.test(path)) {
+      probes.push({
+        label: 'path parameter not a number',
+        method,
+        path,
+        body,
+        url: path.replace(/\{\w+\}/g, 'x'),
+      });
+    }
+    for (const query of op.parameters?.filter((p) => p.in === 'query') ?? []) {
+      probes.push({ label: `query ${query.name} not a number`, method, path, url: `${url}?${query.name}=x` });
+      probes.push({ label: 'unknown query parameter', method, path, url: `${url}?unknown_parameter=1` });
+    }
+    if (hasBody(method)) {
+      const json = { 'content-type': 'application/json' };
+      probes.push(
+        { label: 'text body', method, path, payload: 'x', headers: { 'content-type': 'text/plain' } },
+        { label: 'malformed JSON', method, path, payload: '{"', headers: json },
+        { label: 'empty JSON', method, path, payload: '', headers: json },
+        { label: 'too large', method, path, payload: `"${'x'.repeat(BODY_LIMIT)}"`, headers: json },
+      );
+      if (op.requestBody) probes.push({ label: 'unknown field', method, path, body: { unknown_field: 1 } });
+      if (op.parameters?.some((p) => p.in === 'header' && p.name === 'idempotency-key')) {
+        probes.push({
+          label: 'Idempotency-Key too long',
+          method,
+          path,
+          body,
+          headers: { 'idempotency-key': 'k'.repeat(300) },
+        });
+      }
+    }
+    return probes;
+  });
+}
+
+const PRICE = { price_per_one_million_compute_units: 1_000_000 };
+const NO_BADGE = { node_badge_id: '0x1' };
+
+/**
+ * Requests the operations refuse, on the demo world once the documented examples have run: the operator's
+ * node 4 owns stacks 10 (settled and claimed), 11 and 12 (no usage); peer node 1 owns stack 1; task 4 is
+ * deprecated and removed; task 5 asks for more reputation than any node has.
+ */
+function refusals(): Probe[] {
+  const post = (label: string, path: string, body?: unknown, url?: string): Probe => ({
+    label,
+    method: 'POST',
+    path,
+    body: body ?? {},
+    ...(url ? { url } : {}),
+  });
+  const del = (label: string, body: unknown): Probe => ({
+    label,
+    method: 'DELETE',
+    path: '/nodes/task-unsubscribe',
+    body,
+  });
+  const usage = '/stacks/{stack_small_id}/usage';
+  return [
+    post('a gas coin the signer does not own', '/nodes/register', { gas: '0x1234' }),
+    post('a gas budget too small', '/nodes/register', { gas_budget: 1 }),
+    post('a badge the signer does not own', '/nodes/model-subscribe', {
+      model_name: 'Qwen/QwQ-32B',
+      echelon_id: 1,
+      ...NO_BADGE,
+    }),
+    post('an unknown echelon', '/nodes/model-subscribe', { model_name: 'Qwen/QwQ-32B', echelon_id: 999 }),
+    post('an unknown task', '/nodes/task-subscribe', { task_small_id: 999, ...PRICE }),
+    post('a price of 0', '/nodes/task-subscribe', {
+      task_small_id: 2,
+      price_per_one_million_compute_units: 0,
+    }),
+    post('subscribe', '/nodes/task-subscribe', { task_small_id: 2, ...PRICE }),
+    post('subscribe twice', '/nodes/task-subscribe', { task_small_id: 2, ...PRICE }),
+    post('a removed task', '/nodes/task-subscribe', { task_small_id: 4, ...PRICE }),
+    post('a task asking for more reputation', '/dev/tasks', {
+      role: 0,
+      security_level: 0,
+      minimum_reputation_score: 100,
+    }),
+    post('more reputation than the node has', '/nodes/task-subscribe', { task_small_id: 5, ...PRICE }),
+    post('a badge the signer does not own', '/nodes/task-subscribe', {
+      task_small_id: 3,
+      ...PRICE,
+      ...NO_BADGE,
+    }),
+    post('not subscribed', '/nodes/task-update-subscription', { task_small_id: 3, ...PRICE }),
+    post('an unknown task', '/nodes/task-update-subscription', { task_small_id: 999, ...PRICE }),
+    post('a removed task', '/nodes/task-update-subscription', { task_small_id: 4, ...PRICE }),
+    del('not subscribed', { task_small_id: 3 }),
+    del('an unknown task', { task_small_id: 999 }),
+    del('a removed task', { task_small_id: 4 }),
+    del('a badge the signer does not own', { task_small_id: 2, ...NO_BADGE }),
+    post('an unknown stack', '/nodes/try-settle-stacks', { stack_small_ids: [999] }),
+    post("a peer's stack", '/nodes/try-settle-stacks', { stack_small_ids: [1] }),
+    post('a settled stack', '/nodes/try-settle-stacks', { stack_small_ids: [10] }),
+    post('a stack with no usage', '/nodes/try-settle-stacks', { stack_small_ids: [11] }),
+    post('more units than the stack has', '/nodes/try-settle-stacks', {
+      stack_small_ids: [11],
+      num_claimed_compute_units: 10_000_000,
+    }),
+    post('nothing to settle, for several reasons', '/nodes/try-settle-stacks', { stack_small_ids: [1, 999] }),
+    post('a badge the signer does not own', '/nodes/try-settle-stacks', {
+      stack_small_ids: [11],
+      ...NO_BADGE,
+    }),
+    post('not asked to attest', '/nodes/submit-attestations', { stack_small_ids: [1] }),
+    post('a node the signer does not own', '/nodes/submit-attestations', {
+      stack_small_ids: [1],
+      node_small_id: 999,
+    }),
+    post('an unknown stack', '/nodes/claim-funds', { stack_small_ids: [999] }),
+    post("a peer's stack", '/nodes/claim-funds', { stack_small_ids: [1] }),
+    post('an unsettled stack', '/nodes/claim-funds', { stack_small_ids: [11] }),
+    post('a claimed stack', '/nodes/claim-funds', { stack_small_ids: [10] }),
+    post('a badge the signer does not own', '/nodes/claim-funds', { stack_small_ids: [11], ...NO_BADGE }),
+    post('an unknown stack', usage, { compute_units: 1 }, '/stacks/999/usage'),
+    post("a peer's stack", usage, { compute_units: 1 }, '/stacks/1/usage'),
+    post('beyond the capacity', usage, { compute_units: 10_000_000 }, '/stacks/11/usage'),
+    post(
+      'a request hash that is not 32 bytes',
+      usage,
+      { compute_units: 1, request_hash: '0x12' },
+      '/stacks/11/usage',
+    ),
+    {
+      ...post('with a key', usage, { compute_units: 1 }, '/stacks/11/usage'),
+      headers: { 'idempotency-key': 'k1' },
+    },
+    {
+      ...post('the key again, for another request', usage, { compute_units: 2 }, '/stacks/11/usage'),
+      headers: { 'idempotency-key': 'k1' },
+    },
+    post('an unknown role', '/dev/tasks', { role: 99, security_level: 0 }),
+    post('an unknown task', '/dev/tasks/{task_small_id}/deprecate', undefined, '/dev/tasks/999/deprecate'),
+    post('a task not deprecated', '/dev/tasks/{task_small_id}/remove', undefined, '/dev/tasks/1/remove'),
+    post('an unknown task', '/dev/nodes', { subscriptions: [{ task_small_id: 999, ...PRICE }] }),
+    post('an unknown task', '/dev/stacks', {
+      task_small_id: 999,
+      num_compute_units: 10,
+      ...PRICE,
+    }),
+    post('an unknown stack', '/dev/stacks/{stack_small_id}/try-settle', {}, '/dev/stacks/999/try-settle'),
+    post("the operator's stack", '/dev/stacks/{stack_small_id}/try-settle', {}, '/dev/stacks/11/try-settle'),
+    post(
+      'no record of the stack',
+      '/dev/stacks/{stack_small_id}/attest',
+      { node_small_id: 1 },
+      '/dev/stacks/999/attest',
+    ),
+    post('an unknown node', '/dev/disputes', { stack_small_id: 1, node_small_id: 999 }),
+    post('an unknown node', '/dev/claims', { node_small_id: 999, stack_small_ids: [1] }),
+  ];
+}
+
+/** Every write (POST, DELETE) with its documented example, or {} when it takes no body. */
+function exampleProbes(doc: Document): Probe[] {
+  return operations(doc)
+    .filter(({ method }) => hasBody(method))
+    .map(({ method, path, op }) => ({ label: 'the example', method, path, body: example(op) ?? {} }));
+}
+
+/** Every operation once, as the examples send it. */
+function everyOperation(doc: Document): Probe[] {
+  return operations(doc).map(({ method, path, op }) => ({
+    label: 'the example',
+    method,
+    path,
+    ...(hasBody(method) ? { body: example(op) ?? {} } : {}),
+  }));
+}
+
+/**
+ * The order in which the examples make sense on a fresh dev network with its demo world (tasks 1 to 3,
+ * peer nodes 1 to 3 with stacks 1 to 9): the operator registers (node 4) and subscribes to task 1, the
+ * demo's users buy its stacks 10 to 12, it reports usage on stack 10, settles and, an epoch later, claims
+ * it; the dev actors create task 4, deprecate and remove it, and a peer settles and claims its stack 1.
+ */
+const EXAMPLE_ORDER = [
+  'POST /nodes/register',
+  'POST /nodes/model-subscribe',
+  'POST /nodes/task-subscribe',
+  'POST /nodes/task-update-subscription',
+  'POST /stacks/{stack_small_id}/usage',
+  'POST /nodes/try-settle-stacks',
+  'POST /nodes/submit-attestations',
+  'POST /dev/tasks',
+  'POST /dev/tasks/{task_small_id}/deprecate',
+  'POST /dev/nodes',
+  'POST /dev/stacks',
+  'POST /dev/stacks/{stack_small_id}/try-settle',
+  'POST /dev/stacks/{stack_small_id}/attest',
+  'POST /dev/disputes',
+  'POST /dev/epoch',
+  'POST /dev/tasks/{task_small_id}/remove',
+  'POST /nodes/claim-funds',
+  'POST /dev/claims',
+  'DELETE /nodes/task-unsubscribe',
+];
+
+/**
+ * Examples that cannot succeed on a fresh demo world, and the refusal they get instead: attesting and
+ * disputing need a sampling-consensus settlement that drew the attester (1% of them by default).
+ */
+const REFUSED_ON_A_FRESH_WORLD: Record<string, string> = {
+  'POST /nodes/submit-attestations': 'nothing_to_attest',
+  'POST /dev/stacks/{stack_small_id}/attest': 'transaction_failed',
+  'POST /dev/disputes': 'transaction_failed',
+};
+
+/** Sends every write's example in EXAMPLE_ORDER (the others after), waiting for the demo's stacks. */
+async function sendExamples(prober: Prober): Promise<{ probe: Probe; res: LightMyRequestResponse }[]> {
+  const rank = (p: Probe) => {
+    const i = EXAMPLE_ORDER.indexOf(`${p.method} ${p.path}`);
+    return i === -1 ? EXAMPLE_ORDER.length : i;
+  };
+  const sent: { probe: Probe; res: LightMyRequestResponse }[] = [];
+  for (const probe of exampleProbes(prober.doc).sort((a, b) => rank(a) - rank(b))) {
+    sent.push({ probe, res: await prober.send(probe) });
+    if (probe.path === '/nodes/task-subscribe') await demoStacks(prober.d, 4, 3);
+  }
+  return sent;
+}
+
+/** Waits until the demo's users have bought `count` stacks from the node. */
+async function demoStacks(d: DevDaemon, node: number, count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((((await d.get(`/stacks/nodes/${node}`)).json() as unknown[]) ?? []).length < count) {
+    assert.ok(Date.now() < deadline, 'the demo bought stacks from the node');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('the documented examples', () => {
+  it('are accepted as they stand, in order, on a fresh dev network with its demo world', async () => {
+    const d = await devDaemon({ demo: true });
+    try {
+      const prober = new Prober(d, await servedDocument(d));
+      for (const { method, path, op } of operations(prober.doc)) {
+        if (op.requestBody) assert.notEqual(example(op), undefined, `${method} ${path} has an example body`);
+      }
+      for (const { probe, res } of await sendExamples(prober)) {
+        const key = `${probe.method} ${probe.path}`;
+        assert.notEqual(res.statusCode, 400, `${key}: ${res.body}`);
+        const refused = REFUSED_ON_A_FRESH_WORLD[key];
+        if (refused) assert.equal(res.json().code, refused, `${key}: ${res.body}`);
+        else assert.equal(res.statusCode, 200, `${key}: ${res.body}`);
+      }
+    } finally {
+      await d.close();
+    }
+  });
+});
+
+describe('every status the daemon answers is documented for its operation', () => {
+  it('on the dev network with its demo world: the examples, bad requests and refusals', async () => {
+    const d = await devDaemon({ demo: true });
+    try {
+      const prober = new Prober(d, await servedDocument(d));
+      await sendExamples(prober);
+      await prober.sendAll(genericProbes(prober.doc));
+      await prober.sendAll(refusals());
+      // A chain that cannot be reached: every operation once more.
+      await d.services.dev?.close();
+      await prober.sendAll(exampleProbes(prober.doc));
+      prober.assertDocumented();
+      const seen = new Set(prober.answers.map((a) => a.status));
+      for (const status of [200, 400, 401, 403, 404, 409, 413, 415, 422, 503]) {
+        assert.ok(seen.has(status), `the probes reached ${status}`);
+      }
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('before the node is registered: the writes that need its badge', async () => {
+    const d = await devDaemon();
+    try {
+      const prober = new Prober(d, await servedDocument(d));
+      await prober.sendAll(exampleProbes(prober.doc).filter((p) => p.path !== '/nodes/register'));
+      prober.assertDocumented();
+      assert.ok(prober.answers.some((a) => a.code === 'no_badge'));
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('on network none: the writes, which it does not serve', async () => {
+    const d = await devDaemon({ network: 'none' });
+    try {
+      const prober = new Prober(d, await servedDocument(d));
+      await prober.sendAll(exampleProbes(prober.doc));
+      await prober.sendAll(genericProbes(prober.doc));
+      prober.assertDocumented();
+      assert.ok(prober.answers.some((a) => a.code === 'no_network'));
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('beyond --max-in-flight: every operation at once', async () => {
+    const d = await devDaemon({ 'max-in-flight': '1' });
+    try {
+      const prober = new Prober(d, await servedDocument(d));
+      await Promise.all(everyOperation(prober.doc).map((probe) => prober.send(probe)));
+      prober.assertDocumented();
+      assert.ok(prober.answers.some((a) => a.code === 'overloaded'));
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('any path answers 405 with the methods the document gives it, and an unknown path 404', async () => {
+    const d = await devDaemon();
+    try {
+      const doc = await servedDocument(d);
+      const token = readFileSync(join(d.dir, TOKEN_FILE), 'utf8').trim();
+      for (const [path, item] of Object.entries(doc.paths)) {
+        const methods = Object.keys(item).map((m) => m.toUpperCase());
+        const url = concrete(path, Object.values(item)[0]!);
+        const res = await d.app.inject({
+          method: 'PATCH',
+          url,
+          headers: { authorization: `Bearer ${token}` },
+        });
+        assert.equal(res.statusCode, 405, path);
+        const allow = String(res.headers.allow)
+          .split(', ')
+          .filter((m) => m !== 'HEAD');
+        assert.deepEqual(allow.sort(), methods.sort(), path);
+      }
+      assert.equal((await d.get('/no/such/path')).statusCode, 404);
+      assert.match(String((doc as { info?: { description?: string } }).info?.description), /405/);
     } finally {
       await d.close();
     }

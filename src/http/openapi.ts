@@ -1,3 +1,4 @@
+import type { Static, TObject, TSchema } from 'typebox';
 import type { Network } from '../config.ts';
 import { ERRORS, type ErrorCode } from '../problems/catalog.ts';
 import { ProblemSchema } from '../schemas/ops.ts';
@@ -15,7 +16,7 @@ export interface DocumentOptions {
 }
 
 /** The name of the API token's security scheme in the document. */
-export const TOKEN_SCHEME = 'apiToken';
+const TOKEN_SCHEME = 'apiToken';
 
 /**
  * The paths the guard leaves open whatever --auth says (OPEN_PATHS in security.ts; the served-document
@@ -37,69 +38,170 @@ interface ResponseObject {
 }
 interface OperationObject {
   security?: Record<string, string[]>[];
+  parameters?: { in: string }[];
+  requestBody?: unknown;
   responses: Record<string, ResponseObject>;
 }
 interface OpenApiObject {
+  info: { description?: string };
   paths: Record<string, Record<string, OperationObject>>;
   components?: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, unknown> };
 }
 
+/** The media type of every error the daemon answers with. */
+const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+
+type StatusOf<C extends ErrorCode> = (typeof ERRORS)[C]['status'];
+
+/** A problem response as a route declares it (Fastify and @fastify/swagger read the content form). */
+export interface ProblemResponse {
+  description: string;
+  content: { [PROBLEM_MEDIA_TYPE]: { schema: typeof ProblemSchema } };
+}
+
+/**
+ * The problems a route answers beyond those every request can get (finishDocument adds those), by
+ * status: an application/problem+json body whose `code` is one of the given codes.
+ */
+export function problems<const C extends ErrorCode>(...codes: C[]): { [S in StatusOf<C>]: ProblemResponse } {
+  const responses: Record<number, ProblemResponse> = {};
+  for (const status of new Set(codes.map((code) => ERRORS[code].status))) {
+    const these = codes.filter((code) => ERRORS[code].status === status);
+    const code = { ...ProblemSchema.properties.code, enum: these };
+    responses[status] = {
+      description: describeCodes(these),
+      content: {
+        [PROBLEM_MEDIA_TYPE]: {
+          schema: {
+            ...ProblemSchema,
+            properties: { ...ProblemSchema.properties, code },
+          } as typeof ProblemSchema,
+        },
+      },
+    };
+  }
+  return responses as { [S in StatusOf<C>]: ProblemResponse };
+}
+
+/** The schema with one example: the body Swagger UI's Try it out starts from. */
+export function withExample<T extends TSchema>(schema: T, example: Static<T>): T {
+  return { ...schema, examples: [example] };
+}
+
+/** Path parameters with an example each (OpenAPI describes parameters one by one). */
+export function withParameterExamples<T extends TObject>(schema: T, example: Static<T>): T {
+  const values = example as Record<string, unknown>;
+  const properties = Object.fromEntries(
+    Object.entries(schema.properties).map(([name, property]) => [
+      name,
+      name in values ? { ...property, examples: [values[name]] } : property,
+    ]),
+  );
+  return { ...schema, properties };
+}
+
+/** What any request can be answered before its route runs: the guard's refusals and a daemon bug. */
+const EVERY_REQUEST: readonly ErrorCode[] = [
+  'bad_request',
+  'token_in_query',
+  'host_not_allowed',
+  'internal_error',
+  'overloaded',
+  'shutting_down',
+];
+/** A request that carries a body (POST, DELETE) has it parsed as JSON, whatever its route. */
+const WITH_BODY: readonly ErrorCode[] = ['malformed_json', 'payload_too_large', 'unsupported_media_type'];
+
 /** Finishes the document @fastify/swagger built from the routes (in place), for this daemon. */
 export function finishDocument(document: object, options: DocumentOptions): void {
-  toOpenApi31(document);
   const spec = document as OpenApiObject;
+  spec.info.description = [
+    spec.info.description,
+    'Each operation lists, under each error status, the problem `code`s it can answer (also in `x-problem-codes`); ' +
+      'docs/ERRORS.md says what each means and what to do. Any path answers 404 `not_found` when no endpoint has it, ' +
+      'and 405 `method_not_allowed`, with `Allow`, to a method it does not take.',
+  ]
+    .filter(Boolean)
+    .join('\n\n');
   spec.components = {
     ...spec.components,
     schemas: { ...spec.components?.schemas, Problem: structuredClone(ProblemSchema) },
   };
   if (options.auth !== 'none') {
-    spec.components = {
-      ...spec.components,
-      securitySchemes: {
-        [TOKEN_SCHEME]: {
-          type: 'http',
-          scheme: 'bearer',
-          description:
-            'The API token: `Authorization: Bearer <the content of <data dir>/api-token>` (created on first start; ' +
-            '`node-daemon token rotate` replaces it). ' +
-            (options.auth === 'all'
-              ? 'This daemon runs with --auth all: every request but /health and /ready needs it.'
-              : 'This daemon runs with --auth writes: every write (POST, DELETE) needs it.'),
-        },
+    spec.components.securitySchemes = {
+      [TOKEN_SCHEME]: {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'The API token, sent as `Authorization: Bearer <token>`: the content of `<data dir>/api-token` ' +
+          '(created on first start; `node-daemon token rotate` replaces it). ' +
+          (options.auth === 'all'
+            ? 'This daemon runs with --auth all: every request but /health and /ready needs it.'
+            : 'This daemon runs with --auth writes: every write (POST, DELETE) needs it.'),
       },
     };
   }
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(item)) {
-      if (!needsToken(options.auth, method.toUpperCase(), path)) continue;
-      operation.security = [{ [TOKEN_SCHEME]: [] }];
-      addProblems(operation, ['unauthorized', 'forbidden']);
+      const codes = new Set<ErrorCode>([...routeProblems(operation, `${method} ${path}`), ...EVERY_REQUEST]);
+      const parameters = operation.parameters ?? [];
+      if (parameters.some((p) => p.in === 'path' || p.in === 'query')) codes.add('invalid_parameter');
+      if (operation.requestBody) codes.add('invalid_body');
+      if (method !== 'get' && method !== 'head') for (const code of WITH_BODY) codes.add(code);
+      if (needsToken(options.auth, method.toUpperCase(), path)) {
+        operation.security = [{ [TOKEN_SCHEME]: [] }];
+        codes.add('unauthorized').add('forbidden');
+      }
+      addProblems(operation, codes);
     }
+  }
+  toOpenApi31(spec);
+}
+
+/** The codes a route declared with problems(), taken out of its responses (addProblems writes them again). */
+function routeProblems(operation: OperationObject, name: string): ErrorCode[] {
+  const codes: ErrorCode[] = [];
+  for (const [status, response] of Object.entries(operation.responses)) {
+    if (Number(status) < 400) continue;
+    const schema = response.content?.[PROBLEM_MEDIA_TYPE]?.schema as
+      | { properties?: { code?: { enum?: ErrorCode[] } } }
+      | undefined;
+    const declared = schema?.properties?.code?.enum;
+    if (!declared) throw new Error(`${name} declares ${status} without its problem codes; use problems()`);
+    codes.push(...declared);
+    delete operation.responses[status];
+  }
+  return codes;
+}
+
+const CATALOG_ORDER = Object.keys(ERRORS) as ErrorCode[];
+
+/** Writes the problem responses of these codes, one per status, with the one Problem schema. */
+function addProblems(operation: OperationObject, codes: Set<ErrorCode>): void {
+  const sorted = CATALOG_ORDER.filter((code) => codes.has(code));
+  for (const status of new Set(sorted.map((code) => ERRORS[code].status))) {
+    const these = sorted.filter((code) => ERRORS[code].status === status);
+    operation.responses[String(status)] = {
+      description: describeCodes(these),
+      ...(HEADERS[status] ? { headers: HEADERS[status] } : {}),
+      content: { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } },
+      'x-problem-codes': these,
+    };
   }
 }
 
-const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+const HEADERS: Record<number, Record<string, unknown>> = {
+  401: { 'WWW-Authenticate': { description: '`Bearer`', schema: { type: 'string' } } },
+  503: {
+    'Retry-After': {
+      description: 'Seconds after which to retry (not with `no_network`, which lasts until a restart)',
+      schema: { type: 'integer' },
+    },
+  },
+};
 
-/** Adds problems (by catalog code) to an operation's responses, each under its status. */
-function addProblems(operation: OperationObject, codes: readonly ErrorCode[]): void {
-  for (const code of codes) {
-    const status = String(ERRORS[code].status);
-    const response = operation.responses[status];
-    const known = (response?.['x-problem-codes'] as ErrorCode[] | undefined) ?? [];
-    if (known.includes(code)) continue;
-    const all = [...known, code];
-    operation.responses[status] = {
-      ...response,
-      description: all.map((c) => `\`${c}\`: ${ERRORS[c].title}`).join('; '),
-      content: { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } },
-      'x-problem-codes': all,
-    };
-    if (code === 'unauthorized') {
-      operation.responses[status]!.headers = {
-        'WWW-Authenticate': { description: 'Bearer', schema: { type: 'string' } },
-      };
-    }
-  }
+function describeCodes(codes: readonly ErrorCode[]): string {
+  return codes.map((code) => `\`${code}\`: ${ERRORS[code].title}`).join('; ');
 }
 
 /** Rewrites `nullable: true` (see schemas/common.ts Nullable) into OpenAPI 3.1's `type: [T, "null"]`, in place. */

@@ -11,11 +11,12 @@ import {
   StacksQuerySchema,
   TaskSchema,
 } from '../../schemas/model.ts';
-import { ProblemSchema } from '../../schemas/ops.ts';
 import type { Store } from '../../store/store.ts';
+import { problems } from '../openapi.ts';
 import { type ResponseCache, sendCached } from '../response-cache.ts';
 
-const badRequest = { 400: ProblemSchema };
+/** A read answers from the store; a store locked past its timeout is a 503 (bad parameters are added for all). */
+const readProblems = problems('store_unavailable');
 
 /** The read API: every list comes from the store, sorted by its small id, wire-compatible with upstream. */
 export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: ResponseCache }> = async (
@@ -29,7 +30,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
     schema: {
       tags: ['tasks'],
       summary: 'Every task the network has registered, deprecated and removed ones included',
-      response: { 200: Type.Array(TaskSchema) },
+      response: { 200: Type.Array(TaskSchema), ...readProblems },
     },
     handler: async (_request, reply) => sendCached(reply, cache, version, 'tasks', () => store.listTasks()),
   });
@@ -39,7 +40,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['subscriptions'],
       summary: "The node's task subscriptions, by task small id",
       params: NodeIdParamsSchema,
-      response: { 200: Type.Array(NodeSubscriptionSchema), ...badRequest },
+      response: { 200: Type.Array(NodeSubscriptionSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -53,7 +54,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       summary: 'Stacks assigned to the node, optionally only those filled to at least a fraction',
       params: NodeIdParamsSchema,
       querystring: StacksQuerySchema,
-      response: { 200: Type.Array(StackSchema), ...badRequest },
+      response: { 200: Type.Array(StackSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -69,7 +70,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['stacks'],
       summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
       params: NodeIdParamsSchema,
-      response: { 200: Type.Array(StackSettlementTicketSchema), ...badRequest },
+      response: { 200: Type.Array(StackSettlementTicketSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -82,7 +83,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['disputes'],
       summary: "Disputes raised against the node's settlements (it is the original node)",
       params: NodeIdParamsSchema,
-      response: { 200: Type.Array(StackAttestationDisputeSchema), ...badRequest },
+      response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -95,7 +96,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['disputes'],
       summary: 'Disputes the node raised as an attester',
       params: NodeIdParamsSchema,
-      response: { 200: Type.Array(StackAttestationDisputeSchema), ...badRequest },
+      response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -109,7 +110,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       summary:
         'What the node earned and can claim: claimed, claimable, settling, disputed and unsettled fees, attester rewards, refunds, by epoch',
       params: NodeIdParamsSchema,
-      response: { 200: EarningsSchema, ...badRequest },
+      response: { 200: EarningsSchema, ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
