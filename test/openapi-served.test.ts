@@ -560,3 +560,71 @@ describe('every status the daemon answers is documented for its operation', () =
     }
   });
 });
+
+// --- the dev network's routes ---------------------------------------------------------------------------
+
+const DEV_ROUTES = [
+  'POST /dev/tasks',
+  'POST /dev/tasks/{task_small_id}/deprecate',
+  'POST /dev/tasks/{task_small_id}/remove',
+  'POST /dev/nodes',
+  'POST /dev/stacks',
+  'POST /dev/stacks/{stack_small_id}/try-settle',
+  'POST /dev/stacks/{stack_small_id}/attest',
+  'POST /dev/disputes',
+  'POST /dev/claims',
+  'POST /dev/epoch',
+];
+
+interface ObjectSchema {
+  type?: string;
+  required?: string[];
+  properties?: Record<string, unknown>;
+}
+
+describe('the /dev routes in the document', () => {
+  it('are served, with their response schemas, by a daemon on the dev network', async () => {
+    const d = await devDaemon({ demo: true });
+    try {
+      const doc = (await servedDocument(d)) as Document & { tags: { name: string; description?: string }[] };
+      const dev = operations(doc).filter(({ path }) => path.startsWith('/dev/'));
+      assert.deepEqual(dev.map(({ method, path }) => `${method} ${path}`).sort(), [...DEV_ROUTES].sort());
+      for (const { method, path, op } of dev) {
+        assert.deepEqual((op as { tags?: string[] }).tags, ['dev network'], path);
+        const schema = op.responses['200']?.content?.['application/json']?.schema as ObjectSchema | undefined;
+        assert.equal(schema?.type, 'object', `${method} ${path} documents its 200 body`);
+        assert.ok(Object.keys(schema?.properties ?? {}).length > 0, path);
+      }
+      assert.match(String(doc.tags.find((t) => t.name === 'dev network')?.description), /only on/i);
+      // What the dev routes answer is what their schemas say: the examples' bodies, field by field.
+      const prober = new Prober(d, doc);
+      for (const { probe, res } of await sendExamples(prober)) {
+        if (res.statusCode !== 200) continue;
+        const op = doc.paths[probe.path]?.[probe.method.toLowerCase()];
+        const schema = op?.responses['200']?.content?.['application/json']?.schema as ObjectSchema;
+        const keys = Object.keys(res.json() as object).sort();
+        const where = `${probe.method} ${probe.path}`;
+        for (const name of schema.required ?? []) assert.ok(keys.includes(name), `${where} answers ${name}`);
+        for (const name of keys) assert.ok(name in (schema.properties ?? {}), `${where} documents ${name}`);
+      }
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('are not in the network-independent docs/openapi.json, which says where they are documented', () => {
+    const doc = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')) as Document & {
+      info: { description: string };
+      tags: { name: string; description?: string }[];
+    };
+    assert.deepEqual(
+      Object.keys(doc.paths).filter((path) => path.startsWith('/dev/')),
+      [],
+    );
+    const tag = doc.tags.find((t) => t.name === 'dev network')?.description ?? '';
+    for (const text of [doc.info.description, tag]) {
+      assert.match(text, /--network dev/);
+      assert.match(text, /docs\/DEV-NETWORK\.md/);
+    }
+  });
+});

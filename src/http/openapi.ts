@@ -44,6 +44,7 @@ interface OperationObject {
 }
 interface OpenApiObject {
   info: { description?: string };
+  tags?: { name: string; description?: string }[];
   paths: Record<string, Record<string, OperationObject>>;
   components?: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, unknown> };
 }
@@ -112,6 +113,15 @@ const EVERY_REQUEST: readonly ErrorCode[] = [
 /** A request that carries a body (POST, DELETE) has it parsed as JSON, whatever its route. */
 const WITH_BODY: readonly ErrorCode[] = ['malformed_json', 'payload_too_large', 'unsupported_media_type'];
 
+/**
+ * Where the /dev routes are documented when this daemon does not serve them (network sui or none, and
+ * docs/openapi.json, which is rendered on none so that it holds for every network).
+ */
+const DEV_ROUTES_ELSEWHERE =
+  "The /dev routes (the dev network's other actors: an admin, peer nodes, users, epochs) exist only on the " +
+  'embedded dev network (--network dev) and are not in this document: a daemon started with --network dev ' +
+  'serves them, with their schemas, in its /openapi.json and /docs; docs/DEV-NETWORK.md describes them.';
+
 /** Finishes the document @fastify/swagger built from the routes (in place), for this daemon. */
 export function finishDocument(document: object, options: DocumentOptions): void {
   const spec = document as OpenApiObject;
@@ -120,9 +130,17 @@ export function finishDocument(document: object, options: DocumentOptions): void
     'Each operation lists, under each error status, the problem `code`s it can answer (also in `x-problem-codes`); ' +
       'docs/ERRORS.md says what each means and what to do. Any path answers 404 `not_found` when no endpoint has it, ' +
       'and 405 `method_not_allowed`, with `Allow`, to a method it does not take.',
+    options.network === 'dev' ? undefined : DEV_ROUTES_ELSEWHERE,
   ]
     .filter(Boolean)
     .join('\n\n');
+  const devTag = spec.tags?.find((tag) => tag.name === 'dev network');
+  if (devTag) {
+    devTag.description =
+      options.network === 'dev'
+        ? 'Only on the embedded dev network (404 on any other): its other actors, for local use and tests'
+        : DEV_ROUTES_ELSEWHERE;
+  }
   spec.components = {
     ...spec.components,
     schemas: { ...spec.components?.schemas, Problem: structuredClone(ProblemSchema) },
