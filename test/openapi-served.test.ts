@@ -628,3 +628,127 @@ describe('the /dev routes in the document', () => {
     }
   });
 });
+
+// --- upstream's documented paths ------------------------------------------------------------------------
+
+/** Upstream's openapi.yml names two reads by paths its router never had; a client generated from it uses them. */
+const UPSTREAM_ALIASES = [
+  { alias: '/stacks/stacks/nodes/{node_id}', canonical: '/stacks/nodes/{node_id}', query: 'listStacks' },
+  {
+    alias: '/claimed-stacks/claimed_stacks/nodes/{node_id}',
+    canonical: '/claimed-stacks/nodes/{node_id}',
+    query: 'listClaimedStacks',
+  },
+];
+
+/** A problem without what names the request itself (its path and id). */
+function comparable(res: LightMyRequestResponse) {
+  const body: unknown = res.headers['content-type']?.toString().includes('json') ? res.json() : res.body;
+  if (body && typeof body === 'object' && 'request_id' in body) {
+    const { instance: _instance, request_id: _id, ...rest } = body as Record<string, unknown>;
+    return {
+      status: res.statusCode,
+      type: res.headers['content-type'],
+      allow: res.headers.allow,
+      body: rest,
+    };
+  }
+  return { status: res.statusCode, type: res.headers['content-type'], allow: res.headers.allow, body };
+}
+
+/** How many times the store was asked this query (node_daemon_store_query_duration_seconds_count). */
+async function queries(d: DevDaemon, query: string): Promise<number> {
+  const { values } = await d.services.metrics.storeQueryDuration.get();
+  return values.find((v) => v.metricName?.endsWith('_count') && v.labels.query === query)?.value ?? 0;
+}
+
+describe("upstream's openapi.yml paths", () => {
+  it('answer exactly what our routes answer, from the same cache entries', async () => {
+    const d = await devDaemon();
+    try {
+      // Node 1 with four stacks: one claimed, one full, two untouched.
+      assert.equal((await d.post('/dev/tasks', { role: 0, security_level: 0 })).statusCode, 200);
+      assert.equal((await d.post('/nodes/register')).statusCode, 200);
+      assert.equal((await d.post('/nodes/task-subscribe', { task_small_id: 1, ...PRICE })).statusCode, 200);
+      for (const units of [1000, 2000, 3000, 4000]) {
+        const stack = { task_small_id: 1, num_compute_units: units, ...PRICE, selected_node_id: 1 };
+        assert.equal((await d.post('/dev/stacks', stack)).statusCode, 200);
+      }
+      assert.equal((await d.post('/stacks/1/usage', { compute_units: 700 })).statusCode, 200);
+      assert.equal((await d.post('/stacks/2/usage', { compute_units: 2000 })).statusCode, 200);
+      assert.equal((await d.post('/nodes/try-settle-stacks', { stack_small_ids: [1] })).statusCode, 200);
+      assert.equal((await d.post('/dev/epoch')).statusCode, 200);
+      assert.equal((await d.post('/nodes/claim-funds', { stack_small_ids: [1] })).statusCode, 200);
+
+      const suffixes = [
+        '1',
+        '1/',
+        '2',
+        '1?min_fill_fraction=0.5',
+        '1?min_fill_fraction=0',
+        '1?min_fill_fraction=1',
+        '1?min_fill_fraction=x',
+        '1?min_fill_fraction=2',
+        '1?other=1',
+        'x',
+        '-1',
+        '9007199254740992',
+      ];
+      for (const { alias, canonical, query } of UPSTREAM_ALIASES) {
+        for (const suffix of suffixes) {
+          const ours = await d.get(canonical.replace('{node_id}', suffix));
+          const before = await queries(d, query);
+          const theirs = await d.get(alias.replace('{node_id}', suffix));
+          assert.deepEqual(comparable(theirs), comparable(ours), `${alias} ${suffix}`);
+          if (ours.statusCode === 200) {
+            assert.ok(
+              JSON.stringify(ours.json()).length > 2 || suffix === '2',
+              `${canonical} ${suffix} lists some`,
+            );
+            // The alias is served from the entry the canonical request just cached: no second query.
+            assert.equal(await queries(d, query), before, `${alias} ${suffix} shares the cache`);
+          }
+        }
+        assert.ok((await queries(d, query)) > 0, `the store was asked ${query}`);
+        const post = await d.post(alias.replace('{node_id}', '1'), {});
+        assert.equal(post.statusCode, 405);
+        assert.equal(
+          post.headers.allow,
+          (await d.post(canonical.replace('{node_id}', '1'), {})).headers.allow,
+        );
+      }
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('are documented as deprecated operations like our routes', async () => {
+    for (const doc of [
+      JSON.parse(readFileSync(OPENAPI_FILE, 'utf8')) as Document,
+      await (async () => {
+        const d = await devDaemon();
+        try {
+          return await servedDocument(d);
+        } finally {
+          await d.close();
+        }
+      })(),
+    ]) {
+      for (const { alias, canonical } of UPSTREAM_ALIASES) {
+        const theirs = doc.paths[alias]?.get as
+          | (Operation & { description?: string; summary?: string })
+          | undefined;
+        const ours = doc.paths[canonical]?.get as
+          | (Operation & { description?: string; summary?: string })
+          | undefined;
+        assert.ok(theirs && ours, alias);
+        assert.equal(theirs.deprecated, true, alias);
+        assert.equal(ours.deprecated, undefined, canonical);
+        assert.match(String(theirs.description), new RegExp(canonical.replace(/[{}]/g, '\\$&')));
+        const { deprecated: _d, description: _t, summary: _s, ...same } = theirs;
+        const { description: _o, summary: _u, ...expected } = ours;
+        assert.deepEqual(same, expected, `${alias} takes and answers what ${canonical} does`);
+      }
+    }
+  });
+});

@@ -18,6 +18,20 @@ import { type ResponseCache, sendCached } from '../response-cache.ts';
 /** A read answers from the store; a store locked past its timeout is a 503 (bad parameters are added for all). */
 const readProblems = problems('store_unavailable');
 
+/**
+ * The OpenAPI marks of a route served at `url`: none at its own path; at the path upstream's openapi.yml
+ * gives it (a nesting mistake there, which its router never served), deprecated, pointing to ours.
+ */
+function upstreamAlias(url: string, canonical: string) {
+  if (url.replace(/:(\w+)/g, '{$1}') === canonical) return {};
+  return {
+    deprecated: true,
+    description:
+      `Deprecated: the same as GET ${canonical}, at the path upstream's openapi.yml documents for it, so that ` +
+      'clients generated from that file work. Use the other path.',
+  };
+}
+
 /** The read API: every list comes from the store, sorted by its small id, wire-compatible with upstream. */
 export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: ResponseCache }> = async (
   app,
@@ -48,35 +62,43 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
     },
   });
 
-  app.get('/stacks/nodes/:node_id', {
-    schema: {
-      tags: ['stacks'],
-      summary: 'Stacks assigned to the node, optionally only those filled to at least a fraction',
-      params: NodeIdParamsSchema,
-      querystring: StacksQuerySchema,
-      response: { 200: Type.Array(StackSchema), ...readProblems },
-    },
-    handler: async (request, reply) => {
-      const node = request.params.node_id;
-      const fraction = request.query.min_fill_fraction;
-      return sendCached(reply, cache, version, `stacks:${node}:${fraction ?? ''}`, () =>
-        store.listStacks(node, fraction),
-      );
-    },
-  });
+  // Each of these two is also served, deprecated, at the path upstream's openapi.yml gives it, with the
+  // same schema and handler (so the same answers, from the same cache entries).
+  for (const url of ['/stacks/nodes/:node_id', '/stacks/stacks/nodes/:node_id']) {
+    app.get(url, {
+      schema: {
+        ...upstreamAlias(url, '/stacks/nodes/{node_id}'),
+        tags: ['stacks'],
+        summary: 'Stacks assigned to the node, optionally only those filled to at least a fraction',
+        params: NodeIdParamsSchema,
+        querystring: StacksQuerySchema,
+        response: { 200: Type.Array(StackSchema), ...readProblems },
+      },
+      handler: async (request, reply) => {
+        const node = request.params.node_id;
+        const fraction = request.query.min_fill_fraction;
+        return sendCached(reply, cache, version, `stacks:${node}:${fraction ?? ''}`, () =>
+          store.listStacks(node, fraction),
+        );
+      },
+    });
+  }
 
-  app.get('/claimed-stacks/nodes/:node_id', {
-    schema: {
-      tags: ['stacks'],
-      summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
-      params: NodeIdParamsSchema,
-      response: { 200: Type.Array(StackSettlementTicketSchema), ...readProblems },
-    },
-    handler: async (request, reply) => {
-      const node = request.params.node_id;
-      return sendCached(reply, cache, version, `claimed:${node}`, () => store.listClaimedStacks(node));
-    },
-  });
+  for (const url of ['/claimed-stacks/nodes/:node_id', '/claimed-stacks/claimed_stacks/nodes/:node_id']) {
+    app.get(url, {
+      schema: {
+        ...upstreamAlias(url, '/claimed-stacks/nodes/{node_id}'),
+        tags: ['stacks'],
+        summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
+        params: NodeIdParamsSchema,
+        response: { 200: Type.Array(StackSettlementTicketSchema), ...readProblems },
+      },
+      handler: async (request, reply) => {
+        const node = request.params.node_id;
+        return sendCached(reply, cache, version, `claimed:${node}`, () => store.listClaimedStacks(node));
+      },
+    });
+  }
 
   app.get('/attestation_disputes/against/nodes/:node_id', {
     schema: {
