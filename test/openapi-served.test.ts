@@ -10,10 +10,12 @@ import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
 
 /**
  * The document a running daemon serves, checked against what that daemon does: the token where it asks
- * for it. Every operation is found in the document itself, so a new route is covered without a change here.
+ * for it, every status and problem code it answers, examples it accepts, the /dev routes on the dev
+ * network, upstream's misnamed paths. Operations are found in the document itself, so a new route is
+ * covered without a change here.
  */
 
-interface Response {
+interface ResponseObject {
   description: string;
   headers?: Record<string, unknown>;
   content?: Record<string, { schema?: unknown }>;
@@ -22,7 +24,7 @@ interface Response {
 interface Operation {
   security?: Record<string, string[]>[];
   deprecated?: boolean;
-  responses: Record<string, Response>;
+  responses: Record<string, ResponseObject>;
   parameters?: { in: string; name: string; example?: unknown }[];
   requestBody?: { content: Record<string, { example?: unknown }> };
 }
@@ -103,6 +105,7 @@ describe('the served OpenAPI document and --auth', () => {
     const d = await devDaemon();
     try {
       const served = await servedDocument(d);
+      assert.ok(committed.components.securitySchemes?.apiToken);
       assert.deepEqual(committed.components.securitySchemes, served.components.securitySchemes);
       for (const { method, path, op } of operations(committed)) {
         const live = served.paths[path]?.[method.toLowerCase()];
@@ -124,7 +127,6 @@ interface Answer {
   label: string;
   status: number;
   code: string | undefined;
-  contentType: string;
 }
 
 interface Probe {
@@ -139,6 +141,8 @@ interface Probe {
   headers?: Record<string, string>;
   /** Send no Authorization header (the default sends the daemon's token). */
   anonymous?: boolean;
+  /** The problem code this request must get, or ok for a 200. */
+  expect?: string;
 }
 
 /** Sends probes to a daemon and keeps every answer, to compare with the daemon's own document. */
@@ -170,13 +174,16 @@ class Prober {
       },
     });
     const problem = String(res.headers['content-type']).startsWith('application/problem+json');
+    if (probe.expect !== undefined) {
+      const got = problem ? (res.json() as { code: string }).code : res.statusCode === 200 ? 'ok' : res.body;
+      assert.equal(got, probe.expect, `${probe.method} ${probe.path}: ${probe.label}`);
+    }
     this.answers.push({
       method: probe.method,
       path: probe.path,
       label: probe.label,
       status: res.statusCode,
       code: problem ? (res.json() as { code: string }).code : undefined,
-      contentType: String(res.headers['content-type']),
     });
     return res;
   }
@@ -261,19 +268,22 @@ const PRICE = { price_per_one_million_compute_units: 1_000_000 };
 const NO_BADGE = { node_badge_id: '0x1' };
 
 /**
- * Requests the operations refuse, on the demo world once the documented examples have run: the operator's
- * node 4 owns stacks 10 (settled and claimed), 11 and 12 (no usage); peer node 1 owns stack 1; task 4 is
- * deprecated and removed; task 5 asks for more reputation than any node has.
+ * Requests the operations refuse (each with the code it gets), on the demo world once the documented
+ * examples have run: the operator's node 4 owns stacks 10 (settled and claimed), 11 and 12 (no usage);
+ * peer node 1 owns stack 1; task 4 is deprecated and removed; task 5 asks for more reputation than any
+ * node has.
  */
 function refusals(): Probe[] {
-  const post = (label: string, path: string, body?: unknown, url?: string): Probe => ({
+  const post = (expect: string, label: string, path: string, body?: unknown, url?: string): Probe => ({
+    expect,
     label,
     method: 'POST',
     path,
     body: body ?? {},
     ...(url ? { url } : {}),
   });
-  const del = (label: string, body: unknown): Probe => ({
+  const del = (expect: string, label: string, body: unknown): Probe => ({
+    expect,
     label,
     method: 'DELETE',
     path: '/nodes/task-unsubscribe',
@@ -281,99 +291,153 @@ function refusals(): Probe[] {
   });
   const usage = '/stacks/{stack_small_id}/usage';
   return [
-    post('a gas coin the signer does not own', '/nodes/register', { gas: '0x1234' }),
-    post('a gas budget too small', '/nodes/register', { gas_budget: 1 }),
-    post('a badge the signer does not own', '/nodes/model-subscribe', {
+    post('gas_rejected', 'a gas coin the signer does not own', '/nodes/register', { gas: '0x1234' }),
+    post('gas_rejected', 'a gas budget too small', '/nodes/register', { gas_budget: 1 }),
+    post('badge_not_found', 'a badge the signer does not own', '/nodes/model-subscribe', {
       model_name: 'Qwen/QwQ-32B',
       echelon_id: 1,
       ...NO_BADGE,
     }),
-    post('an unknown echelon', '/nodes/model-subscribe', { model_name: 'Qwen/QwQ-32B', echelon_id: 999 }),
-    post('an unknown task', '/nodes/task-subscribe', { task_small_id: 999, ...PRICE }),
-    post('a price of 0', '/nodes/task-subscribe', {
+    post('transaction_failed', 'an unknown echelon', '/nodes/model-subscribe', {
+      model_name: 'Qwen/QwQ-32B',
+      echelon_id: 999,
+    }),
+    post('task_not_found', 'an unknown task', '/nodes/task-subscribe', { task_small_id: 999, ...PRICE }),
+    post('invalid_body', 'a price of 0', '/nodes/task-subscribe', {
       task_small_id: 2,
       price_per_one_million_compute_units: 0,
     }),
-    post('subscribe', '/nodes/task-subscribe', { task_small_id: 2, ...PRICE }),
-    post('subscribe twice', '/nodes/task-subscribe', { task_small_id: 2, ...PRICE }),
-    post('a removed task', '/nodes/task-subscribe', { task_small_id: 4, ...PRICE }),
-    post('a task asking for more reputation', '/dev/tasks', {
+    post('ok', 'subscribe', '/nodes/task-subscribe', { task_small_id: 2, ...PRICE }),
+    post('already_subscribed', 'subscribe twice', '/nodes/task-subscribe', { task_small_id: 2, ...PRICE }),
+    post('task_inactive', 'a removed task', '/nodes/task-subscribe', { task_small_id: 4, ...PRICE }),
+    post('ok', 'a task asking for more reputation', '/dev/tasks', {
       role: 0,
       security_level: 0,
       minimum_reputation_score: 100,
     }),
-    post('more reputation than the node has', '/nodes/task-subscribe', { task_small_id: 5, ...PRICE }),
-    post('a badge the signer does not own', '/nodes/task-subscribe', {
+    post('requirements_not_met', 'more reputation than the node has', '/nodes/task-subscribe', {
+      task_small_id: 5,
+      ...PRICE,
+    }),
+    post('badge_not_found', 'a badge the signer does not own', '/nodes/task-subscribe', {
       task_small_id: 3,
       ...PRICE,
       ...NO_BADGE,
     }),
-    post('not subscribed', '/nodes/task-update-subscription', { task_small_id: 3, ...PRICE }),
-    post('an unknown task', '/nodes/task-update-subscription', { task_small_id: 999, ...PRICE }),
-    post('a removed task', '/nodes/task-update-subscription', { task_small_id: 4, ...PRICE }),
-    del('not subscribed', { task_small_id: 3 }),
-    del('an unknown task', { task_small_id: 999 }),
-    del('a removed task', { task_small_id: 4 }),
-    del('a badge the signer does not own', { task_small_id: 2, ...NO_BADGE }),
-    post('an unknown stack', '/nodes/try-settle-stacks', { stack_small_ids: [999] }),
-    post("a peer's stack", '/nodes/try-settle-stacks', { stack_small_ids: [1] }),
-    post('a settled stack', '/nodes/try-settle-stacks', { stack_small_ids: [10] }),
-    post('a stack with no usage', '/nodes/try-settle-stacks', { stack_small_ids: [11] }),
-    post('more units than the stack has', '/nodes/try-settle-stacks', {
+    post('not_subscribed', 'not subscribed', '/nodes/task-update-subscription', {
+      task_small_id: 3,
+      ...PRICE,
+    }),
+    post('task_not_found', 'an unknown task', '/nodes/task-update-subscription', {
+      task_small_id: 999,
+      ...PRICE,
+    }),
+    post('task_inactive', 'a removed task', '/nodes/task-update-subscription', {
+      task_small_id: 4,
+      ...PRICE,
+    }),
+    del('not_subscribed', 'not subscribed', { task_small_id: 3 }),
+    del('task_not_found', 'an unknown task', { task_small_id: 999 }),
+    del('task_inactive', 'a removed task', { task_small_id: 4 }),
+    del('badge_not_found', 'a badge the signer does not own', { task_small_id: 2, ...NO_BADGE }),
+    post('stack_not_found', 'an unknown stack', '/nodes/try-settle-stacks', { stack_small_ids: [999] }),
+    post('stack_not_ours', "a peer's stack", '/nodes/try-settle-stacks', { stack_small_ids: [1] }),
+    post('already_settled', 'a settled stack', '/nodes/try-settle-stacks', { stack_small_ids: [10] }),
+    post('no_usage', 'a stack with no usage', '/nodes/try-settle-stacks', { stack_small_ids: [11] }),
+    post('invalid_body', 'more units than the stack has', '/nodes/try-settle-stacks', {
       stack_small_ids: [11],
       num_claimed_compute_units: 10_000_000,
     }),
-    post('nothing to settle, for several reasons', '/nodes/try-settle-stacks', { stack_small_ids: [1, 999] }),
-    post('a badge the signer does not own', '/nodes/try-settle-stacks', {
+    post('nothing_to_settle', 'nothing to settle, for several reasons', '/nodes/try-settle-stacks', {
+      stack_small_ids: [1, 999],
+    }),
+    post('badge_not_found', 'a badge the signer does not own', '/nodes/try-settle-stacks', {
       stack_small_ids: [11],
       ...NO_BADGE,
     }),
-    post('not asked to attest', '/nodes/submit-attestations', { stack_small_ids: [1] }),
-    post('a node the signer does not own', '/nodes/submit-attestations', {
+    post('nothing_to_attest', 'not asked to attest', '/nodes/submit-attestations', { stack_small_ids: [1] }),
+    post('badge_not_found', 'a node the signer does not own', '/nodes/submit-attestations', {
       stack_small_ids: [1],
       node_small_id: 999,
     }),
-    post('an unknown stack', '/nodes/claim-funds', { stack_small_ids: [999] }),
-    post("a peer's stack", '/nodes/claim-funds', { stack_small_ids: [1] }),
-    post('an unsettled stack', '/nodes/claim-funds', { stack_small_ids: [11] }),
-    post('a claimed stack', '/nodes/claim-funds', { stack_small_ids: [10] }),
-    post('a badge the signer does not own', '/nodes/claim-funds', { stack_small_ids: [11], ...NO_BADGE }),
-    post('an unknown stack', usage, { compute_units: 1 }, '/stacks/999/usage'),
-    post("a peer's stack", usage, { compute_units: 1 }, '/stacks/1/usage'),
-    post('beyond the capacity', usage, { compute_units: 10_000_000 }, '/stacks/11/usage'),
+    post('stack_not_found', 'an unknown stack', '/nodes/claim-funds', { stack_small_ids: [999] }),
+    post('stack_not_ours', "a peer's stack", '/nodes/claim-funds', { stack_small_ids: [1] }),
+    post('nothing_to_claim', 'an unsettled stack', '/nodes/claim-funds', { stack_small_ids: [11] }),
+    post('nothing_to_claim', 'a claimed stack', '/nodes/claim-funds', { stack_small_ids: [10] }),
+    post('badge_not_found', 'a badge the signer does not own', '/nodes/claim-funds', {
+      stack_small_ids: [11],
+      ...NO_BADGE,
+    }),
+    post('stack_not_found', 'an unknown stack', usage, { compute_units: 1 }, '/stacks/999/usage'),
+    post('stack_not_ours', "a peer's stack", usage, { compute_units: 1 }, '/stacks/1/usage'),
+    post('over_capacity', 'beyond the capacity', usage, { compute_units: 10_000_000 }, '/stacks/11/usage'),
     post(
+      'invalid_body',
       'a request hash that is not 32 bytes',
       usage,
       { compute_units: 1, request_hash: '0x12' },
       '/stacks/11/usage',
     ),
     {
-      ...post('with a key', usage, { compute_units: 1 }, '/stacks/11/usage'),
+      ...post('ok', 'with a key', usage, { compute_units: 1 }, '/stacks/11/usage'),
       headers: { 'idempotency-key': 'k1' },
     },
     {
-      ...post('the key again, for another request', usage, { compute_units: 2 }, '/stacks/11/usage'),
+      ...post(
+        'idempotency_key_reused',
+        'the key again, for another request',
+        usage,
+        { compute_units: 2 },
+        '/stacks/11/usage',
+      ),
       headers: { 'idempotency-key': 'k1' },
     },
-    post('an unknown role', '/dev/tasks', { role: 99, security_level: 0 }),
-    post('an unknown task', '/dev/tasks/{task_small_id}/deprecate', undefined, '/dev/tasks/999/deprecate'),
-    post('a task not deprecated', '/dev/tasks/{task_small_id}/remove', undefined, '/dev/tasks/1/remove'),
-    post('an unknown task', '/dev/nodes', { subscriptions: [{ task_small_id: 999, ...PRICE }] }),
-    post('an unknown task', '/dev/stacks', {
+    post('transaction_failed', 'an unknown role', '/dev/tasks', { role: 99, security_level: 0 }),
+    post(
+      'transaction_failed',
+      'an unknown task',
+      '/dev/tasks/{task_small_id}/deprecate',
+      undefined,
+      '/dev/tasks/999/deprecate',
+    ),
+    post(
+      'transaction_failed',
+      'a task not deprecated',
+      '/dev/tasks/{task_small_id}/remove',
+      undefined,
+      '/dev/tasks/1/remove',
+    ),
+    post('transaction_failed', 'an unknown task', '/dev/nodes', {
+      subscriptions: [{ task_small_id: 999, ...PRICE }],
+    }),
+    post('transaction_failed', 'an unknown task', '/dev/stacks', {
       task_small_id: 999,
       num_compute_units: 10,
       ...PRICE,
     }),
-    post('an unknown stack', '/dev/stacks/{stack_small_id}/try-settle', {}, '/dev/stacks/999/try-settle'),
-    post("the operator's stack", '/dev/stacks/{stack_small_id}/try-settle', {}, '/dev/stacks/11/try-settle'),
     post(
+      'stack_not_found',
+      'an unknown stack',
+      '/dev/stacks/{stack_small_id}/try-settle',
+      {},
+      '/dev/stacks/999/try-settle',
+    ),
+    post(
+      'invalid_body',
+      "the operator's stack",
+      '/dev/stacks/{stack_small_id}/try-settle',
+      {},
+      '/dev/stacks/11/try-settle',
+    ),
+    post(
+      'stack_not_found',
       'no record of the stack',
       '/dev/stacks/{stack_small_id}/attest',
       { node_small_id: 1 },
       '/dev/stacks/999/attest',
     ),
-    post('an unknown node', '/dev/disputes', { stack_small_id: 1, node_small_id: 999 }),
-    post('an unknown node', '/dev/claims', { node_small_id: 999, stack_small_ids: [1] }),
+    post('not_found', 'an unknown node', '/dev/disputes', { stack_small_id: 1, node_small_id: 999 }),
+    post('not_found', 'an unknown node', '/dev/claims', { node_small_id: 999, stack_small_ids: [1] }),
   ];
 }
 
