@@ -127,6 +127,8 @@ interface Answer {
   label: string;
   status: number;
   code: string | undefined;
+  /** The media type, without parameters. */
+  media: string;
 }
 
 interface Probe {
@@ -184,6 +186,7 @@ class Prober {
       label: probe.label,
       status: res.statusCode,
       code: problem ? (res.json() as { code: string }).code : undefined,
+      media: String(res.headers['content-type']).split(';')[0]!,
     });
     return res;
   }
@@ -192,7 +195,10 @@ class Prober {
     for (const probe of probes) await this.send(probe);
   }
 
-  /** Every answer's status is documented for its operation, and a problem's code under that status. */
+  /**
+   * Every answer's status is documented for its operation, with its media type, and a problem's code
+   * under that status.
+   */
   assertDocumented(): void {
     const missing = new Set<string>();
     for (const a of this.answers) {
@@ -202,11 +208,10 @@ class Prober {
         missing.add(`${where}: status not documented`);
         continue;
       }
-      if (a.code === undefined) continue;
-      if (!response.content?.['application/problem+json']) {
-        missing.add(`${where}: not documented as application/problem+json`);
+      if (!response.content?.[a.media]) missing.add(`${where}: ${a.media} not documented`);
+      if (a.code !== undefined && !response['x-problem-codes']?.includes(a.code)) {
+        missing.add(`${where}: code not documented`);
       }
-      if (!response['x-problem-codes']?.includes(a.code)) missing.add(`${where}: code not documented`);
     }
     assert.deepEqual([...missing], []);
   }

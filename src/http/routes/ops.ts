@@ -125,7 +125,10 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
       tags: ['meta'],
       summary: 'Prometheus metrics (text exposition format)',
       response: {
-        200: Type.String({ description: 'Prometheus text exposition format 0.0.4' }),
+        200: {
+          description: 'Prometheus text exposition format 0.0.4',
+          content: { 'text/plain': { schema: Type.String() } },
+        },
         ...problems('store_unavailable'),
       },
     },
