@@ -5,22 +5,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 
 export const OPENAPI_FILE = fileURLToPath(new URL('../docs/openapi.json', import.meta.url));
 
-/** The OpenAPI document as the daemon serves it at /openapi.json, formatted for the repository. */
+/**
+ * The OpenAPI document as the daemon serves it at /openapi.json, formatted for the repository: with the
+ * default settings (--auth writes), on no network, so that nothing in it depends on one.
+ */
 export async function renderOpenApi(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'node-daemon-openapi-'));
   const store = new SqliteStore({ dataDir: dir });
   try {
+    const defaults = loadConfig({ 'data-dir': dir, network: 'none' }, {});
     const app = await buildApp({
       config: { network: 'none', cacheMb: 0, corsOrigins: [], readyMaxLag: 30 },
       store,
       logger: createLogger('silent'),
       security: {
-        auth: 'none',
+        auth: defaults.auth,
         tokenFile: join(dir, 'api-token'),
         boundHost: '127.0.0.1',
         allowedHosts: [],

@@ -16,7 +16,7 @@ import type { Chain } from './chain/chain.ts';
 import type { Config } from './config.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
-import { toOpenApi31 } from './http/openapi.ts';
+import { finishDocument } from './http/openapi.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { autopilotRoutes } from './http/routes/autopilot.ts';
 import { devRoutes } from './http/routes/dev.ts';
@@ -195,7 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swagger, {
     transformObject: (document) => {
       const spec = 'openapiObject' in document ? document.openapiObject : document.swaggerObject;
-      toOpenApi31(spec);
+      finishDocument(spec, { auth: deps.security.auth, network: config.network });
       return spec;
     },
     openapi: {

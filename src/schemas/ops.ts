@@ -1,6 +1,7 @@
 import { type Static, Type } from 'typebox';
 import { ERRORS } from '../problems/catalog.ts';
 import { Nullable, U64 } from './common.ts';
+import { AbortSchema, GasUsedSchema, NotClaimableSchema, StackResultSchema } from './writes.ts';
 
 /** The operator's view of the daemon itself: liveness, readiness, status, and the problem body. */
 
@@ -71,6 +72,21 @@ export const ProblemSchema = Type.Object(
     instance: Type.String({ description: 'The request path' }),
     parameter: Type.Optional(Type.String({ description: 'The offending parameter or field' })),
     request_id: Type.String(),
+    // Extension members, present where they apply (docs/ERRORS.md).
+    tx_digest: Type.Optional(
+      Type.String({ description: 'The transaction that failed, or whose outcome is unknown' }),
+    ),
+    tx_digests: Type.Optional(
+      Type.Array(Type.String(), { description: 'Every transaction a multi-stack write sent' }),
+    ),
+    abort: Type.Optional(AbortSchema),
+    gas_used: Type.Optional(GasUsedSchema),
+    results: Type.Optional(
+      Type.Array(StackResultSchema, { description: "A multi-stack write: each listed stack's outcome" }),
+    ),
+    not_claimable: Type.Optional(
+      Type.Array(NotClaimableSchema, { description: 'Why each stack cannot be claimed now' }),
+    ),
   },
   { description: 'RFC 9457 problem details (application/problem+json)' },
 );

@@ -3,7 +3,10 @@ import type { Network } from '../../config.ts';
 import type { Autopilot } from '../../operations/autopilot.ts';
 import { ProblemError } from '../../problems/catalog.ts';
 import { AutopilotSchema, RunResultSchema } from '../../schemas/autopilot.ts';
-import { ProblemSchema } from '../../schemas/ops.ts';
+import { problems } from '../openapi.ts';
+
+/** Without a chain there is no autopilot; its plan asks the chain and the store. */
+const autopilotProblems = problems('no_network', 'chain_unavailable', 'store_unavailable');
 
 /**
  * The autopilot's page: what it would do now and what it did (GET), one pass on demand and the resume
@@ -26,7 +29,7 @@ export const autopilotRoutes: FastifyPluginAsyncTypebox<{
     schema: {
       tags,
       summary: 'The autopilot: mode, policy, last and next pass, what it would do now, what it did',
-      response: { 200: AutopilotSchema, 503: ProblemSchema },
+      response: { 200: AutopilotSchema, ...autopilotProblems },
     },
     handler: () => running().status(),
   });
@@ -35,7 +38,7 @@ export const autopilotRoutes: FastifyPluginAsyncTypebox<{
     schema: {
       tags,
       summary: 'Run one autopilot pass now: it acts in mode on, and only plans in dry-run and off',
-      response: { 200: RunResultSchema, 503: ProblemSchema },
+      response: { 200: RunResultSchema, ...autopilotProblems },
     },
     handler: () => running().run(),
   });
@@ -44,7 +47,7 @@ export const autopilotRoutes: FastifyPluginAsyncTypebox<{
     schema: {
       tags,
       summary: 'Let a halted autopilot act again (it halts after repeated contract aborts)',
-      response: { 200: AutopilotSchema, 503: ProblemSchema },
+      response: { 200: AutopilotSchema, ...autopilotProblems },
     },
     handler: async () => {
       const pilot = running();

@@ -18,9 +18,14 @@ import {
   StackParamsSchema,
   TaskParamsSchema,
 } from '../../schemas/dev.ts';
-import { ProblemSchema } from '../../schemas/ops.ts';
+import { problems, withExample, withParameterExamples } from '../openapi.ts';
 
-const problems = { 400: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema, 422: ProblemSchema };
+/**
+ * Every dev action is a transaction (a Move abort is a 422) on the dev network's ledger, which answers 503
+ * once closed; a peer that does not exist is a 404, and the operator's own node a 400 (it is no peer).
+ */
+const DEV_PROBLEMS = ['transaction_failed', 'chain_unavailable', 'store_unavailable'] as const;
+const PEER_PROBLEMS = [...DEV_PROBLEMS, 'not_found'] as const;
 
 /**
  * The other actors of the embedded dev network, for local use and tests: an admin creating tasks, peer
@@ -33,8 +38,12 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: 'The admin creates a task',
-      body: CreateTaskRequestSchema,
-      response: { 200: CreateTaskResultSchema, ...problems },
+      body: withExample(CreateTaskRequestSchema, {
+        role: 0,
+        model_name: 'Qwen/QwQ-32B',
+        security_level: 0,
+      }),
+      response: { 200: CreateTaskResultSchema, ...problems(...DEV_PROBLEMS) },
     },
     handler: (request) => dev.createTask(request.body),
   });
@@ -43,8 +52,8 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: 'The task badge holder deprecates a task',
-      params: TaskParamsSchema,
-      response: { 200: DevTxResultSchema, ...problems },
+      params: withParameterExamples(TaskParamsSchema, { task_small_id: 4 }),
+      response: { 200: DevTxResultSchema, ...problems(...DEV_PROBLEMS) },
     },
     handler: (request) => dev.deprecateTask(request.params.task_small_id),
   });
@@ -53,8 +62,8 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: 'The task badge holder removes a deprecated task',
-      params: TaskParamsSchema,
-      response: { 200: DevTxResultSchema, ...problems },
+      params: withParameterExamples(TaskParamsSchema, { task_small_id: 4 }),
+      response: { 200: DevTxResultSchema, ...problems(...DEV_PROBLEMS) },
     },
     handler: (request) => dev.removeTask(request.params.task_small_id),
   });
@@ -63,8 +72,10 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: 'A simulated peer node registers and subscribes to tasks',
-      body: CreatePeerRequestSchema,
-      response: { 200: CreatePeerResultSchema, ...problems },
+      body: withExample(CreatePeerRequestSchema, {
+        subscriptions: [{ task_small_id: 1, price_per_one_million_compute_units: 900_000 }],
+      }),
+      response: { 200: CreatePeerResultSchema, ...problems(...DEV_PROBLEMS) },
     },
     handler: (request) => dev.createPeerNode(request.body),
   });
@@ -73,8 +84,12 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: 'A user buys a stack; selected_node_id forces the sampled node',
-      body: BuyStackRequestSchema,
-      response: { 200: BuyStackResultSchema, ...problems },
+      body: withExample(BuyStackRequestSchema, {
+        task_small_id: 1,
+        num_compute_units: 10_000,
+        price_per_one_million_compute_units: 2_000_000,
+      }),
+      response: { 200: BuyStackResultSchema, ...problems(...DEV_PROBLEMS) },
     },
     handler: (request) => dev.buyStack(request.body),
   });
@@ -83,10 +98,10 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: "The stack's peer node try-settles it",
-      params: StackParamsSchema,
+      params: withParameterExamples(StackParamsSchema, { stack_small_id: 1 }),
       // Optional: POST without a body claims every unit.
-      body: Type.Optional(PeerTrySettleRequestSchema),
-      response: { 200: PeerTrySettleResultSchema, ...problems },
+      body: Type.Optional(withExample(PeerTrySettleRequestSchema, { num_claimed_compute_units: 800 })),
+      response: { 200: PeerTrySettleResultSchema, ...problems(...PEER_PROBLEMS, 'stack_not_found') },
     },
     handler: (request) => dev.peerTrySettle(request.params.stack_small_id, request.body ?? {}),
   });
@@ -95,9 +110,9 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: 'A peer node asked to attest the stack attests it, honestly',
-      params: StackParamsSchema,
-      body: PeerAttestRequestSchema,
-      response: { 200: DevTxResultSchema, ...problems },
+      params: withParameterExamples(StackParamsSchema, { stack_small_id: 10 }),
+      body: withExample(PeerAttestRequestSchema, { node_small_id: 1 }),
+      response: { 200: DevTxResultSchema, ...problems(...PEER_PROBLEMS, 'stack_not_found') },
     },
     handler: (request) => dev.peerAttest(request.params.stack_small_id, request.body.node_small_id),
   });
@@ -106,8 +121,8 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: "A peer node disputes a stack's settlement",
-      body: PeerDisputeRequestSchema,
-      response: { 200: DevTxResultSchema, ...problems },
+      body: withExample(PeerDisputeRequestSchema, { stack_small_id: 10, node_small_id: 1 }),
+      response: { 200: DevTxResultSchema, ...problems(...PEER_PROBLEMS) },
     },
     handler: (request) => dev.peerDispute(request.body.stack_small_id, request.body.node_small_id),
   });
@@ -117,8 +132,8 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
       tags,
       summary:
         "A peer node claims its settled stacks (claim_funds): its fee, the buyers' refunds, the attesters' rewards",
-      body: PeerClaimRequestSchema,
-      response: { 200: DevTxResultSchema, ...problems },
+      body: withExample(PeerClaimRequestSchema, { node_small_id: 1, stack_small_ids: [1] }),
+      response: { 200: DevTxResultSchema, ...problems(...PEER_PROBLEMS) },
     },
     handler: (request) => dev.peerClaim(request.body.node_small_id, request.body.stack_small_ids),
   });
@@ -127,7 +142,7 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
     schema: {
       tags,
       summary: 'Advance the dev network by one epoch',
-      response: { 200: EpochResultSchema, ...problems },
+      response: { 200: EpochResultSchema, ...problems('chain_unavailable', 'store_unavailable') },
     },
     handler: () => dev.advanceEpoch(),
   });

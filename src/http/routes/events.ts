@@ -11,7 +11,7 @@ import {
   NODE_EVENT_TYPES,
   type NodeEventType,
 } from '../../schemas/events.ts';
-import { ProblemSchema } from '../../schemas/ops.ts';
+import { problems } from '../openapi.ts';
 
 export interface EventRoutesOptions {
   hub: EventHub;
@@ -56,8 +56,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
           description: 'The stream: one frame per event (see the description)',
           content: { 'text/event-stream': { schema: Type.String() } },
         },
-        400: ProblemSchema,
-        503: ProblemSchema,
+        ...problems('invalid_parameter', 'overloaded', 'store_unavailable'),
       },
     },
     handler: async (request, reply) => {

@@ -8,8 +8,9 @@ import type { Autopilot } from '../../operations/autopilot.ts';
 import { indexerReadiness } from '../../operations/readiness.ts';
 import type { Writes } from '../../operations/writes.ts';
 import { ProblemError } from '../../problems/catalog.ts';
-import { ProblemSchema, ReadySchema, type Status, StatusSchema } from '../../schemas/ops.ts';
+import { ReadySchema, type Status, StatusSchema } from '../../schemas/ops.ts';
 import type { Store } from '../../store/store.ts';
+import { problems } from '../openapi.ts';
 
 export interface OpsDeps {
   network: string;
@@ -35,7 +36,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
       tags: ['meta'],
       summary:
         'Ready when the store answers and the indexer is within --ready-max-lag seconds of the chain head',
-      response: { 200: ReadySchema, 503: ProblemSchema },
+      response: { 200: ReadySchema, ...problems('not_ready') },
     },
     handler: async () => {
       try {
@@ -59,7 +60,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
     schema: {
       tags: ['meta'],
       summary: 'Version, network, signer, badges, store, indexer position and lag, balances, uptime',
-      response: { 200: StatusSchema },
+      response: { 200: StatusSchema, ...problems('store_unavailable') },
     },
     handler: async (): Promise<Status> => {
       const cursor = indexer ? await store.getCursor(indexer.sourceId) : undefined;
@@ -110,7 +111,13 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
     schema: {
       tags: ['meta'],
       summary: 'Prometheus metrics (text exposition format)',
-      response: { 200: Type.String({ description: 'Prometheus text exposition format 0.0.4' }) },
+      response: {
+        200: {
+          description: 'Prometheus text exposition format 0.0.4',
+          content: { 'text/plain': { schema: Type.String() } },
+        },
+        ...problems('store_unavailable'),
+      },
     },
     handler: async (_request, reply) => {
       const lag = indexer?.lagSeconds();

@@ -11,11 +11,26 @@ import {
   StacksQuerySchema,
   TaskSchema,
 } from '../../schemas/model.ts';
-import { ProblemSchema } from '../../schemas/ops.ts';
 import type { Store } from '../../store/store.ts';
+import { problems } from '../openapi.ts';
 import { type ResponseCache, sendCached } from '../response-cache.ts';
 
-const badRequest = { 400: ProblemSchema };
+/** A read answers from the store; a store locked past its timeout is a 503 (bad parameters are added for all). */
+const readProblems = problems('store_unavailable');
+
+/**
+ * The OpenAPI marks of a route served at `url`: none at its own path; at the path upstream's openapi.yml
+ * gives it (a nesting mistake there, which its router never served), deprecated, pointing to ours.
+ */
+function upstreamAlias(url: string, canonical: string) {
+  if (url.replace(/:(\w+)/g, '{$1}') === canonical) return {};
+  return {
+    deprecated: true,
+    description:
+      `Deprecated: the same as GET ${canonical}, at the path upstream's openapi.yml documents for it, so that ` +
+      'clients generated from that file work. Use the other path.',
+  };
+}
 
 /** The read API: every list comes from the store, sorted by its small id, wire-compatible with upstream. */
 export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: ResponseCache }> = async (
@@ -29,7 +44,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
     schema: {
       tags: ['tasks'],
       summary: 'Every task the network has registered, deprecated and removed ones included',
-      response: { 200: Type.Array(TaskSchema) },
+      response: { 200: Type.Array(TaskSchema), ...readProblems },
     },
     handler: async (_request, reply) => sendCached(reply, cache, version, 'tasks', () => store.listTasks()),
   });
@@ -39,7 +54,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['subscriptions'],
       summary: "The node's task subscriptions, by task small id",
       params: NodeIdParamsSchema,
-      response: { 200: Type.Array(NodeSubscriptionSchema), ...badRequest },
+      response: { 200: Type.Array(NodeSubscriptionSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -47,42 +62,50 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
     },
   });
 
-  app.get('/stacks/nodes/:node_id', {
-    schema: {
-      tags: ['stacks'],
-      summary: 'Stacks assigned to the node, optionally only those filled to at least a fraction',
-      params: NodeIdParamsSchema,
-      querystring: StacksQuerySchema,
-      response: { 200: Type.Array(StackSchema), ...badRequest },
-    },
-    handler: async (request, reply) => {
-      const node = request.params.node_id;
-      const fraction = request.query.min_fill_fraction;
-      return sendCached(reply, cache, version, `stacks:${node}:${fraction ?? ''}`, () =>
-        store.listStacks(node, fraction),
-      );
-    },
-  });
+  // Each of these two is also served, deprecated, at the path upstream's openapi.yml gives it, with the
+  // same schema and handler (so the same answers, from the same cache entries).
+  for (const url of ['/stacks/nodes/:node_id', '/stacks/stacks/nodes/:node_id']) {
+    app.get(url, {
+      schema: {
+        ...upstreamAlias(url, '/stacks/nodes/{node_id}'),
+        tags: ['stacks'],
+        summary: 'Stacks assigned to the node, optionally only those filled to at least a fraction',
+        params: NodeIdParamsSchema,
+        querystring: StacksQuerySchema,
+        response: { 200: Type.Array(StackSchema), ...readProblems },
+      },
+      handler: async (request, reply) => {
+        const node = request.params.node_id;
+        const fraction = request.query.min_fill_fraction;
+        return sendCached(reply, cache, version, `stacks:${node}:${fraction ?? ''}`, () =>
+          store.listStacks(node, fraction),
+        );
+      },
+    });
+  }
 
-  app.get('/claimed-stacks/nodes/:node_id', {
-    schema: {
-      tags: ['stacks'],
-      summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
-      params: NodeIdParamsSchema,
-      response: { 200: Type.Array(StackSettlementTicketSchema), ...badRequest },
-    },
-    handler: async (request, reply) => {
-      const node = request.params.node_id;
-      return sendCached(reply, cache, version, `claimed:${node}`, () => store.listClaimedStacks(node));
-    },
-  });
+  for (const url of ['/claimed-stacks/nodes/:node_id', '/claimed-stacks/claimed_stacks/nodes/:node_id']) {
+    app.get(url, {
+      schema: {
+        ...upstreamAlias(url, '/claimed-stacks/nodes/{node_id}'),
+        tags: ['stacks'],
+        summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
+        params: NodeIdParamsSchema,
+        response: { 200: Type.Array(StackSettlementTicketSchema), ...readProblems },
+      },
+      handler: async (request, reply) => {
+        const node = request.params.node_id;
+        return sendCached(reply, cache, version, `claimed:${node}`, () => store.listClaimedStacks(node));
+      },
+    });
+  }
 
   app.get('/attestation_disputes/against/nodes/:node_id', {
     schema: {
       tags: ['disputes'],
       summary: "Disputes raised against the node's settlements (it is the original node)",
       params: NodeIdParamsSchema,
-      response: { 200: Type.Array(StackAttestationDisputeSchema), ...badRequest },
+      response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -95,7 +118,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['disputes'],
       summary: 'Disputes the node raised as an attester',
       params: NodeIdParamsSchema,
-      response: { 200: Type.Array(StackAttestationDisputeSchema), ...badRequest },
+      response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
@@ -109,7 +132,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       summary:
         'What the node earned and can claim: claimed, claimable, settling, disputed and unsettled fees, attester rewards, refunds, by epoch',
       params: NodeIdParamsSchema,
-      response: { 200: EarningsSchema, ...badRequest },
+      response: { 200: EarningsSchema, ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;

@@ -4,8 +4,8 @@ import type { Static, TSchema } from 'typebox';
 import type { Network } from '../../config.ts';
 import { hash32Bytes } from '../../internal/formats.ts';
 import type { Writes } from '../../operations/writes.ts';
-import { ProblemError } from '../../problems/catalog.ts';
-import { BadgesSchema, ProblemSchema } from '../../schemas/ops.ts';
+import { type ErrorCode, ProblemError } from '../../problems/catalog.ts';
+import { BadgesSchema } from '../../schemas/ops.ts';
 import {
   ClaimFundsRequestSchema,
   ClaimResultSchema,
@@ -24,14 +24,23 @@ import {
 } from '../../schemas/writes.ts';
 import type { Store } from '../../store/store.ts';
 import { respond } from '../idempotency.ts';
+import { problems, withExample, withParameterExamples } from '../openapi.ts';
 
-const problems = {
-  400: ProblemSchema,
-  404: ProblemSchema,
-  409: ProblemSchema,
-  422: ProblemSchema,
-  503: ProblemSchema,
-};
+/**
+ * What every write can answer besides its own refusals: the Idempotency-Key's problems, and the chain's
+ * (a refused gas setting, an abort, an unreachable chain, an outcome never known), or no chain at all.
+ */
+const WRITE_PROBLEMS = [
+  'invalid_idempotency_key',
+  'gas_rejected',
+  'idempotency_key_reused',
+  'idempotency_key_in_flight',
+  'transaction_failed',
+  'no_network',
+  'chain_unavailable',
+  'store_unavailable',
+  'chain_outcome_unknown',
+] as const satisfies ErrorCode[];
 
 const IDEMPOTENCY_HEADER = {
   type: 'object',
@@ -50,7 +59,11 @@ interface WriteRoute<B extends TSchema, R extends TSchema> {
   url: string;
   summary: string;
   body: B;
+  /** A body that works as it stands on a fresh dev network with its demo world, in the order below. */
+  example: Static<B>;
   response: R;
+  /** The refusals of this write, besides WRITE_PROBLEMS. */
+  problems: ErrorCode[];
   run: (writes: Writes, body: Static<B>) => Promise<Static<R>>;
 }
 
@@ -85,8 +98,8 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
         tags: ['writes'],
         summary: route.summary,
         headers: IDEMPOTENCY_HEADER,
-        body: route.body,
-        response: { 200: route.response, ...problems },
+        body: withExample(route.body, route.example),
+        response: { 200: route.response, ...problems(...WRITE_PROBLEMS, ...route.problems) },
       },
       preValidation: noNetwork,
       handler: (request, reply) => {
@@ -102,7 +115,10 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/register',
     summary: 'Register a new node: mints a NodeBadge to the signer',
     body: RegisterRequestSchema,
+    // The daemon chooses the gas: a made-up coin or budget would be refused.
+    example: {},
     response: RegisterResultSchema,
+    problems: [],
     run: (w, b) => w.register(b),
   });
   write({
@@ -110,7 +126,9 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/model-subscribe',
     summary: 'Subscribe the node to a model in an echelon',
     body: ModelSubscribeRequestSchema,
+    example: { model_name: 'meta-llama/Llama-3.3-70B-Instruct', echelon_id: 1 },
     response: TxResultSchema,
+    problems: ['badge_not_found', 'no_badge'],
     run: (w, b) => w.modelSubscribe(b),
   });
   write({
@@ -118,7 +136,16 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/task-subscribe',
     summary: 'Subscribe the node to a task at a price',
     body: TaskSubscribeRequestSchema,
+    example: { task_small_id: 1, price_per_one_million_compute_units: 1_000_000 },
     response: TxResultSchema,
+    problems: [
+      'badge_not_found',
+      'task_not_found',
+      'no_badge',
+      'task_inactive',
+      'requirements_not_met',
+      'already_subscribed',
+    ],
     run: (w, b) => w.taskSubscribe(b),
   });
   write({
@@ -126,7 +153,9 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/task-update-subscription',
     summary: "Change the node's price for a task",
     body: TaskSubscribeRequestSchema,
+    example: { task_small_id: 1, price_per_one_million_compute_units: 1_200_000 },
     response: TxResultSchema,
+    problems: ['badge_not_found', 'task_not_found', 'no_badge', 'task_inactive', 'not_subscribed'],
     run: (w, b) => w.updateSubscription(b),
   });
   write({
@@ -134,7 +163,9 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/task-unsubscribe',
     summary: 'Unsubscribe the node from a task (JSON body)',
     body: TaskUnsubscribeRequestSchema,
+    example: { task_small_id: 1 },
     response: TxResultSchema,
+    problems: ['badge_not_found', 'task_not_found', 'no_badge', 'task_inactive', 'not_subscribed'],
     run: (w, b) => w.unsubscribe(b),
   });
   write({
@@ -142,7 +173,17 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/try-settle-stacks',
     summary: 'Try to settle stacks, one transaction per stack, claiming their recorded usage by default',
     body: TrySettleRequestSchema,
+    example: { stack_small_ids: [10] },
     response: MultiTxResultSchema,
+    problems: [
+      'badge_not_found',
+      'stack_not_found',
+      'no_badge',
+      'stack_not_ours',
+      'already_settled',
+      'no_usage',
+      'nothing_to_settle',
+    ],
     run: (w, b) => w.trySettle(b),
   });
   write({
@@ -150,7 +191,9 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/submit-attestations',
     summary: 'Attest the listed stacks this node was asked to attest',
     body: SubmitAttestationsRequestSchema,
+    example: { stack_small_ids: [3] },
     response: MultiTxResultSchema,
+    problems: ['badge_not_found', 'no_badge', 'nothing_to_attest'],
     run: (w, b) => w.submitAttestations(b),
   });
   write({
@@ -158,7 +201,16 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     url: '/nodes/claim-funds',
     summary: 'Claim the funds of settled stacks (and of confidential-compute stacks directly)',
     body: ClaimFundsRequestSchema,
+    example: { stack_small_ids: [10] },
     response: ClaimResultSchema,
+    problems: [
+      'badge_not_found',
+      'stack_not_found',
+      'no_badge',
+      'stack_not_ours',
+      'no_usage',
+      'nothing_to_claim',
+    ],
     run: (w, b) => w.claimFunds(b),
   });
 
@@ -167,9 +219,22 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
       tags: ['stacks'],
       summary: "Report work the node's inference server served on a stack (off-chain; no transaction)",
       headers: IDEMPOTENCY_HEADER,
-      params: UsageParamsSchema,
-      body: UsageRequestSchema,
-      response: { 200: UsageResultSchema, ...problems },
+      params: withParameterExamples(UsageParamsSchema, { stack_small_id: 10 }),
+      body: withExample(UsageRequestSchema, { compute_units: 500 }),
+      response: {
+        200: UsageResultSchema,
+        ...problems(
+          'invalid_idempotency_key',
+          'stack_not_found',
+          'stack_not_ours',
+          'over_capacity',
+          'idempotency_key_reused',
+          'idempotency_key_in_flight',
+          'no_network',
+          'chain_unavailable',
+          'store_unavailable',
+        ),
+      },
     },
     preValidation: noNetwork,
     handler: (request, reply) => {
@@ -186,7 +251,7 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     schema: {
       tags: ['writes'],
       summary: "The NodeBadges the daemon's signer owns, with their small ids",
-      response: { 200: BadgesSchema, 503: ProblemSchema },
+      response: { 200: BadgesSchema, ...problems('no_network', 'chain_unavailable') },
     },
     preValidation: noNetwork,
     handler: async () => {
