@@ -19,6 +19,7 @@ import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { toOpenApi31 } from './http/openapi.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { autopilotRoutes } from './http/routes/autopilot.ts';
+import { consoleRoutes } from './http/routes/console.ts';
 import { devRoutes } from './http/routes/dev.ts';
 import { eventRoutes } from './http/routes/events.ts';
 import { metaRoutes } from './http/routes/meta.ts';
@@ -249,5 +250,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     });
   }
   if (dev) await app.register(devRoutes, { dev });
+  await app.register(consoleRoutes);
   return app;
 }
