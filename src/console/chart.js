@@ -81,7 +81,11 @@ export function claimedChart(byEpoch, currentEpoch) {
           width: barWidth,
           height: Math.max(height, bar.claimed > 0n ? 1 : 0),
         },
-        svg('title', {}, `epoch ${bar.epoch}: ${formatUsdc(bar.claimed)} claimed, ${bar.stacks} stacks`),
+        svg(
+          'title',
+          {},
+          `epoch ${bar.epoch}: ${formatUsdc(bar.claimed)} claimed, ${bar.stacks} ${bar.stacks === 1 ? 'stack' : 'stacks'}`,
+        ),
       ),
     ];
     if (i % labelEvery === 0 || i === bars.length - 1) {

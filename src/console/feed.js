@@ -1,5 +1,5 @@
 // @ts-check
-import { formatFill, formatUsdc, idList, shortId } from './format.js';
+import { formatFill, formatInt, formatUsdc, idList, shortId } from './format.js';
 
 /**
  * One node event (GET /events, its `data`) as a line of the activity feed. The fields are those
@@ -19,19 +19,19 @@ export function describeEvent(e) {
       return {
         ...base,
         tone: 'info',
-        text: `A user bought ${stack}: ${e.num_compute_units} units of task ${e.task_small_id} at ${formatUsdc(e.price_per_one_million_compute_units)} per million`,
+        text: `A user bought ${stack}: ${formatInt(e.num_compute_units)} units of task ${e.task_small_id} at ${formatUsdc(e.price_per_one_million_compute_units)} per million`,
       };
     case 'stack_filled':
       return {
         ...base,
         tone: Number(e.threshold) >= 0.9 ? 'warn' : 'info',
-        text: `${capital(stack)} is ${formatFill(e.already_computed_units, e.num_compute_units)} used (${e.already_computed_units} of ${e.num_compute_units} units)`,
+        text: `${capital(stack)} passed ${Math.round(Number(e.threshold) * 100)} % of its units: ${formatInt(e.already_computed_units)} of ${formatInt(e.num_compute_units)} used (${formatFill(e.already_computed_units, e.num_compute_units)})`,
       };
     case 'stack_settled':
       return {
         ...base,
         tone: 'good',
-        text: `${capital(stack)} settled: ${e.num_claimed_compute_units} units, node fee ${formatUsdc(e.node_fee_amount)}, claimable from epoch ${e.claimable_from_epoch ?? '—'}`,
+        text: `${capital(stack)} settled: ${formatInt(e.num_claimed_compute_units)} units, node fee ${formatUsdc(e.node_fee_amount)}, claimable from epoch ${e.claimable_from_epoch ?? '—'}`,
       };
     case 'attestation_requested':
       return {
