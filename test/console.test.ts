@@ -341,6 +341,65 @@ describe('the console in Chromium', () => {
     );
   });
 
+  // `NODE_DAEMON_CONSOLE_SCREENSHOT=docs/console.png node --test test/console.test.ts` redraws the README's
+  // screenshot: a few epochs of a busy node, then the overview.
+  const screenshot = process.env.NODE_DAEMON_CONSOLE_SCREENSHOT;
+  it('draws the README screenshot', {
+    skip: !screenshot && 'NODE_DAEMON_CONSOLE_SCREENSHOT is not set',
+  }, async () => {
+    const buy = async (units: number) =>
+      ok(
+        await d.post('/dev/stacks', {
+          task_small_id: 1,
+          num_compute_units: units,
+          price_per_one_million_compute_units: 2_000_000,
+          selected_node_id: node,
+        }),
+      ).stack_small_id as number;
+    const serve = async (units: number, used: number) => {
+      const id = await buy(units);
+      ok(await d.post(`/stacks/${id}/usage`, { compute_units: used }));
+      return id;
+    };
+    const days = [
+      [400_000, 250_000],
+      [900_000, 600_000, 120_000],
+      [300_000],
+      [820_000, 500_000],
+      [700_000, 650_000, 90_000],
+      [700_000, 400_000],
+      [880_000, 610_000, 300_000],
+    ];
+    for (const served of days) {
+      const ids = [];
+      for (const used of served) ids.push(await serve(used + 50_000, used));
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: ids }));
+      ok(await d.post('/dev/epoch'));
+      ok(await d.post('/nodes/claim-funds', { stack_small_ids: ids }));
+    }
+    // Money in every state: claimable, settling, and open stacks, one of them near full.
+    const claimable = await serve(500_000, 480_000);
+    ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [claimable] }));
+    ok(await d.post('/dev/epoch'));
+    const settling = await serve(250_000, 240_000);
+    ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [settling] }));
+    await serve(600_000, 570_000);
+    await serve(200_000, 60_000);
+    const earnings = ok(await d.get(`/earnings/nodes/${node}`));
+    await page.getByRole('link', { name: 'Overview' }).click();
+    const usdc = (v: unknown) =>
+      `${(BigInt(v as number) / 1_000_000n).toLocaleString('en-US')}.${(BigInt(v as number) % 1_000_000n).toString().padStart(6, '0')} USDC`;
+    await figure(page, 'claimed')
+      .filter({ hasText: usdc(earnings.claimed) })
+      .waitFor();
+    await figure(page, 'unsettled')
+      .filter({ hasText: usdc(earnings.unsettled) })
+      .waitFor();
+    await page.setViewportSize({ width: 1280, height: 1000 });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: screenshot!, fullPage: true });
+  });
+
   it('asks for the token first under --auth all, then shows the node, on a phone-width window', async () => {
     const all = await devDaemon({ auth: 'all' });
     const phone = await browser.newPage({ viewport: { width: 390, height: 844 } });

@@ -89,8 +89,11 @@ const NODE_KEY = 'node-daemon:node';
 const FEED_KEY = 'node-daemon:feed';
 const FEED_SIZE = 200;
 const DEBOUNCE_MS = 120;
-/** The indexer's lag and the epoch change without a node event: the overview asks again this often. */
-const STATUS_EVERY_MS = 10_000;
+/**
+ * What changes without a node event is asked again this often: the indexer's lag, an epoch with nothing
+ * claimable, and usage reports that cross no fill threshold (the earnings' unsettled figure, fill bars).
+ */
+const TICK_MS = 10_000;
 
 export const state = {
   /** @type {string | null} the node shown */
@@ -559,5 +562,6 @@ renderHeader();
 refresh(ALL);
 feed.start();
 setInterval(() => {
-  if (document.visibilityState === 'visible') refresh(['status', 'ready']);
-}, STATUS_EVERY_MS);
+  if (document.visibilityState !== 'visible') return;
+  refresh(current === 'stacks' ? ['status', 'ready', 'earnings', 'stacks'] : ['status', 'ready', 'earnings']);
+}, TICK_MS);

@@ -10,7 +10,7 @@ import { formatInt, formatUnits, formatUsdc, toBig } from './format.js';
 const EPOCHS = 16;
 const WIDTH = 640;
 const HEIGHT = 220;
-const LEFT = 84;
+const LEFT = 64;
 const BOTTOM = 28;
 const TOP = 12;
 
@@ -31,8 +31,7 @@ function niceTop(max) {
  * @param {bigint} value
  */
 function axisLabel(value) {
-  const text = formatUnits(value, 6).replace(/\.?0+$/, '');
-  return `${text} USDC`;
+  return formatUnits(value, 6).replace(/\.0+$|(\.\d*?)0+$/, '$1');
 }
 
 /**
@@ -88,7 +87,7 @@ export function claimedChart(byEpoch, currentEpoch) {
         ),
       ),
     ];
-    if (i % labelEvery === 0 || i === bars.length - 1) {
+    if (i % labelEvery === 0) {
       parts.push(
         svg(
           'text',
@@ -118,7 +117,7 @@ export function claimedChart(byEpoch, currentEpoch) {
     h(
       'figcaption',
       null,
-      `Node fees claimed in each epoch, epochs ${start} to ${end}`,
+      `Node fees claimed in each epoch, in USDC, epochs ${start} to ${end}`,
       earlier.length > 0 ? ` (earlier epochs: ${formatUsdc(earlierTotal)})` : '',
       '.',
     ),

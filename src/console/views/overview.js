@@ -178,7 +178,7 @@ function earningsCard(state) {
             `Refunded to users: ${formatUsdc(e.refunded_to_users)}. `,
             unpriced > 0 ? `${unpriced} stacks of unknown price are counted but not priced. ` : '',
             pilot
-              ? `Autopilot: ${pilot.mode} (${pilot.state})${pilot.last_pass ? `, last pass ${formatTime(pilot.last_pass.at)}` : ''}. `
+              ? `Autopilot: ${pilot.mode}${pilot.state === pilot.mode ? '' : ` (${pilot.state})`}${pilot.last_pass ? `, last pass ${formatTime(pilot.last_pass.at)}` : ''}. `
               : '',
             e.stacks.claimable > 0
               ? h('a', { href: '#stacks', 'data-key': 'to-stacks' }, 'Claim on the Stacks view')
