@@ -331,6 +331,20 @@ describe('the console in Chromium', () => {
     assert.equal(subscriptions[0]!.price_per_one_million_compute_units, 1_000_000);
   });
 
+  it("shows another node's stacks read-only", async () => {
+    await page.locator('#node-input').fill('1');
+    await page.locator('#node-input').press('Enter');
+    await page.getByRole('link', { name: 'Stacks' }).click();
+    await page.locator('#view-stacks p', { hasText: 'not one of the signer’s nodes' }).waitFor();
+    // The peer's stacks (the demo world's) are listed, with nothing to act on.
+    await page.locator('#view-stacks tbody tr').first().waitFor();
+    assert.equal(await page.locator('#view-stacks tbody button').count(), 0, 'nothing to settle or claim');
+    assert.equal(await page.locator('#view-stacks .toolbar button:enabled').count(), 0);
+    await page.locator('#node-input').fill(String(node));
+    await page.locator('#node-input').press('Enter');
+    await page.locator(`#view-stacks tr[data-stack="${stack}"]`).waitFor();
+  });
+
   it('logged no error in the browser console', () => {
     // The one expected entry: Chromium logs the 403 of the wrong token as a failed load.
     const expected = errors.filter((e) => /status of 403/.test(e));

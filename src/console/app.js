@@ -72,7 +72,7 @@ const AFFECTS = /** @type {Record<string, Resource[]>} */ ({
 
 /** Which views show which resources. */
 const VIEWS_OF = /** @type {Record<Resource | 'feed', string[]>} */ ({
-  status: ['overview', 'stacks'],
+  status: ['overview', 'stacks', 'subscriptions'],
   ready: ['overview'],
   tasks: ['stacks', 'subscriptions'],
   autopilot: ['overview', 'autopilot', 'stacks'],
@@ -187,6 +187,15 @@ export const ctx = {
       (/** @type {any} */ b) => String(b.node_small_id) === state.node,
     );
     return badge ? { node_badge_id: badge.badge_id } : {};
+  },
+  /**
+   * Whether the node shown is one of the signer's: writes act on the signer's badges only, so the views
+   * offer them only then (reads of any node are public). True while the badges are not known yet.
+   */
+  ownsNode() {
+    const badges = state.data.status?.badges;
+    if (!Array.isArray(badges) || state.node === null) return true;
+    return badges.some((/** @type {any} */ b) => String(b.node_small_id) === state.node);
   },
   /** Shows another node. @param {string} node */
   showNode: (node) => showNode(node),

@@ -142,9 +142,10 @@ export function stacksView(ctx) {
       if (wanted !== 'all' && st !== wanted) return false;
       return minFill === 0 || fillRatio(s.already_computed_units, s.num_compute_units) >= minFill;
     });
+    const own = ctx.ownsNode();
     const settleable = (/** @type {any} */ s) =>
-      stackState(s, disputed) === 'open' && BigInt(s.already_computed_units) > 0n;
-    const claimable = (/** @type {any} */ s) => stackState(s, disputed) === 'settled';
+      own && stackState(s, disputed) === 'open' && BigInt(s.already_computed_units) > 0n;
+    const claimable = (/** @type {any} */ s) => own && stackState(s, disputed) === 'settled';
     const byId = new Map(stacks.map((s) => [String(s.stack_small_id), s]));
     for (const id of [...selected]) {
       const s = byId.get(id);
@@ -198,7 +199,7 @@ export function stacksView(ctx) {
     summary.textContent =
       state.node === null
         ? 'No node to show.'
-        : `${rows.length} of ${stacks.length} stacks of node ${state.node}${nearFull.length > 0 ? `; ${nearFull.length} open ${nearFull.length === 1 ? 'stack is' : 'stacks are'} near full (≥ ${NEAR_FULL * 100} %)` : ''}.`;
+        : `${rows.length} of ${stacks.length} stacks of node ${state.node}${own ? '' : ' (not one of the signer’s nodes: nothing to settle or claim here)'}${nearFull.length > 0 ? `; ${nearFull.length} open ${nearFull.length === 1 ? 'stack is' : 'stacks are'} near full (≥ ${NEAR_FULL * 100} %)` : ''}.`;
     const headers = ['', 'Stack', 'Task', 'Used', 'Price / 1M units', 'State', 'Node fee', ''];
     replace(
       list,

@@ -157,6 +157,8 @@ export function subscriptionsView(ctx) {
             )
           : null,
       );
+      const own = ctx.ownsNode();
+      form.hidden = !own;
       const subs = /** @type {any[]} */ (state.data.subscriptions ?? []);
       replace(
         current,
@@ -165,6 +167,9 @@ export function subscriptionsView(ctx) {
           caption: state.node === null ? 'Subscriptions' : `Subscriptions of node ${state.node}`,
           headers: ['Task', 'Model', 'Price / 1M units', 'Most units', 'Valid', ''],
           empty: state.node === null ? 'No node to show.' : 'This node subscribes to no task yet.',
+          ...(own
+            ? {}
+            : { caption: `Subscriptions of node ${state.node}, not one of the signer’s nodes (read only)` }),
           rows: subs.map((s) => {
             const id = String(s.task_small_id);
             const task = byId.get(id);
@@ -174,33 +179,34 @@ export function subscriptionsView(ctx) {
               h('span', { class: 'amount' }, formatUsdc(s.price_per_one_million_compute_units)),
               formatInt(s.max_num_compute_units),
               s.valid ? 'yes' : 'no (task removed)',
-              h(
-                'span',
-                { class: 'row-actions' },
+              own &&
                 h(
-                  'button',
-                  {
-                    type: 'button',
-                    'data-key': `price-${id}`,
-                    onclick: () => {
-                      taskSelect.value = id;
-                      priceInput.value = formatUnits(s.price_per_one_million_compute_units, 6).replaceAll(
-                        ',',
-                        '',
-                      );
-                      updateLabel();
-                      priceInput.focus();
-                      priceInput.select();
+                  'span',
+                  { class: 'row-actions' },
+                  h(
+                    'button',
+                    {
+                      type: 'button',
+                      'data-key': `price-${id}`,
+                      onclick: () => {
+                        taskSelect.value = id;
+                        priceInput.value = formatUnits(s.price_per_one_million_compute_units, 6).replaceAll(
+                          ',',
+                          '',
+                        );
+                        updateLabel();
+                        priceInput.focus();
+                        priceInput.select();
+                      },
                     },
-                  },
-                  'Change price',
+                    'Change price',
+                  ),
+                  h(
+                    'button',
+                    { type: 'button', 'data-key': `unsub-${id}`, onclick: () => unsubscribe(id) },
+                    'Unsubscribe',
+                  ),
                 ),
-                h(
-                  'button',
-                  { type: 'button', 'data-key': `unsub-${id}`, onclick: () => unsubscribe(id) },
-                  'Unsubscribe',
-                ),
-              ),
             ];
           }),
         }),
