@@ -19,6 +19,7 @@ import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { finishDocument } from './http/openapi.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { autopilotRoutes } from './http/routes/autopilot.ts';
+import { consoleRoutes, isConsolePath } from './http/routes/console.ts';
 import { devRoutes } from './http/routes/dev.ts';
 import { eventRoutes } from './http/routes/events.ts';
 import { metaRoutes } from './http/routes/meta.ts';
@@ -126,7 +127,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return sendProblem(request, reply, 'not_found', `no endpoint at ${path}; see /docs for the API`);
   });
   // One onRequest and one onResponse hook, synchronous: they run on every request.
-  const guard = createGuard(deps.security, metrics);
+  // The console's page and files are public code: under --auth all it loads, then asks for the token.
+  const guard = createGuard({ ...deps.security, isPublic: isConsolePath }, metrics);
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -249,5 +251,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     });
   }
   if (dev) await app.register(devRoutes, { dev });
+  await app.register(consoleRoutes);
   return app;
 }

@@ -20,6 +20,8 @@ export interface SecurityOptions {
   allowedHosts: readonly string[];
   /** Requests answered concurrently before the daemon sheds load with 503. */
   maxInFlight: number;
+  /** Paths whose reads never need the token, even with auth=all (the console's static files). */
+  isPublic?: ((path: string) => boolean) | undefined;
 }
 
 /** Loads the API token, creating it (32 random bytes, mode 0600) when the file does not exist. */
@@ -159,7 +161,7 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
       const path = request.url.slice(0, query > -1 ? query : undefined);
       if (options.auth === 'none' || OPEN_PATHS.has(path) || request.method === 'OPTIONS') return false;
       const isRead = request.method === 'GET' || request.method === 'HEAD';
-      if (isRead && options.auth === 'writes') return false;
+      if (isRead && (options.auth === 'writes' || options.isPublic?.(path))) return false;
       const header = request.headers.authorization;
       if (header === undefined) {
         return deny(
