@@ -240,7 +240,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       writes &&
       earningsMetrics(metrics, store, async () => (await writes.badges()).map((b) => b.node_small_id)),
   });
-  await app.register(readRoutes, { store, cache: new ResponseCache(config.cacheMb * 1024 * 1024) });
+  const cache = new ResponseCache(config.cacheMb * 1024 * 1024, (outcome) =>
+    metrics.httpCacheLookups.inc({ outcome }),
+  );
+  await app.register(readRoutes, { store, cache });
   await app.register(writeRoutes, { network: config.network, writes, store });
   await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
   if (deps.events) {

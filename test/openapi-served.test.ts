@@ -724,7 +724,7 @@ describe('the /dev routes in the document', () => {
 
 /** Upstream's openapi.yml names two reads by paths its router never had; a client generated from it uses them. */
 const UPSTREAM_ALIASES = [
-  { alias: '/stacks/stacks/nodes/{node_id}', canonical: '/stacks/nodes/{node_id}', query: 'listStacks' },
+  { alias: '/stacks/stacks/nodes/{node_id}', canonical: '/stacks/nodes/{node_id}', query: 'listStacksJson' },
   {
     alias: '/claimed-stacks/claimed_stacks/nodes/{node_id}',
     canonical: '/claimed-stacks/nodes/{node_id}',

@@ -1,75 +1,184 @@
-import type { FastifyReply } from 'fastify';
-import { serialized } from './serialized.ts';
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { VERSION } from '../internal/version.ts';
+import type { Store } from '../store/store.ts';
 
 /**
- * Serialized read responses, keyed by a canonical request key and valid for one store data version. Any
- * commit, by this process or another one on the same store, changes the version and empties the cache.
- * Bounded in bytes; the least recently used entries go first.
+ * Read responses, serialized once and kept until what they show changes. Each response depends on a few
+ * topics (the task list; node N's stacks, tickets, ...: store.ts `topics`), whose versions the store moves
+ * in the transaction of every change, whichever process commits it. A cached response stays valid while
+ * the store's data version has not moved; when it has, its topics' versions are read (one indexed lookup
+ * each) and the response stays if none of its own moved: a usage report on one node's stack does not
+ * evict /tasks or another node's lists.
+ *
+ * Every read answers with a strong ETag made from its topics' versions (and the store's identity and the
+ * daemon's version), so `If-None-Match` gets a 304 without a body, and without even loading the data.
+ * Versions are read before the data: an ETag can be older than its body (the next request reloads), never
+ * newer, so a 304 is never answered for a body that changed.
  */
+
+interface Entry {
+  body: Buffer;
+  etag: string;
+  topics: readonly string[];
+  versions: readonly number[];
+  /** The store's data version when these versions were last confirmed current. */
+  checked: string;
+  /** Headers that go with the body (a page's Link). */
+  headers: Record<string, string>;
+}
+
+/** A read's body: loaded from the store and serialized, with headers that depend on it. */
+export interface Loaded {
+  body: string;
+  headers?: Record<string, string>;
+}
+
 export class ResponseCache {
   readonly #maxBytes: number;
-  readonly #entries = new Map<string, Buffer>();
+  readonly #entries = new Map<string, Entry>();
+  readonly #loading = new Map<string, Promise<Entry>>();
   #bytes = 0;
-  #version: string | undefined;
+  readonly #counted: (outcome: 'hit' | 'miss' | 'not_modified') => void;
 
-  constructor(maxBytes: number) {
+  constructor(maxBytes: number, counted: (outcome: 'hit' | 'miss' | 'not_modified') => void = () => {}) {
     this.#maxBytes = maxBytes;
+    this.#counted = counted;
+  }
+
+  /** Counts a lookup's outcome (node_daemon_http_cache_lookups_total). */
+  count(outcome: 'hit' | 'miss' | 'not_modified'): void {
+    this.#counted(outcome);
   }
 
   get enabled(): boolean {
     return this.#maxBytes > 0;
   }
 
-  get(version: string, key: string): Buffer | undefined {
-    if (version !== this.#version) {
-      this.#entries.clear();
-      this.#bytes = 0;
-      this.#version = version;
-      return undefined;
-    }
-    const body = this.#entries.get(key);
-    if (body !== undefined) {
+  get(key: string): Entry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry !== undefined) {
       this.#entries.delete(key);
-      this.#entries.set(key, body);
+      this.#entries.set(key, entry);
     }
-    return body;
+    return entry;
   }
 
-  set(version: string, key: string, body: Buffer): void {
-    if (version !== this.#version || body.length > this.#maxBytes) return;
+  set(key: string, entry: Entry): void {
+    if (!this.enabled || entry.body.length > this.#maxBytes) return;
     const old = this.#entries.get(key);
-    if (old !== undefined) this.#bytes -= old.length;
-    this.#entries.set(key, body);
-    this.#bytes += body.length;
+    if (old !== undefined) this.#bytes -= old.body.length;
+    this.#entries.set(key, entry);
+    this.#bytes += entry.body.length;
     for (const [oldest, value] of this.#entries) {
       if (this.#bytes <= this.#maxBytes) break;
       this.#entries.delete(oldest);
-      this.#bytes -= value.length;
+      this.#bytes -= value.body.length;
     }
+  }
+
+  delete(key: string): void {
+    const old = this.#entries.get(key);
+    if (old === undefined) return;
+    this.#entries.delete(key);
+    this.#bytes -= old.body.length;
+  }
+
+  /** One load per key at a time: concurrent misses of one key share it. */
+  loadOnce(key: string, load: () => Promise<Entry>): Promise<Entry> {
+    let pending = this.#loading.get(key);
+    if (!pending) {
+      pending = load().finally(() => this.#loading.delete(key));
+      this.#loading.set(key, pending);
+    }
+    return pending;
   }
 }
 
+/** The strong ETag of a response: what it shows is fixed by these topics' versions in this store. */
+function etagOf(
+  storeId: string,
+  key: string,
+  topics: readonly string[],
+  versions: readonly number[],
+): string {
+  const hash = createHash('sha256')
+    .update(`${VERSION}\n${storeId}\n${key}\n${topics.map((t, i) => `${t}=${versions[i]}`).join('\n')}`)
+    .digest('base64url')
+    .slice(0, 27);
+  return `"${hash}"`;
+}
+
+/** Whether If-None-Match names this ETag (a list, or `*`; weak comparison, as RFC 9110 asks for GET). */
+function matches(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
+const same = (a: readonly number[], b: readonly number[]) => a.every((v, i) => v === b[i]);
+
 /**
- * Answers with the cached body for key at the store's current version, or loads, serializes (with the
- * route's response schema) and caches it.
+ * Answers a read: 304 when the client's ETag is current, else the cached body while its topics have not
+ * moved, else loads it (once for concurrent requests), caches and sends it.
  */
 export async function sendCached(
+  request: FastifyRequest,
   reply: FastifyReply,
-  cache: ResponseCache,
-  version: () => Promise<string>,
+  deps: { cache: ResponseCache; store: Store },
   key: string,
-  load: () => Promise<unknown>,
+  topics: readonly string[],
+  load: () => Promise<Loaded>,
 ): Promise<void> {
-  reply.type('application/json; charset=utf-8');
-  if (!cache.enabled) {
-    reply.send(serialized(reply, await load()));
+  const { cache, store } = deps;
+  const ifNoneMatch = request.headers['if-none-match'];
+  reply.header('cache-control', 'no-cache');
+  let entry = cache.get(key);
+  if (entry !== undefined) {
+    const version = await store.dataVersion();
+    if (entry.checked !== version) {
+      const now = await store.topicVersions(entry.topics);
+      if (same(now, entry.versions)) entry.checked = version;
+      else {
+        cache.delete(key);
+        entry = undefined;
+      }
+    }
+  }
+  if (entry === undefined) {
+    // The data version first, then the topics' versions, then the data: each no newer than what follows.
+    const [version, storeId, versions] = await Promise.all([
+      store.dataVersion(),
+      store.storeId(),
+      store.topicVersions(topics),
+    ]);
+    const etag = etagOf(storeId, key, topics, versions);
+    if (matches(ifNoneMatch, etag)) {
+      cache.count('not_modified');
+      reply.header('etag', etag).code(304).send();
+      return;
+    }
+    cache.count('miss');
+    entry = await cache.loadOnce(key, async () => {
+      const loaded = await load();
+      return {
+        body: Buffer.from(loaded.body),
+        etag,
+        topics,
+        versions,
+        checked: version,
+        headers: loaded.headers ?? {},
+      };
+    });
+    cache.set(key, entry);
+  } else {
+    cache.count('hit');
+  }
+  reply.header('etag', entry.etag);
+  if (matches(ifNoneMatch, entry.etag)) {
+    reply.code(304).send();
     return;
   }
-  const current = await version();
-  let body = cache.get(current, key);
-  if (body === undefined) {
-    body = Buffer.from(serialized(reply, await load()));
-    cache.set(current, key, body);
-  }
-  reply.send(body);
+  reply.headers(entry.headers);
+  reply.type('application/json; charset=utf-8').send(entry.body);
 }

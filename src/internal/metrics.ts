@@ -29,6 +29,12 @@ export function createMetrics() {
       help: 'Requests refused with 503 because too many were in flight',
       registers,
     }),
+    httpCacheLookups: new Counter({
+      name: 'node_daemon_http_cache_lookups_total',
+      help: 'Cached reads by outcome: hit (the body kept), miss (loaded), not_modified (304 without loading)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     httpInFlight: new Gauge({
       name: 'node_daemon_http_requests_in_flight',
       help: 'Requests being answered now',

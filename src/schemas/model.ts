@@ -13,8 +13,31 @@ export const NodeIdParamsSchema = Type.Object(
   Strict,
 );
 
+/** The most rows one page of a list answers. */
+export const MAX_PAGE = 10_000;
+
+/**
+ * Optional paging of a list: without them a route answers the whole list, as upstream does. With them it
+ * answers the rows after `after`, at most `limit`, and a `Link: <...>; rel="next"` header while more remain.
+ */
+export const PageQueryProperties = {
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_PAGE,
+      description: `At most this many rows (1 to ${MAX_PAGE}); the Link header names the next page while more remain.`,
+      examples: [100],
+    }),
+  ),
+  after: Type.Optional(
+    SmallId('Only the rows after this small id (the last one of the previous page), in small-id order.'),
+  ),
+};
+export const PageQuerySchema = Type.Object(PageQueryProperties, Strict);
+
 export const StacksQuerySchema = Type.Object(
   {
+    ...PageQueryProperties,
     min_fill_fraction: Type.Optional(
       Type.Number({
         minimum: 0,

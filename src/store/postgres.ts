@@ -27,6 +27,7 @@ import {
   disputedAttestationRow,
   encodeParameters,
   idList,
+  jsonRows,
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
@@ -47,11 +48,13 @@ import type {
   Dispute,
   IndexerCounts,
   IndexerTx,
+  JsonRows,
   Lease,
   LedgerRow,
   NewStack,
   NewTask,
   OpenStack,
+  Page,
   StackClaimed,
   StackTerms,
   Store,
@@ -60,7 +63,7 @@ import type {
   TrySettle,
   UsageOutcome,
 } from './store.ts';
-import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord } from './store.ts';
+import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord, topics } from './store.ts';
 
 const DEFAULT_POOL_SIZE = 10;
 const LOCK_TIMEOUT_MS = 10_000;
@@ -98,6 +101,11 @@ type Row = Record<string, unknown>;
 
 const rows = rowMappers(dec);
 
+/** A page's bind values: after an id (-1: from the first), at most `limit` rows (null: all). */
+function pageArgs(page: Page): [string, number | null] {
+  return [page.after === undefined ? '-1' : enc(page.after), page.limit ?? null];
+}
+
 /** The values of a claim through either path: the ticket (created when never seen), its stack claimed. */
 function claimValues(c: StackClaimed, attesters: string, path: ClaimPath, record: ClaimRecord): unknown[] {
   return [
@@ -133,21 +141,31 @@ function statements<K extends string>(texts: Record<K, string>): Record<K, State
 }
 
 /** The list queries, exported for the test that checks their plans use the indexes. */
+// The lists take a page: rows after an id ($n-1 = -1: from the first), at most $n rows (NULL: all).
 export const LIST_QUERIES = {
-  subscriptions: 'SELECT * FROM node_subscriptions WHERE node_small_id = $1 ORDER BY task_small_id',
-  stacks: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1 ORDER BY stack_small_id`,
+  subscriptions: `SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id > $2
+    ORDER BY task_small_id LIMIT $3`,
+  stacks: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1 AND stack_small_id > $2
+    ORDER BY stack_small_id LIMIT $3`,
   // Like SQLite's REAL arithmetic: double division, zero capacity counting as full (CASE keeps the
   // division from running on it).
   stacksFilled: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1
     AND CASE WHEN num_compute_units = 0 THEN true
       ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
-    ORDER BY stack_small_id`,
+    AND stack_small_id > $3 ORDER BY stack_small_id LIMIT $4`,
+  // The same as the API's JSON, from each row's ready json (0005-ready-json-and-topic-versions.sql).
+  stacksJson: `SELECT stack_small_id, json FROM stacks WHERE selected_node_id = $1 AND stack_small_id > $2
+    ORDER BY stack_small_id LIMIT $3`,
+  stacksFilledJson: `SELECT stack_small_id, json FROM stacks WHERE selected_node_id = $1
+    AND CASE WHEN num_compute_units = 0 THEN true
+      ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
+    AND stack_small_id > $3 ORDER BY stack_small_id LIMIT $4`,
   claimed: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets
-    WHERE selected_node_id = $1 AND is_claimed ORDER BY stack_small_id`,
+    WHERE selected_node_id = $1 AND is_claimed AND stack_small_id > $2 ORDER BY stack_small_id LIMIT $3`,
   disputesAgainst: `SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
-    WHERE original_node_id = $1 ORDER BY stack_small_id, attestation_node_id`,
+    WHERE original_node_id = $1 AND stack_small_id > $2 ORDER BY stack_small_id, attestation_node_id LIMIT $3`,
   disputesOwn: `SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
-    WHERE attestation_node_id = $1 ORDER BY stack_small_id`,
+    WHERE attestation_node_id = $1 AND stack_small_id > $2 ORDER BY stack_small_id LIMIT $3`,
 } as const;
 
 /** What the autopilot asks, exported for the test that checks each is one index range. */
@@ -178,7 +196,7 @@ const BUMP_VERSION = 'UPDATE store_version SET version = version + 1';
 
 const S = statements({
   ...LIST_QUERIES,
-  tasks: 'SELECT * FROM tasks ORDER BY task_small_id',
+  tasks: 'SELECT * FROM tasks WHERE task_small_id > $1 ORDER BY task_small_id LIMIT $2',
   getCursor: 'SELECT * FROM indexer_cursors WHERE source = $1',
   getStackHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1',
   getTask: 'SELECT * FROM tasks WHERE task_small_id = $1',
@@ -302,10 +320,21 @@ const S = statements({
   putRewards: `INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
     SELECT * FROM unnest($1::numeric[], $2::int[], $3::numeric[], $4::numeric[], $5::numeric[])
     ON CONFLICT DO NOTHING`,
+  // Pages repeat the epoch: the chain's topic moves only when the epoch or the parameters do.
+  bumpChainTopic: `WITH before AS (SELECT epoch, parameters FROM chain_state WHERE id = 1)
+    INSERT INTO topic_versions (topic, version)
+    SELECT 'chain', 1 WHERE NOT EXISTS (SELECT 1 FROM before
+      WHERE ($1::numeric IS NULL OR epoch = $1::numeric) AND ($2::text IS NULL OR parameters = $2::text))
+    ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`,
+  bumpTopics: `INSERT INTO topic_versions (topic, version) SELECT unnest($1::text[]), 1
+    ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`,
+  subscribersOf: 'SELECT node_small_id FROM node_subscriptions WHERE task_small_id = $1',
+  topicVersions: 'SELECT topic, version FROM topic_versions WHERE topic = ANY($1::text[])',
+  storeId: 'SELECT store_id FROM store_identity WHERE id = 1',
   saveChainState: `INSERT INTO chain_state AS c (id, epoch, parameters, updated_at) VALUES (1, $1, $2, $3)
     ON CONFLICT (id) DO UPDATE SET epoch = coalesce(excluded.epoch, c.epoch),
       parameters = coalesce(excluded.parameters, c.parameters), updated_at = excluded.updated_at`,
-  lockTicket: `SELECT requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
+  lockTicket: `SELECT selected_node_id, requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
     FROM stack_settlement_tickets WHERE stack_small_id = $1 FOR UPDATE`,
   attest: `UPDATE stack_settlement_tickets SET stack_merkle_leaves = $1, already_attested_nodes = $2
     WHERE stack_small_id = $3`,
@@ -379,6 +408,7 @@ export class PostgresStore implements Store {
   /** The connections of leases and locks, outside the pool; ended by close(). */
   readonly #sessions = new Set<Client>();
   readonly #nodeEvents = new Listeners();
+  #storeId: Promise<string> | undefined;
   /** The session that LISTENs for other processes' node events, once someone listens. */
   #listener: Promise<void> | undefined;
 
@@ -567,6 +597,8 @@ export class PostgresStore implements Store {
   } {
     let open = true;
     let appended = false;
+    /** Topics of cached reads this transaction changed (flushed before COMMIT). */
+    const touched = new Set<string>();
     let failure: unknown;
     let last: Promise<unknown> = Promise.resolve();
     const send = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
@@ -600,6 +632,7 @@ export class PostgresStore implements Store {
         return fresh;
       },
       putTask: async (t: NewTask) => {
+        touched.add(topics.tasks);
         await write(S.putTask, [
           enc(t.task_small_id),
           t.task_id,
@@ -609,9 +642,18 @@ export class PostgresStore implements Store {
           t.minimum_reputation_score,
         ]);
       },
-      deprecateTask: async (id, epoch) =>
-        ((await run(S.deprecateTask, [enc(epoch), enc(id)])).rowCount ?? 0) > 0,
-      removeTask: async (id, epoch) => ((await run(S.removeTask, [enc(epoch), enc(id)])).rowCount ?? 0) > 0,
+      deprecateTask: async (id, epoch) => {
+        touched.add(topics.tasks);
+        return ((await run(S.deprecateTask, [enc(epoch), enc(id)])).rowCount ?? 0) > 0;
+      },
+      removeTask: async (id, epoch) => {
+        touched.add(topics.tasks);
+        // Its subscriptions turn invalid: each subscriber's list changes.
+        for (const row of (await run(S.subscribersOf, [enc(id)])).rows) {
+          touched.add(topics.subscriptions(dec(row.node_small_id)));
+        }
+        return ((await run(S.removeTask, [enc(epoch), enc(id)])).rowCount ?? 0) > 0;
+      },
       putNode: async (id, badgeId, address) => {
         await write(S.putNode, [enc(id), badgeId, address]);
       },
@@ -619,6 +661,7 @@ export class PostgresStore implements Store {
         await write(S.putNodeModel, [enc(id), model, enc(echelon)]);
       },
       putSubscription: async (s) => {
+        touched.add(topics.subscriptions(s.node_small_id));
         await write(S.putSubscription, [
           enc(s.node_small_id),
           enc(s.task_small_id),
@@ -626,9 +669,12 @@ export class PostgresStore implements Store {
           enc(s.max_num_compute_units),
         ]);
       },
-      deleteSubscription: async (node, task) =>
-        ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0,
+      deleteSubscription: async (node, task) => {
+        touched.add(topics.subscriptions(node));
+        return ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0;
+      },
       putStack: async (s: NewStack) => {
+        touched.add(topics.stacks(s.selected_node_id));
         await write(S.putStack, [
           enc(s.selected_node_id),
           enc(s.stack_small_id),
@@ -640,6 +686,7 @@ export class PostgresStore implements Store {
         ]);
       },
       putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
+        touched.add(topics.stacks(t.selected_node_id)).add(topics.tickets(t.selected_node_id));
         const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
         await write(S.putTicket, [
           enc(t.stack_small_id),
@@ -657,6 +704,7 @@ export class PostgresStore implements Store {
         // The ticket row stays locked until commit: another daemon's attestation for it waits, then reads
         // this one's slots.
         const [row] = (await run(S.lockTicket, [enc(a.stack_small_id)])).rows;
+        if (row) touched.add(topics.tickets(dec(row.selected_node_id)));
         if (!row) return 'no_ticket';
         const attested = attestedRow(row, a);
         if (attested === 'not_requested') return attested;
@@ -665,6 +713,7 @@ export class PostgresStore implements Store {
         return 'applied';
       },
       settleTicket: async (t: TicketSettled) => {
+        touched.add(topics.tickets(t.selected_node_id));
         await write(S.settleTicket, [
           enc(t.stack_small_id),
           enc(t.selected_node_id),
@@ -686,9 +735,14 @@ export class PostgresStore implements Store {
         };
       },
       claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
+        touched.add(topics.tickets(c.selected_node_id)).add(topics.stacks(c.selected_node_id));
         await write(S.claimTicket, claimValues(c, idList(c.attestation_nodes), 'settlement_ticket', record));
       },
       putDispute: async (d: Dispute, epoch: U64 | undefined) => {
+        touched
+          .add(topics.tickets(d.original_node_id))
+          .add(topics.disputes(d.original_node_id))
+          .add(topics.disputes(d.attestation_node_id));
         // Locked until commit, as an attestation locks it: a concurrent writer reads this one's result.
         const [ticket] = (await run(S.lockDisputedTicket, [enc(d.stack_small_id)])).rows;
         const attesting = ticket && disputedAttestationRow(ticket, dec, d, epoch);
@@ -705,10 +759,12 @@ export class PostgresStore implements Store {
         ]);
       },
       claimStack: async (c: StackClaimed, record: ClaimRecord) => {
+        touched.add(topics.tickets(c.selected_node_id)).add(topics.stacks(c.selected_node_id));
         await write(S.claimTicket, claimValues(c, '[]', 'confidential_compute', record));
       },
       putAttesterRewards: async (rewards) => {
         if (rewards.length === 0) return;
+        for (const r of rewards) touched.add(topics.rewards(r.node_small_id));
         await write(S.putRewards, [
           rewards.map((r) => enc(r.stack_small_id)),
           rewards.map((r) => r.slot),
@@ -718,6 +774,10 @@ export class PostgresStore implements Store {
         ]);
       },
       saveChainState: async ({ epoch, parameters }) => {
+        await write(S.bumpChainTopic, [
+          encNullable(epoch),
+          parameters === undefined ? null : encodeParameters(parameters),
+        ]);
         await write(S.saveChainState, [
           encNullable(epoch),
           parameters === undefined ? null : encodeParameters(parameters),
@@ -750,6 +810,10 @@ export class PostgresStore implements Store {
     return {
       api,
       flush: async () => {
+        if (touched.size > 0 && failure === undefined) {
+          void send(S.bumpTopics, [[...touched]]);
+          touched.clear();
+        }
         await last;
         if (failure !== undefined) throw failure;
       },
@@ -791,32 +855,54 @@ export class PostgresStore implements Store {
     return row ? rows.cursor(row) : undefined;
   }
 
-  async listTasks(): Promise<Task[]> {
-    return (await this.#rows(S.tasks, [])).map(rows.task);
+  async listTasks(page: Page = {}): Promise<Task[]> {
+    return (await this.#rows(S.tasks, pageArgs(page))).map(rows.task);
   }
 
-  async listSubscriptions(node: U64): Promise<NodeSubscription[]> {
-    return (await this.#rows(S.subscriptions, [enc(node)])).map(rows.subscription);
+  async listSubscriptions(node: U64, page: Page = {}): Promise<NodeSubscription[]> {
+    return (await this.#rows(S.subscriptions, [enc(node), ...pageArgs(page)])).map(rows.subscription);
   }
 
-  async listStacks(node: U64, minFillFraction?: number): Promise<Stack[]> {
+  async listStacks(node: U64, minFillFraction?: number, page: Page = {}): Promise<Stack[]> {
     const found =
       minFillFraction === undefined
-        ? await this.#rows(S.stacks, [enc(node)])
-        : await this.#rows(S.stacksFilled, [enc(node), minFillFraction]);
+        ? await this.#rows(S.stacks, [enc(node), ...pageArgs(page)])
+        : await this.#rows(S.stacksFilled, [enc(node), minFillFraction, ...pageArgs(page)]);
     return found.map(rows.stack);
   }
 
-  async listClaimedStacks(node: U64): Promise<StackSettlementTicket[]> {
-    return (await this.#rows(S.claimed, [enc(node)])).map(rows.ticket);
+  async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
+    // One row past the limit tells whether more remain.
+    const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
+    const found =
+      minFillFraction === undefined
+        ? await this.#rows(S.stacksJson, [enc(node), ...pageArgs(probe)])
+        : await this.#rows(S.stacksFilledJson, [enc(node), minFillFraction, ...pageArgs(probe)]);
+    return jsonRows(found, page.limit, (row) => dec(row.stack_small_id));
   }
 
-  async listDisputesAgainst(node: U64): Promise<StackAttestationDispute[]> {
-    return (await this.#rows(S.disputesAgainst, [enc(node)])).map(rows.dispute);
+  async listClaimedStacks(node: U64, page: Page = {}): Promise<StackSettlementTicket[]> {
+    return (await this.#rows(S.claimed, [enc(node), ...pageArgs(page)])).map(rows.ticket);
   }
 
-  async listDisputesOwn(node: U64): Promise<StackAttestationDispute[]> {
-    return (await this.#rows(S.disputesOwn, [enc(node)])).map(rows.dispute);
+  async listDisputesAgainst(node: U64, page: Page = {}): Promise<StackAttestationDispute[]> {
+    return (await this.#rows(S.disputesAgainst, [enc(node), ...pageArgs(page)])).map(rows.dispute);
+  }
+
+  async listDisputesOwn(node: U64, page: Page = {}): Promise<StackAttestationDispute[]> {
+    return (await this.#rows(S.disputesOwn, [enc(node), ...pageArgs(page)])).map(rows.dispute);
+  }
+
+  async topicVersions(names: readonly string[]): Promise<number[]> {
+    const found = new Map(
+      (await this.#rows(S.topicVersions, [names])).map((r) => [r.topic as string, Number(r.version)]),
+    );
+    return names.map((name) => found.get(name) ?? 0);
+  }
+
+  async storeId(): Promise<string> {
+    this.#storeId ??= this.#rows(S.storeId, []).then(([row]) => String(row?.store_id));
+    return this.#storeId;
   }
 
   addStackUsage(
@@ -842,6 +928,7 @@ export class PostgresStore implements Store {
           if (write) {
             const { already, messages, fillPpm, record } = write;
             appended = await this.#appendOn(client, write.events);
+            await this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]);
             await this.#exec(client, S.setUsage, [
               id,
               enc(already),

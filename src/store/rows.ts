@@ -25,6 +25,7 @@ import type {
   ClaimableTicketOf,
   CursorState,
   Dispute,
+  JsonRows,
   LedgerRow,
   OpenStack,
   StackTerms,
@@ -367,5 +368,25 @@ export function usageChange(
       record: change.record,
       events: fillEvents(identity, before, after, change.already_computed_units, nowMs),
     },
+  };
+}
+
+/** Rows of ready JSON as one list, up to `limit` of them: their texts joined, and the small id of the last. */
+export function jsonRows(
+  found: Record<string, unknown>[],
+  limit: number | undefined,
+  id: (row: Record<string, unknown>) => U64,
+): JsonRows {
+  const count = limit === undefined ? found.length : Math.min(limit, found.length);
+  let body = '[';
+  for (let i = 0; i < count; i++) {
+    if (i > 0) body += ',';
+    body += found[i]!.json as string;
+  }
+  return {
+    body: `${body}]`,
+    count,
+    last: count > 0 ? id(found[count - 1]!) : null,
+    more: found.length > count,
   };
 }

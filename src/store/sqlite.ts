@@ -28,6 +28,7 @@ import {
   disputedAttestationRow,
   encodeParameters,
   idList,
+  jsonRows,
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
@@ -48,11 +49,13 @@ import type {
   Dispute,
   IndexerCounts,
   IndexerTx,
+  JsonRows,
   Lease,
   LedgerRow,
   NewStack,
   NewTask,
   OpenStack,
+  Page,
   StackClaimed,
   StackTerms,
   Store,
@@ -61,7 +64,7 @@ import type {
   TrySettle,
   UsageOutcome,
 } from './store.ts';
-import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord } from './store.ts';
+import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord, topics } from './store.ts';
 
 export const SQLITE_FILE = 'node-daemon.sqlite';
 const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
@@ -86,6 +89,11 @@ function dec(value: unknown): U64 {
 }
 
 const rows = rowMappers(dec);
+
+/** A page's bind values: after an id (-1: from the first), at most `limit` rows (-1: all). */
+function pageArgs(page: Page): [bigint | string, number] {
+  return [page.after === undefined ? -1n : enc(page.after), page.limit ?? -1];
+}
 
 // --- migrations ------------------------------------------------------------------------------------------
 
@@ -150,6 +158,9 @@ export class SqliteStore implements Store {
   #version: string | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
+  #storeId: string | undefined;
+  /** Topics of the cached reads the open transaction changed: their versions move as it commits. */
+  readonly #touched = new Set<string>();
   /** Node events were recorded in the open transaction: tell the listeners once it commits. */
   #appended = false;
   readonly #nodeEvents = new Listeners();
@@ -196,9 +207,13 @@ export class SqliteStore implements Store {
     const run = async (): Promise<T> => {
       this.#guard(() => this.#writer.exec('BEGIN IMMEDIATE'));
       this.#appended = false;
+      this.#touched.clear();
       try {
         const result = await fn(this.#tx);
-        this.#guard(() => this.#writer.exec('COMMIT'));
+        this.#guard(() => {
+          for (const topic of this.#touched) this.#w.bumpTopic!.run(topic);
+          this.#writer.exec('COMMIT');
+        });
         this.#version = undefined;
         if (this.#appended) this.#nodeEvents.emit();
         return result;
@@ -207,6 +222,7 @@ export class SqliteStore implements Store {
         throw fromSqliteError(error);
       } finally {
         this.#appended = false;
+        this.#touched.clear();
       }
     };
     const next = this.#queue.then(run, run);
@@ -227,6 +243,7 @@ export class SqliteStore implements Store {
         return fresh;
       }),
     putTask: async (t: NewTask) => {
+      this.#touched.add(topics.tasks);
       this.#guard(() =>
         this.#w.putTask!.run(
           enc(t.task_small_id),
@@ -238,11 +255,18 @@ export class SqliteStore implements Store {
         ),
       );
     },
-    deprecateTask: async (id, epoch) =>
-      this.#guard(() => this.#w.deprecateTask!.run(enc(epoch), enc(id)).changes > 0),
+    deprecateTask: async (id, epoch) => {
+      this.#touched.add(topics.tasks);
+      return this.#guard(() => this.#w.deprecateTask!.run(enc(epoch), enc(id)).changes > 0);
+    },
     removeTask: async (id, epoch) =>
       this.#guard(() => {
+        this.#touched.add(topics.tasks);
         const found = this.#w.removeTask!.run(enc(epoch), enc(id)).changes > 0;
+        // Its subscriptions turn invalid: each subscriber's list changes.
+        for (const row of this.#w.subscribersOf!.all(enc(id))) {
+          this.#touched.add(topics.subscriptions(dec(row.node_small_id)));
+        }
         this.#w.invalidateSubscriptions!.run(enc(id));
         return found;
       }),
@@ -253,6 +277,7 @@ export class SqliteStore implements Store {
       this.#guard(() => this.#w.putNodeModel!.run(enc(id), model, enc(echelon)));
     },
     putSubscription: async (s) => {
+      this.#touched.add(topics.subscriptions(s.node_small_id));
       this.#guard(() =>
         this.#w.putSubscription!.run(
           enc(s.node_small_id),
@@ -262,9 +287,12 @@ export class SqliteStore implements Store {
         ),
       );
     },
-    deleteSubscription: async (node, task) =>
-      this.#guard(() => this.#w.deleteSubscription!.run(enc(node), enc(task)).changes > 0),
+    deleteSubscription: async (node, task) => {
+      this.#touched.add(topics.subscriptions(node));
+      return this.#guard(() => this.#w.deleteSubscription!.run(enc(node), enc(task)).changes > 0);
+    },
     putStack: async (s: NewStack) => {
+      this.#touched.add(topics.stacks(s.selected_node_id));
       this.#guard(() =>
         this.#w.putStack!.run(
           enc(s.selected_node_id),
@@ -278,6 +306,7 @@ export class SqliteStore implements Store {
       );
     },
     putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
+      this.#touched.add(topics.stacks(t.selected_node_id)).add(topics.tickets(t.selected_node_id));
       const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
       const claimable = epoch === undefined ? undefined : claimableFromEpoch(epoch);
       this.#guard(() => {
@@ -303,11 +332,13 @@ export class SqliteStore implements Store {
         if (!row) return 'no_ticket';
         const attested = attestedRow(row, a);
         if (attested === 'not_requested') return attested;
+        this.#touched.add(topics.tickets(dec(row.selected_node_id)));
         this.#w.attest!.run(attested.leaves, attested.attested, enc(a.stack_small_id));
         this.#w.requestAttested!.run(enc(a.stack_small_id), enc(a.attestation_node_id));
         return 'applied';
       }),
     settleTicket: async (t: TicketSettled) => {
+      this.#touched.add(topics.tickets(t.selected_node_id));
       this.#guard(() =>
         this.#w.settleTicket!.run(
           enc(t.stack_small_id),
@@ -333,6 +364,10 @@ export class SqliteStore implements Store {
       this.#claim(c, idList(c.attestation_nodes), 'settlement_ticket', record);
     },
     putDispute: async (d: Dispute, epoch: U64 | undefined) => {
+      this.#touched
+        .add(topics.tickets(d.original_node_id))
+        .add(topics.disputes(d.original_node_id))
+        .add(topics.disputes(d.attestation_node_id));
       this.#guard(() => {
         const ticket = this.#w.disputedTicket!.get(enc(d.stack_small_id));
         const attesting = ticket && disputedAttestationRow(ticket, dec, d, epoch);
@@ -356,19 +391,28 @@ export class SqliteStore implements Store {
     putAttesterRewards: async (rewards) => {
       this.#guard(() => {
         for (const r of rewards) {
+          this.#touched.add(topics.rewards(r.node_small_id));
           const epoch = r.epoch === null ? null : enc(r.epoch);
           this.#w.putReward!.run(enc(r.stack_small_id), r.slot, enc(r.node_small_id), enc(r.amount), epoch);
         }
       });
     },
     saveChainState: async ({ epoch, parameters }) => {
-      this.#guard(() =>
+      this.#guard(() => {
+        const before = this.#w.chainStateW!.get();
+        const encoded = parameters === undefined ? null : encodeParameters(parameters);
+        // Pages repeat the epoch: only a new one changes what the earnings say.
+        const epochChanged =
+          epoch !== undefined &&
+          (before?.epoch === undefined || dec(before.epoch) !== normalizeU64(BigInt(epoch)));
+        if (epochChanged || (encoded !== null && encoded !== before?.parameters))
+          this.#touched.add(topics.chain);
         this.#w.saveChainState!.run(
           epoch === undefined ? null : enc(epoch),
-          parameters === undefined ? null : encodeParameters(parameters),
+          encoded,
           new Date().toISOString(),
-        ),
-      );
+        );
+      });
     },
     appendNodeEvents: async (events) => this.#append(events),
     listBecomingClaimable: async (after, upTo) =>
@@ -414,6 +458,7 @@ export class SqliteStore implements Store {
 
   /** A claim through either path: the ticket row (created when never seen) and the stack, claimed. */
   #claim(c: StackClaimed, attesters: string, path: ClaimPath, record: ClaimRecord): void {
+    this.#touched.add(topics.tickets(c.selected_node_id)).add(topics.stacks(c.selected_node_id));
     this.#guard(() => {
       this.#w.claimTicket!.run(
         enc(c.stack_small_id),
@@ -434,32 +479,53 @@ export class SqliteStore implements Store {
     return row ? rows.cursor(row) : undefined;
   }
 
-  async listTasks(): Promise<Task[]> {
-    return this.#guard(() => this.#r.tasks!.all().map(rows.task));
+  async listTasks(page: Page = {}): Promise<Task[]> {
+    return this.#guard(() => this.#r.tasks!.all(...pageArgs(page)).map(rows.task));
   }
 
-  async listSubscriptions(node: U64): Promise<NodeSubscription[]> {
-    return this.#guard(() => this.#r.subscriptions!.all(enc(node)).map(rows.subscription));
+  async listSubscriptions(node: U64, page: Page = {}): Promise<NodeSubscription[]> {
+    return this.#guard(() => this.#r.subscriptions!.all(enc(node), ...pageArgs(page)).map(rows.subscription));
   }
 
-  async listStacks(node: U64, minFillFraction?: number): Promise<Stack[]> {
+  async listStacks(node: U64, minFillFraction?: number, page: Page = {}): Promise<Stack[]> {
     return this.#guard(() =>
       minFillFraction === undefined
-        ? this.#r.stacks!.all(enc(node)).map(rows.stack)
-        : this.#r.stacksFilled!.all(enc(node), minFillFraction).map(rows.stack),
+        ? this.#r.stacks!.all(enc(node), ...pageArgs(page)).map(rows.stack)
+        : this.#r.stacksFilled!.all(enc(node), minFillFraction, ...pageArgs(page)).map(rows.stack),
     );
   }
 
-  async listClaimedStacks(node: U64): Promise<StackSettlementTicket[]> {
-    return this.#guard(() => this.#r.claimed!.all(enc(node)).map(rows.ticket));
+  async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
+    // One row past the limit tells whether more remain.
+    const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
+    return this.#guard(() => {
+      const found =
+        minFillFraction === undefined
+          ? this.#r.stacksJson!.all(enc(node), ...pageArgs(probe))
+          : this.#r.stacksFilledJson!.all(enc(node), minFillFraction, ...pageArgs(probe));
+      return jsonRows(found, page.limit, (row) => dec(row.stack_small_id));
+    });
   }
 
-  async listDisputesAgainst(node: U64): Promise<StackAttestationDispute[]> {
-    return this.#guard(() => this.#r.disputesAgainst!.all(enc(node)).map(rows.dispute));
+  async listClaimedStacks(node: U64, page: Page = {}): Promise<StackSettlementTicket[]> {
+    return this.#guard(() => this.#r.claimed!.all(enc(node), ...pageArgs(page)).map(rows.ticket));
   }
 
-  async listDisputesOwn(node: U64): Promise<StackAttestationDispute[]> {
-    return this.#guard(() => this.#r.disputesOwn!.all(enc(node)).map(rows.dispute));
+  async listDisputesAgainst(node: U64, page: Page = {}): Promise<StackAttestationDispute[]> {
+    return this.#guard(() => this.#r.disputesAgainst!.all(enc(node), ...pageArgs(page)).map(rows.dispute));
+  }
+
+  async listDisputesOwn(node: U64, page: Page = {}): Promise<StackAttestationDispute[]> {
+    return this.#guard(() => this.#r.disputesOwn!.all(enc(node), ...pageArgs(page)).map(rows.dispute));
+  }
+
+  async topicVersions(topics: readonly string[]): Promise<number[]> {
+    return this.#guard(() => topics.map((topic) => Number(this.#r.topicVersion!.get(topic)?.version ?? 0)));
+  }
+
+  async storeId(): Promise<string> {
+    this.#storeId ??= this.#guard(() => String(this.#r.storeId!.get()?.store_id));
+    return this.#storeId;
   }
 
   addStackUsage(
@@ -476,6 +542,7 @@ export class SqliteStore implements Store {
         const previous = this.#w.getStackHash!.get(enc(stackSmallId));
         const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
         if (write) {
+          this.#touched.add(topics.stacks(dec(row.selected_node_id)));
           this.#append(write.events);
           this.#w.setUsage!.run(
             enc(write.already),
@@ -785,23 +852,35 @@ const LEDGER_QUERY = `SELECT s.stack_small_id, s.price_per_one_million_compute_u
 
 function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
   return {
-    tasks: db.prepare('SELECT * FROM tasks ORDER BY task_small_id'),
+    // The lists take a page: rows after an id (-1: from the first, as INTEGER -1 sorts before every id)
+    // and at most a number of them (-1: all).
+    tasks: db.prepare('SELECT * FROM tasks WHERE task_small_id > ? ORDER BY task_small_id LIMIT ?'),
     subscriptions: db.prepare(
-      'SELECT * FROM node_subscriptions WHERE node_small_id = ? ORDER BY task_small_id',
+      'SELECT * FROM node_subscriptions WHERE node_small_id = ? AND task_small_id > ? ORDER BY task_small_id LIMIT ?',
     ),
     stacks: db.prepare(
-      `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = ? ORDER BY stack_small_id`,
+      `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = ? AND stack_small_id > ? ORDER BY stack_small_id LIMIT ?`,
     ),
     stacksFilled: db.prepare(`SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = ?1
       AND (CAST(num_compute_units AS REAL) = 0
            OR CAST(already_computed_units AS REAL) / CAST(num_compute_units AS REAL) >= ?2)
-      ORDER BY stack_small_id`),
+      AND stack_small_id > ?3 ORDER BY stack_small_id LIMIT ?4`),
+    // The same lists as the API's JSON: each row's ready json (0005-ready-json-and-topic-versions.sql).
+    stacksJson: db.prepare(
+      'SELECT stack_small_id, json FROM stacks WHERE selected_node_id = ? AND stack_small_id > ? ORDER BY stack_small_id LIMIT ?',
+    ),
+    stacksFilledJson: db.prepare(`SELECT stack_small_id, json FROM stacks WHERE selected_node_id = ?1
+      AND (CAST(num_compute_units AS REAL) = 0
+           OR CAST(already_computed_units AS REAL) / CAST(num_compute_units AS REAL) >= ?2)
+      AND stack_small_id > ?3 ORDER BY stack_small_id LIMIT ?4`),
     claimed: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets
-      WHERE selected_node_id = ? AND is_claimed = 1 ORDER BY stack_small_id`),
+      WHERE selected_node_id = ? AND is_claimed = 1 AND stack_small_id > ? ORDER BY stack_small_id LIMIT ?`),
     disputesAgainst: db.prepare(`SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
-      WHERE original_node_id = ? ORDER BY stack_small_id, attestation_node_id`),
+      WHERE original_node_id = ? AND stack_small_id > ? ORDER BY stack_small_id, attestation_node_id LIMIT ?`),
     disputesOwn: db.prepare(`SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
-      WHERE attestation_node_id = ? ORDER BY stack_small_id`),
+      WHERE attestation_node_id = ? AND stack_small_id > ? ORDER BY stack_small_id LIMIT ?`),
+    topicVersion: db.prepare('SELECT version FROM topic_versions WHERE topic = ?'),
+    storeId: db.prepare('SELECT store_id FROM store_identity WHERE id = 1'),
     getCursor: db.prepare('SELECT * FROM indexer_cursors WHERE source = ?'),
     getStackHash: db.prepare('SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = ?'),
     getTask: db.prepare('SELECT * FROM tasks WHERE task_small_id = ?'),
@@ -869,6 +948,10 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
       'UPDATE tasks SET is_deprecated = 1, is_removed = 1, removed_at_epoch = ? WHERE task_small_id = ?',
     ),
     invalidateSubscriptions: db.prepare('UPDATE node_subscriptions SET valid = 0 WHERE task_small_id = ?'),
+    subscribersOf: db.prepare('SELECT node_small_id FROM node_subscriptions WHERE task_small_id = ?'),
+    bumpTopic: db.prepare(`INSERT INTO topic_versions (topic, version) VALUES (?, 1)
+      ON CONFLICT (topic) DO UPDATE SET version = version + 1`),
+    chainStateW: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),
     putNode: db.prepare('INSERT INTO nodes VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
     putNodeModel: db.prepare(`INSERT INTO node_models VALUES (?, ?, ?)
       ON CONFLICT (node_small_id, model_name) DO UPDATE SET echelon_id = excluded.echelon_id`),
@@ -920,7 +1003,8 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
       WHERE t.is_claimed = 0 AND t.is_in_dispute = 0 AND t.claimable_from_epoch > ? AND t.claimable_from_epoch <= ?
       ORDER BY t.stack_small_id`),
     markSettling: db.prepare('UPDATE stacks SET in_settle_period = 1 WHERE stack_small_id = ?'),
-    getTicket: db.prepare(`SELECT requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
+    getTicket:
+      db.prepare(`SELECT selected_node_id, requested_attestation_nodes, stack_merkle_leaves, already_attested_nodes
       FROM stack_settlement_tickets WHERE stack_small_id = ?`),
     attest:
       db.prepare(`UPDATE stack_settlement_tickets SET stack_merkle_leaves = ?, already_attested_nodes = ?

@@ -92,6 +92,37 @@ export interface ChainState {
   parameters: ProtocolParameters | null;
 }
 
+/** A page of a list: the rows after an id, at most `limit` of them (each absent: from the first, all). */
+export interface Page {
+  after?: U64;
+  limit?: number;
+}
+
+/**
+ * Rows of a list as the API's JSON array text, how many, the small id of the last, and whether rows remain
+ * past the page's limit.
+ */
+export interface JsonRows {
+  body: string;
+  count: number;
+  last: U64 | null;
+  more: boolean;
+}
+
+/**
+ * What a cached read depends on (its topics), each versioned in the store: a change moves the version of
+ * every topic it touched, in its own transaction, whichever process made it.
+ */
+export const topics = {
+  tasks: 'tasks',
+  subscriptions: (node: U64) => `subscriptions:${node}`,
+  stacks: (node: U64) => `stacks:${node}`,
+  tickets: (node: U64) => `tickets:${node}`,
+  disputes: (node: U64) => `disputes:${node}`,
+  rewards: (node: U64) => `rewards:${node}`,
+  chain: 'chain',
+} as const;
+
 /** One stack of a node with its ticket, for the node's earnings; stack fields are null when never seen. */
 export interface LedgerRow {
   stack_small_id: U64;
@@ -232,14 +263,22 @@ export interface Store {
   /** Runs fn in one write transaction; it commits when fn resolves and rolls back when it throws. */
   indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T>;
   getCursor(source: string): Promise<CursorState | undefined>;
-  listTasks(): Promise<Task[]>;
-  listSubscriptions(nodeSmallId: U64): Promise<NodeSubscription[]>;
+  // The lists are in small-id order and take an optional page (Page).
+  listTasks(page?: Page): Promise<Task[]>;
+  listSubscriptions(nodeSmallId: U64, page?: Page): Promise<NodeSubscription[]>;
   /** Stacks of the node; with minFillFraction, those whose usage / capacity >= it (zero capacity is full). */
-  listStacks(nodeSmallId: U64, minFillFraction?: number): Promise<Stack[]>;
+  listStacks(nodeSmallId: U64, minFillFraction?: number, page?: Page): Promise<Stack[]>;
+  /** The same stacks as the API's JSON, from each row's ready JSON: no decoding, no serializing. */
+  listStacksJson(nodeSmallId: U64, minFillFraction?: number, page?: Page): Promise<JsonRows>;
   /** Claimed stacks of the node, through settlement tickets and through the confidential-compute path. */
-  listClaimedStacks(nodeSmallId: U64): Promise<StackSettlementTicket[]>;
-  listDisputesAgainst(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
-  listDisputesOwn(nodeSmallId: U64): Promise<StackAttestationDispute[]>;
+  listClaimedStacks(nodeSmallId: U64, page?: Page): Promise<StackSettlementTicket[]>;
+  /** Disputes against the node, by stack then attester; a page starts after a stack (all its disputes). */
+  listDisputesAgainst(nodeSmallId: U64, page?: Page): Promise<StackAttestationDispute[]>;
+  listDisputesOwn(nodeSmallId: U64, page?: Page): Promise<StackAttestationDispute[]>;
+  /** The current version of each topic (0: never changed). */
+  topicVersions(topics: readonly string[]): Promise<number[]>;
+  /** A random id of this store, made when it was created: versions of different stores never compare. */
+  storeId(): Promise<string>;
   /**
    * Adds served work to a stack's off-chain usage: units to already_computed_units, one message, and the
    * request's hash to the stack's running hash. Refuses (changing nothing) when the stack is unknown or

@@ -1,19 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import type { U64 } from '../../internal/u64.ts';
 import { nodeEarnings } from '../../operations/earnings.ts';
 import { EarningsSchema } from '../../schemas/earnings.ts';
 import {
   NodeIdParamsSchema,
   NodeSubscriptionSchema,
+  PageQuerySchema,
+  type StackAttestationDispute,
   StackAttestationDisputeSchema,
   StackSchema,
   StackSettlementTicketSchema,
   StacksQuerySchema,
   TaskSchema,
 } from '../../schemas/model.ts';
-import type { Store } from '../../store/store.ts';
+import { type Page, type Store, topics } from '../../store/store.ts';
 import { problems } from '../openapi.ts';
-import { type ResponseCache, sendCached } from '../response-cache.ts';
+import { type Loaded, type ResponseCache, sendCached } from '../response-cache.ts';
+import { serialized } from '../serialized.ts';
 
 /** A read answers from the store; a store locked past its timeout is a 503 (bad parameters are added for all). */
 const readProblems = problems('store_unavailable');
@@ -32,21 +37,88 @@ function upstreamAlias(url: string, canonical: string) {
   };
 }
 
+/** The paging a list request asks for: none, or the rows after `after`, at most `limit`. */
+interface PageQuery {
+  limit?: number;
+  after?: number;
+}
+
+/** The URL of the next page: this request's path and query, with `after` (last) the page's last row. */
+function nextLink(request: FastifyRequest, last: U64): string {
+  const url = new URL(request.url, 'http://daemon');
+  url.searchParams.delete('after');
+  url.searchParams.append('after', String(last));
+  return `<${url.pathname}${url.search}>; rel="next"`;
+}
+
+/**
+ * A page of rows, serialized: without a limit, all of them as they were; with one, `limit` rows and the
+ * Link to the next page when more remain (the store was asked for one row more, to tell).
+ */
+function pageOf<Row>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  query: PageQuery,
+  rows: Row[],
+  id: (row: Row) => U64,
+): Loaded {
+  if (query.limit === undefined || rows.length <= query.limit) return { body: serialized(reply, rows) };
+  const page = rows.slice(0, query.limit);
+  return { body: serialized(reply, page), headers: { link: nextLink(request, id(page.at(-1)!)) } };
+}
+
+/** The store's page for a request: one row past the limit, so that the answer can tell whether more remain. */
+const probe = (query: PageQuery): Page =>
+  query.limit === undefined ? query : { ...query, limit: query.limit + 1 };
+
+/** The part of the cache key a page adds. */
+const pageKey = (query: PageQuery) => `${query.after ?? ''}:${query.limit ?? ''}`;
+
+/**
+ * Disputes against a node come by stack, then attester: a page ends with a whole stack, so that the next
+ * one, after that stack, misses none of its disputes. A single stack with more disputes than the limit
+ * comes whole in its page.
+ */
+async function disputesPage(
+  store: Store,
+  node: U64,
+  query: PageQuery,
+): Promise<{ rows: StackAttestationDispute[]; more: boolean }> {
+  const rows = await store.listDisputesAgainst(node, probe(query));
+  if (query.limit === undefined || rows.length <= query.limit) return { rows, more: false };
+  const page = rows.slice(0, query.limit);
+  const split = rows[query.limit]!.stack_small_id;
+  if (page.at(-1)!.stack_small_id !== split) return { rows: page, more: true };
+  const whole = page.filter((d) => d.stack_small_id !== split);
+  if (whole.length > 0) return { rows: whole, more: true };
+  // One stack fills the page: all of its disputes, however many.
+  const from = query.after === undefined ? {} : { after: query.after };
+  const stack = (await store.listDisputesAgainst(node, from)).filter((d) => d.stack_small_id === split);
+  const after = await store.listDisputesAgainst(node, { after: split, limit: 1 });
+  return { rows: stack, more: after.length > 0 };
+}
+
 /** The read API: every list comes from the store, sorted by its small id, wire-compatible with upstream. */
 export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: ResponseCache }> = async (
   app,
   { store, cache },
 ) => {
-  const version = () => store.dataVersion();
+  const deps = { store, cache };
 
   // Every route also answers with a trailing slash (/tasks/ as upstream's spec has it).
   app.get('/tasks', {
     schema: {
       tags: ['tasks'],
       summary: 'Every task the network has registered, deprecated and removed ones included',
+      querystring: PageQuerySchema,
       response: { 200: Type.Array(TaskSchema), ...readProblems },
     },
-    handler: async (_request, reply) => sendCached(reply, cache, version, 'tasks', () => store.listTasks()),
+    handler: async (request, reply) => {
+      const query = request.query;
+      return sendCached(request, reply, deps, `tasks:${pageKey(query)}`, [topics.tasks], async () =>
+        pageOf(request, reply, query, await store.listTasks(probe(query)), (t) => t.task_small_id),
+      );
+    },
   });
 
   app.get('/subscriptions/nodes/:node_id', {
@@ -54,11 +126,22 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['subscriptions'],
       summary: "The node's task subscriptions, by task small id",
       params: NodeIdParamsSchema,
+      querystring: PageQuerySchema,
       response: { 200: Type.Array(NodeSubscriptionSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
-      return sendCached(reply, cache, version, `subscriptions:${node}`, () => store.listSubscriptions(node));
+      const query = request.query;
+      const key = `subscriptions:${node}:${pageKey(query)}`;
+      return sendCached(request, reply, deps, key, [topics.subscriptions(node)], async () =>
+        pageOf(
+          request,
+          reply,
+          query,
+          await store.listSubscriptions(node, probe(query)),
+          (s) => s.task_small_id,
+        ),
+      );
     },
   });
 
@@ -76,10 +159,15 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       },
       handler: async (request, reply) => {
         const node = request.params.node_id;
-        const fraction = request.query.min_fill_fraction;
-        return sendCached(reply, cache, version, `stacks:${node}:${fraction ?? ''}`, () =>
-          store.listStacks(node, fraction),
-        );
+        const { min_fill_fraction: fraction, ...query } = request.query;
+        const key = `stacks:${node}:${fraction ?? ''}:${pageKey(query)}`;
+        // Each stack row keeps its JSON ready in the store: the list is its rows' JSON joined.
+        return sendCached(request, reply, deps, key, [topics.stacks(node)], async () => {
+          const rows = await store.listStacksJson(node, fraction, query);
+          return rows.more && rows.last !== null
+            ? { body: rows.body, headers: { link: nextLink(request, rows.last) } }
+            : { body: rows.body };
+        });
       },
     });
   }
@@ -91,11 +179,22 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
         tags: ['stacks'],
         summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
         params: NodeIdParamsSchema,
+        querystring: PageQuerySchema,
         response: { 200: Type.Array(StackSettlementTicketSchema), ...readProblems },
       },
       handler: async (request, reply) => {
         const node = request.params.node_id;
-        return sendCached(reply, cache, version, `claimed:${node}`, () => store.listClaimedStacks(node));
+        const query = request.query;
+        const key = `claimed:${node}:${pageKey(query)}`;
+        return sendCached(request, reply, deps, key, [topics.tickets(node)], async () =>
+          pageOf(
+            request,
+            reply,
+            query,
+            await store.listClaimedStacks(node, probe(query)),
+            (t) => t.stack_small_id,
+          ),
+        );
       },
     });
   }
@@ -105,11 +204,18 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['disputes'],
       summary: "Disputes raised against the node's settlements (it is the original node)",
       params: NodeIdParamsSchema,
+      querystring: PageQuerySchema,
       response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
-      return sendCached(reply, cache, version, `against:${node}`, () => store.listDisputesAgainst(node));
+      const query = request.query;
+      const key = `against:${node}:${pageKey(query)}`;
+      return sendCached(request, reply, deps, key, [topics.disputes(node)], async () => {
+        const { rows, more } = await disputesPage(store, node, query);
+        const body = serialized(reply, rows);
+        return more ? { body, headers: { link: nextLink(request, rows.at(-1)!.stack_small_id) } } : { body };
+      });
     },
   });
 
@@ -118,11 +224,22 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       tags: ['disputes'],
       summary: 'Disputes the node raised as an attester',
       params: NodeIdParamsSchema,
+      querystring: PageQuerySchema,
       response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
-      return sendCached(reply, cache, version, `own:${node}`, () => store.listDisputesOwn(node));
+      const query = request.query;
+      const key = `own:${node}:${pageKey(query)}`;
+      return sendCached(request, reply, deps, key, [topics.disputes(node)], async () =>
+        pageOf(
+          request,
+          reply,
+          query,
+          await store.listDisputesOwn(node, probe(query)),
+          (d) => d.stack_small_id,
+        ),
+      );
     },
   });
 
@@ -136,7 +253,10 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
     },
     handler: async (request, reply) => {
       const node = request.params.node_id;
-      return sendCached(reply, cache, version, `earnings:${node}`, () => nodeEarnings(store, node));
+      const depends = [topics.stacks(node), topics.tickets(node), topics.rewards(node), topics.chain];
+      return sendCached(request, reply, deps, `earnings:${node}`, depends, async () => ({
+        body: serialized(reply, await nodeEarnings(store, node)),
+      }));
     },
   });
 };

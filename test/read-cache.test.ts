@@ -1,0 +1,298 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import type { App } from '../src/app.ts';
+import { loadConfig } from '../src/config.ts';
+import { buildDaemonApp } from '../src/daemon.ts';
+import { createLogger } from '../src/internal/logger.ts';
+import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
+import { tempDir } from './helpers/tmp.ts';
+
+/**
+ * The response cache keeps a read until one of its own topics changes. Proof by comparison: a daemon with
+ * the cache and an app on the same store without it answer the same bodies after every kind of write,
+ * a write to one node leaves what it does not touch cached, and a 304 never stands for a changed body.
+ */
+
+type Json = Record<string, unknown>;
+
+function ok(res: LightMyRequestResponse): Json {
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json() as Json;
+}
+
+/** Every cached read of nodes 1 to 3 (2 is ours), whole and paged. */
+const READS = [
+  '/tasks',
+  '/tasks?limit=2',
+  ...[1, 2, 3].flatMap((n) => [
+    `/subscriptions/nodes/${n}`,
+    `/stacks/nodes/${n}`,
+    `/stacks/nodes/${n}?min_fill_fraction=0.5`,
+    `/stacks/nodes/${n}?limit=2`,
+    `/claimed-stacks/nodes/${n}`,
+    `/attestation_disputes/against/nodes/${n}`,
+    `/attestation_disputes/own/nodes/${n}`,
+    `/earnings/nodes/${n}`,
+  ]),
+];
+
+async function lookups(d: DevDaemon): Promise<Record<string, number>> {
+  const { values } = await d.services.metrics.httpCacheLookups.get();
+  return Object.fromEntries(values.map((v) => [String(v.labels.outcome), v.value]));
+}
+
+function scenario(engine: 'sqlite' | 'postgres', flags: () => Record<string, string>) {
+  it(`answers what the store holds after every kind of write, on ${engine}`, async () => {
+    const dir = tempDir();
+    const settings = { 'dev-sampling-probability': '1', ...flags() };
+    const d = await devDaemon(settings, dir);
+    // The same store and services, no cache: the reference answer for every read.
+    const config = loadConfig({ 'data-dir': dir.dir, demo: false, ...settings, 'cache-mb': '0' }, {});
+    const plain: App = await buildDaemonApp(config, d.services, createLogger('silent'));
+    /** ETag and body last seen per read, to check every 304 against. */
+    const seen = new Map<string, { etag: string; body: string }>();
+    const check = async (step: string) => {
+      for (const url of READS) {
+        const reference = await plain.inject({ url });
+        const cached = await d.get(url);
+        assert.equal(cached.statusCode, reference.statusCode, `${step}: ${url}`);
+        assert.equal(cached.body, reference.body, `${step}: ${url} is stale`);
+        assert.equal(cached.headers.link, reference.headers.link, `${step}: ${url} Link`);
+        const last = seen.get(url);
+        if (last) {
+          const conditional = await d.app.inject({ url, headers: { 'if-none-match': last.etag } });
+          if (conditional.statusCode === 304) {
+            assert.equal(conditional.body, '');
+            assert.equal(reference.body, last.body, `${step}: ${url} answered 304 for a changed body`);
+          } else {
+            assert.equal(conditional.statusCode, 200);
+            assert.notEqual(conditional.headers.etag, last.etag);
+          }
+        }
+        seen.set(url, { etag: String(cached.headers.etag), body: cached.body });
+      }
+    };
+    try {
+      const steps: [string, () => Promise<unknown>][] = [
+        [
+          'tasks',
+          async () => {
+            for (const security_level of [0, 1, 2]) {
+              ok(
+                await d.post('/dev/tasks', {
+                  role: 0,
+                  model_name: 'meta-llama/Llama-3.3-70B-Instruct',
+                  security_level,
+                }),
+              );
+            }
+          },
+        ],
+        [
+          'a peer',
+          () =>
+            d.post('/dev/nodes', {
+              subscriptions: [1, 2, 3].map((task_small_id) => ({
+                task_small_id,
+                price_per_one_million_compute_units: 1,
+              })),
+            }),
+        ],
+        ['register', () => d.post('/nodes/register')],
+        [
+          'subscribe',
+          async () => {
+            for (const task_small_id of [1, 2, 3])
+              ok(
+                await d.post('/nodes/task-subscribe', {
+                  task_small_id,
+                  price_per_one_million_compute_units: 1,
+                }),
+              );
+          },
+        ],
+        [
+          'update a price',
+          () =>
+            d.post('/nodes/task-update-subscription', {
+              task_small_id: 1,
+              price_per_one_million_compute_units: 2,
+            }),
+        ],
+        [
+          'another peer',
+          () =>
+            d.post('/dev/nodes', {
+              subscriptions: [{ task_small_id: 3, price_per_one_million_compute_units: 1 }],
+            }),
+        ],
+        [
+          'stacks bought',
+          async () => {
+            for (const [task, node] of [
+              [1, 2],
+              [1, 2],
+              [2, 2],
+              [3, 2],
+              [3, 1],
+              [1, 1],
+              [3, 3],
+            ]) {
+              ok(
+                await d.post('/dev/stacks', {
+                  task_small_id: task,
+                  num_compute_units: 1000,
+                  price_per_one_million_compute_units: 2_000_000,
+                  selected_node_id: node,
+                }),
+              );
+            }
+          },
+        ],
+        [
+          'usage',
+          async () => {
+            for (const stack of [1, 2, 3, 4])
+              ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 600 + stack * 50 }));
+          },
+        ],
+        ['settle', () => d.post('/nodes/try-settle-stacks', { stack_small_ids: [1, 4] })],
+        [
+          'peers settle',
+          async () => {
+            for (const stack of [5, 7]) ok(await d.post(`/dev/stacks/${stack}/try-settle`, {}));
+          },
+        ],
+        // The sampled attesters are random: attest what was asked of us, if anything (a skip is fine).
+        [
+          'attest what we were asked',
+          async () => {
+            await d.post('/nodes/submit-attestations', { stack_small_ids: [4, 5, 7] });
+          },
+        ],
+        ['a dispute', () => d.post('/dev/disputes', { stack_small_id: 4, node_small_id: 3 })],
+        ['an epoch', () => d.post('/dev/epoch')],
+        ['claim', () => d.post('/nodes/claim-funds', { stack_small_ids: [1, 3] })],
+        ['a peer claims', () => d.post('/dev/claims', { node_small_id: 3, stack_small_ids: [7] })],
+        ['unsubscribe', () => d.del('/nodes/task-unsubscribe', { task_small_id: 2 })],
+        ['deprecate', () => d.post('/dev/tasks/3/deprecate')],
+        ['another epoch', () => d.post('/dev/epoch')],
+        ['remove', () => d.post('/dev/tasks/3/remove')],
+      ];
+      await check('empty');
+      for (const [name, step] of steps) {
+        const res = await step();
+        if (res && typeof res === 'object' && 'statusCode' in res) ok(res as LightMyRequestResponse);
+        await check(name);
+      }
+
+      // A usage report on our node's stack: its reads change, the others stay cached.
+      const before = await lookups(d);
+      for (const url of ['/tasks', '/stacks/nodes/1', '/stacks/nodes/2', '/earnings/nodes/1'])
+        await d.get(url);
+      ok(await d.post('/stacks/2/usage', { compute_units: 1 }));
+      const after1 = await lookups(d);
+      for (const url of ['/tasks', '/stacks/nodes/1', '/earnings/nodes/1']) await d.get(url);
+      const afterOthers = await lookups(d);
+      assert.equal((afterOthers.miss ?? 0) - (after1.miss ?? 0), 0, 'unaffected reads stay cached');
+      assert.equal((afterOthers.hit ?? 0) - (after1.hit ?? 0), 3);
+      await d.get('/stacks/nodes/2');
+      assert.equal((await lookups(d)).miss! - afterOthers.miss!, 1, "the node's stacks were reloaded");
+      assert.ok(before.hit! > 0);
+    } finally {
+      await plain.close();
+      await d.close();
+    }
+  });
+}
+
+describe('the response cache', () => {
+  scenario('sqlite', () => ({}));
+
+  it('answers 304 to a current ETag without loading the data, and pages with Link headers', async () => {
+    const d = await devDaemon({});
+    try {
+      ok(await d.post('/dev/tasks', { role: 0, security_level: 0 }));
+      ok(await d.post('/nodes/register'));
+      ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
+      const ids: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const bought = ok(
+          await d.post('/dev/stacks', {
+            task_small_id: 1,
+            num_compute_units: 1000,
+            price_per_one_million_compute_units: 2_000_000,
+            selected_node_id: 1,
+          }),
+        );
+        ids.push(bought.stack_small_id as number);
+      }
+      const first = await d.get('/stacks/nodes/1');
+      assert.match(String(first.headers.etag), /^"[\w-]{27}"$/);
+      assert.equal(first.headers['cache-control'], 'no-cache');
+      const queries = async () =>
+        (await d.services.metrics.storeQueryDuration.get()).values.find(
+          (v) => v.metricName?.endsWith('_count') && v.labels.query === 'listStacksJson',
+        )?.value ?? 0;
+      const loads = await queries();
+      const again = await d.app.inject({
+        url: '/stacks/nodes/1',
+        headers: { 'if-none-match': String(first.headers.etag) },
+      });
+      assert.equal(again.statusCode, 304);
+      assert.equal(again.headers.etag, first.headers.etag);
+      // A new daemon app on the same store, empty cache: still 304, and the data is not even read.
+      const config = loadConfig({ 'data-dir': d.dir, demo: false, 'cache-mb': '0' }, {});
+      const fresh = await buildDaemonApp(config, d.services, createLogger('silent'));
+      try {
+        const cold = await fresh.inject({
+          url: '/stacks/nodes/1',
+          headers: { 'if-none-match': `W/${first.headers.etag}, "x"` },
+        });
+        assert.equal(cold.statusCode, 304);
+      } finally {
+        await fresh.close();
+      }
+      assert.equal(await queries(), loads, 'no 304 read the stacks');
+
+      // Pages: following the Link headers gives the whole list, in order.
+      const pages: unknown[] = [];
+      let url: string | undefined = '/stacks/nodes/1?limit=3';
+      while (url) {
+        const res = await d.get(url);
+        pages.push(...(res.json() as unknown[]));
+        const link = res.headers.link as string | undefined;
+        url = link ? /^<([^>]+)>; rel="next"$/.exec(link)![1] : undefined;
+      }
+      assert.deepEqual(pages, first.json());
+      assert.equal(
+        (await d.get('/stacks/nodes/1?limit=7')).headers.link,
+        undefined,
+        'no next page after the last',
+      );
+      const page2 = await d.get(`/stacks/nodes/1?after=${ids[2]}&limit=3`);
+      assert.deepEqual(
+        (page2.json() as { stack_small_id: number }[]).map((s) => s.stack_small_id),
+        ids.slice(3, 6),
+      );
+      assert.equal(page2.headers.link, `</stacks/nodes/1?limit=3&after=${ids[5]}>; rel="next"`);
+      const bad = await d.get('/stacks/nodes/1?limit=0');
+      assert.equal(bad.statusCode, 400);
+      assert.equal((bad.json() as Json).code, 'invalid_parameter');
+    } finally {
+      await d.close();
+    }
+  });
+});
+
+describe('the response cache on PostgreSQL', async () => {
+  if (!(await postgresAvailable('the response cache on PostgreSQL'))) return;
+  let db: TestDatabase;
+  before(async () => {
+    db = (await createTestDatabase())!;
+  });
+  after(() => db.drop());
+  scenario('postgres', () => ({ 'database-url': db.url }));
+});
