@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { stringifyJson } from '../src/internal/json.ts';
 import type { U64 } from '../src/internal/u64.ts';
 import { EMPTY_HASH, extendHash } from '../src/protocol/proofs.ts';
 import {
@@ -224,6 +225,62 @@ export function storeContract(
       const [big] = (await store.listStacks(1)).filter((s) => s.stack_small_id === 5);
       assert.equal(big?.already_computed_units, 2n ** 63n);
       assert.equal(big?.num_compute_units, U64_MAX);
+    });
+
+    it('writes a stack list as JSON exactly as the rows say, and pages it', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        await tx.putStack(newStack(ABOVE_SAFE, 1, U64_MAX));
+        await tx.putStack(newStack(2, 1, 0));
+        await tx.putStack(newStack(7, 1, 1000));
+        await tx.putStack(newStack(9, 2, 1000));
+        await tx.putTicket(
+          {
+            stack_small_id: 7,
+            selected_node_id: 1,
+            requested_attestation_nodes: [],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 600,
+          },
+          3,
+        );
+        await tx.claimTicket(
+          {
+            stack_small_id: 7,
+            selected_node_id: 1,
+            attestation_nodes: [],
+            num_claimed_compute_units: 600,
+            user_refund_amount: 800,
+          },
+          { epoch: 4, node_fee_amount: 1200 },
+        );
+      });
+      assert.equal((await store.addStackUsage(ABOVE_SAFE, 2n ** 63n + 5n, REQUEST, 1)).status, 'recorded');
+      const rows = await store.listStacks(1);
+      const json = await store.listStacksJson(1);
+      // The same bytes as the rows written as JSON (the serializer's field order), u64 digits exact.
+      assert.equal(json.body, stringifyJson(rows));
+      assert.match(json.body, /"already_computed_units":9223372036854775813,/);
+      assert.match(
+        json.body,
+        /"is_claimed":true,"is_locked_for_claim":false,"is_confidential":true,"user_refund_amount":800\}/,
+      );
+      assert.deepEqual([json.count, json.last, json.more], [3, ABOVE_SAFE, false]);
+      assert.equal((await store.listStacksJson(1, 0.5)).body, stringifyJson(await store.listStacks(1, 0.5)));
+      // A page: after an id, at most n rows, and whether more remain.
+      const page = await store.listStacksJson(1, undefined, { after: 2, limit: 1 });
+      assert.deepEqual(
+        [JSON.parse(page.body)[0].stack_small_id, page.count, page.last, page.more],
+        [7, 1, 7, true],
+      );
+      const end = await store.listStacksJson(1, undefined, { after: 7, limit: 1 });
+      assert.deepEqual([end.count, end.last, end.more], [1, ABOVE_SAFE, false]);
+      assert.deepEqual(await store.listStacksJson(3), { body: '[]', count: 0, last: null, more: false });
+      assert.deepEqual(
+        (await store.listStacks(1, undefined, { after: 2, limit: 5 })).map((s) => s.stack_small_id),
+        [7, ABOVE_SAFE],
+      );
     });
 
     it('records usage, refusing unknown stacks and going past capacity', async () => {

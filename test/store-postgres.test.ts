@@ -471,8 +471,6 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           subscriptions: 'node_subscriptions_pkey',
           stacks: 'stacks_pkey',
           stacksFilled: 'stacks_pkey',
-          stacksJson: 'stacks_pkey',
-          stacksFilledJson: 'stacks_pkey',
           claimed: 'stack_settlement_tickets_claimed_by_node',
           disputesAgainst: 'stack_attestation_disputes_against',
           disputesOwn: 'stack_attestation_disputes_own',

@@ -27,10 +27,10 @@ import {
   disputedAttestationRow,
   encodeParameters,
   idList,
-  jsonRows,
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
+  stacksJson,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
   usageChange,
@@ -150,13 +150,6 @@ export const LIST_QUERIES = {
   // Like SQLite's REAL arithmetic: double division, zero capacity counting as full (CASE keeps the
   // division from running on it).
   stacksFilled: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1
-    AND CASE WHEN num_compute_units = 0 THEN true
-      ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
-    AND stack_small_id > $3 ORDER BY stack_small_id LIMIT $4`,
-  // The same as the API's JSON, from each row's ready json (0005-ready-json-and-topic-versions.sql).
-  stacksJson: `SELECT stack_small_id, json FROM stacks WHERE selected_node_id = $1 AND stack_small_id > $2
-    ORDER BY stack_small_id LIMIT $3`,
-  stacksFilledJson: `SELECT stack_small_id, json FROM stacks WHERE selected_node_id = $1
     AND CASE WHEN num_compute_units = 0 THEN true
       ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
     AND stack_small_id > $3 ORDER BY stack_small_id LIMIT $4`,
@@ -872,13 +865,31 @@ export class PostgresStore implements Store {
   }
 
   async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
-    // One row past the limit tells whether more remain.
+    // One row past the limit tells whether more remain; the rows as arrays, for the JSON built from them.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
-    const found =
+    const [statement, values] =
       minFillFraction === undefined
-        ? await this.#rows(S.stacksJson, [enc(node), ...pageArgs(probe)])
-        : await this.#rows(S.stacksFilledJson, [enc(node), minFillFraction, ...pageArgs(probe)]);
-    return jsonRows(found, page.limit, (row) => dec(row.stack_small_id));
+        ? [S.stacks, [enc(node), ...pageArgs(probe)]]
+        : [S.stacksFilled, [enc(node), minFillFraction, ...pageArgs(probe)]];
+    const found = await this.#op(async () => {
+      const client = await this.#connect();
+      try {
+        if (this.#closed) throw closedError();
+        return (
+          await client.query<unknown[]>({
+            name: `${statement.name}_arrays`,
+            text: statement.text,
+            values,
+            rowMode: 'array',
+          })
+        ).rows;
+      } catch (error) {
+        throw statementError(error);
+      } finally {
+        client.release();
+      }
+    });
+    return stacksJson(found, page.limit);
   }
 
   async listClaimedStacks(node: U64, page: Page = {}): Promise<StackSettlementTicket[]> {

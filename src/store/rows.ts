@@ -1,5 +1,5 @@
 import type { U64 } from '../internal/u64.ts';
-import { u64ToString } from '../internal/u64.ts';
+import { normalizeU64, u64ToString } from '../internal/u64.ts';
 import { type ProtocolParameters, readParameters } from '../protocol/constants.ts';
 import { withAttesterLeaf } from '../protocol/proofs.ts';
 import { addUsage, type RequestRecord } from '../protocol/usage.ts';
@@ -371,22 +371,40 @@ export function usageChange(
   };
 }
 
-/** Rows of ready JSON as one list, up to `limit` of them: their texts joined, and the small id of the last. */
-export function jsonRows(
-  found: Record<string, unknown>[],
-  limit: number | undefined,
-  id: (row: Record<string, unknown>) => U64,
-): JsonRows {
+/** A u64 column as JSON digits: SQLite gives a number, or 20-digit TEXT above 2^53; PostgreSQL NUMERIC text. */
+function digitsOf(value: unknown): string {
+  if (typeof value === 'string')
+    return value.length > 1 && value[0] === '0' ? value.replace(/^0+(?=\d)/, '') : value;
+  return String(value);
+}
+const flagOf = (value: unknown) => (value === true || value === 1 || value === 1n ? 'true' : 'false');
+
+/**
+ * A node's stacks as the API's JSON array text, built straight from the rows' values (STACK_COLUMNS, as
+ * arrays) with no objects in between: the cheap miss of a stack list. The same bytes as the route's schema
+ * serializer writes (test/store-contract.ts checks it); the text columns are hex ids and addresses,
+ * checked when indexed, with nothing to escape. At most `limit` rows; `more` when the store found one past.
+ */
+export function stacksJson(found: unknown[][], limit: number | undefined): JsonRows {
   const count = limit === undefined ? found.length : Math.min(limit, found.length);
   let body = '[';
   for (let i = 0; i < count; i++) {
+    const r = found[i]!;
     if (i > 0) body += ',';
-    body += found[i]!.json as string;
+    body +=
+      `{"owner_address":"${r[0]}","stack_small_id":${digitsOf(r[1])},"stack_id":"${r[2]}",` +
+      `"task_small_id":${digitsOf(r[3])},"selected_node_id":${digitsOf(r[4])},` +
+      `"num_compute_units":${digitsOf(r[5])},"price_per_one_million_compute_units":${digitsOf(r[6])},` +
+      `"already_computed_units":${digitsOf(r[7])},"in_settle_period":${flagOf(r[8])},` +
+      `"num_total_messages":${digitsOf(r[9])},"is_claimed":${flagOf(r[10])},` +
+      `"is_locked_for_claim":${flagOf(r[11])},"is_confidential":${flagOf(r[12])},` +
+      `"user_refund_amount":${r[13] === null || r[13] === undefined ? 'null' : digitsOf(r[13])}}`;
   }
+  const last = count > 0 ? found[count - 1]![1] : null;
   return {
     body: `${body}]`,
     count,
-    last: count > 0 ? id(found[count - 1]!) : null,
+    last: last === null ? null : normalizeU64(BigInt(last as string | number)),
     more: found.length > count,
   };
 }

@@ -28,10 +28,10 @@ import {
   disputedAttestationRow,
   encodeParameters,
   idList,
-  jsonRows,
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
+  stacksJson,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
   usageChange,
@@ -177,6 +177,11 @@ export class SqliteStore implements Store {
     }
     this.#w = prepareWrites(this.#writer);
     this.#r = prepareReads(this.#reader);
+    // The stack lists as rows of values (arrays), for the JSON built straight from them.
+    this.#r.stacksArrays = this.#reader.prepare(this.#r.stacks!.sourceSQL);
+    this.#r.stacksArrays.setReturnArrays(true);
+    this.#r.stacksFilledArrays = this.#reader.prepare(this.#r.stacksFilled!.sourceSQL);
+    this.#r.stacksFilledArrays.setReturnArrays(true);
   }
 
   /** Runs one driver call, translating its errors and refusing work after close. */
@@ -501,9 +506,9 @@ export class SqliteStore implements Store {
     return this.#guard(() => {
       const found =
         minFillFraction === undefined
-          ? this.#r.stacksJson!.all(enc(node), ...pageArgs(probe))
-          : this.#r.stacksFilledJson!.all(enc(node), minFillFraction, ...pageArgs(probe));
-      return jsonRows(found, page.limit, (row) => dec(row.stack_small_id));
+          ? this.#r.stacksArrays!.all(enc(node), ...pageArgs(probe))
+          : this.#r.stacksFilledArrays!.all(enc(node), minFillFraction, ...pageArgs(probe));
+      return stacksJson(found as unknown as unknown[][], page.limit);
     });
   }
 
@@ -862,14 +867,6 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
       `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = ? AND stack_small_id > ? ORDER BY stack_small_id LIMIT ?`,
     ),
     stacksFilled: db.prepare(`SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = ?1
-      AND (CAST(num_compute_units AS REAL) = 0
-           OR CAST(already_computed_units AS REAL) / CAST(num_compute_units AS REAL) >= ?2)
-      AND stack_small_id > ?3 ORDER BY stack_small_id LIMIT ?4`),
-    // The same lists as the API's JSON: each row's ready json (0005-ready-json-and-topic-versions.sql).
-    stacksJson: db.prepare(
-      'SELECT stack_small_id, json FROM stacks WHERE selected_node_id = ? AND stack_small_id > ? ORDER BY stack_small_id LIMIT ?',
-    ),
-    stacksFilledJson: db.prepare(`SELECT stack_small_id, json FROM stacks WHERE selected_node_id = ?1
       AND (CAST(num_compute_units AS REAL) = 0
            OR CAST(already_computed_units AS REAL) / CAST(num_compute_units AS REAL) >= ?2)
       AND stack_small_id > ?3 ORDER BY stack_small_id LIMIT ?4`),
