@@ -1,0 +1,289 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { type App, buildApp } from '../src/app.ts';
+import { loadOrCreateToken } from '../src/http/security.ts';
+import { createLogger } from '../src/internal/logger.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
+import { type RawExchange, type RawResponse, rawExchange } from './helpers/raw-http.ts';
+import { tempDir } from './helpers/tmp.ts';
+
+/**
+ * What happens below the routes, over real connections: requests Node's HTTP parser refuses, CONNECT.
+ * Each gets a problem like any other error, and its connection is closed.
+ */
+
+async function setup() {
+  const tmp = tempDir();
+  const store = new SqliteStore({ dataDir: tmp.dir });
+  const token = readFileSync(loadOrCreateToken(tmp.dir).file, 'utf8').trim();
+  const app = await buildApp({
+    config: TEST_APP_CONFIG,
+    store,
+    logger: createLogger('silent'),
+    security: openSecurity(tmp.dir, { auth: 'writes' }),
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.server.address() as { port: number }).port;
+  return {
+    app,
+    port,
+    token,
+    host: `Host: 127.0.0.1:${port}\r\n`,
+    close: async () => {
+      await app.close();
+      await store.close();
+      await tmp.remove();
+    },
+  };
+}
+
+/** Asserts a raw response is the problem with this status and code, sent whole, and returns its body. */
+function assertProblem(
+  response: RawResponse | undefined,
+  status: number,
+  code: string,
+): Record<string, unknown> {
+  assert.ok(response, `expected a ${status} ${code} answer, got none`);
+  assert.equal(response.status, status, response.body.toString());
+  assert.match(response.headers['content-type'] ?? '', /^application\/problem\+json/);
+  assert.equal(Number(response.headers['content-length']), response.body.length);
+  const body = JSON.parse(response.body.toString()) as Record<string, unknown>;
+  assert.equal(body.status, status);
+  assert.equal(body.code, code, String(body.detail));
+  assert.equal(body.type, `urn:node-daemon:problem:${code}`);
+  assert.ok(String(body.detail).length > 10);
+  assert.equal(body.request_id, response.headers['x-request-id']);
+  return body;
+}
+
+/** Asserts the exchange is one problem, after which the daemon closed the connection. */
+function assertRefused(exchange: RawExchange, status: number, code: string): Record<string, unknown> {
+  assert.equal(exchange.responses.length, 1, `one answer, got ${exchange.responses.length}`);
+  const body = assertProblem(exchange.responses[0], status, code);
+  assert.equal(exchange.responses[0]?.headers.connection, 'close');
+  assert.ok(exchange.closed, 'the daemon closes the connection');
+  assert.equal(exchange.rest.length, 0, `nothing after the answer: ${exchange.rest.toString()}`);
+  return body;
+}
+
+describe('HTTP below the routes', () => {
+  let ctx: Awaited<ReturnType<typeof setup>>;
+  let app: App;
+  before(async () => {
+    ctx = await setup();
+    app = ctx.app;
+  });
+  after(() => ctx.close());
+
+  it('answers what the HTTP parser refuses with a problem, and closes the connection', async (t) => {
+    const H = ctx.host;
+    const post = (headers: string, body = '{}') =>
+      `POST /nodes/register HTTP/1.1\r\n${H}authorization: Bearer ${ctx.token}\r\n${headers}\r\n${body}`;
+    const cases: { label: string; request: string; status: number; code: string; parameter?: string }[] = [
+      {
+        label: 'Content-Length with Transfer-Encoding',
+        request: post(
+          'content-type: application/json\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n',
+          '2\r\n{}\r\n0\r\n\r\n',
+        ),
+        status: 400,
+        code: 'malformed_http',
+        parameter: 'transfer-encoding',
+      },
+      {
+        label: 'two Content-Length headers',
+        request: post('content-type: application/json\r\ncontent-length: 2\r\ncontent-length: 3\r\n'),
+        status: 400,
+        code: 'malformed_http',
+        parameter: 'content-length',
+      },
+      {
+        label: 'Content-Length not digits',
+        request: post('content-type: application/json\r\ncontent-length: 2x\r\n'),
+        status: 400,
+        code: 'malformed_http',
+        parameter: 'content-length',
+      },
+      {
+        label: 'a Transfer-Encoding other than chunked',
+        request: post('content-type: application/json\r\ntransfer-encoding: gzip\r\n'),
+        status: 400,
+        code: 'malformed_http',
+        parameter: 'transfer-encoding',
+      },
+      {
+        label: 'a broken chunk in a body the route reads',
+        request: post(
+          'content-type: application/json\r\ntransfer-encoding: chunked\r\n',
+          'zz\r\n{}\r\n0\r\n\r\n',
+        ),
+        status: 400,
+        code: 'malformed_http',
+      },
+      {
+        label: 'a NUL in a header value',
+        request: `GET /tasks HTTP/1.1\r\n${H}x-a: a\0b\r\n\r\n`,
+        status: 400,
+        code: 'malformed_http',
+      },
+      {
+        label: 'a header without a colon',
+        request: `GET /tasks HTTP/1.1\r\n${H}oops\r\n\r\n`,
+        status: 400,
+        code: 'malformed_http',
+      },
+      {
+        label: 'bare LF line ends',
+        request: 'GET /tasks HTTP/1.1\nhost: 127.0.0.1\n\n',
+        status: 400,
+        code: 'malformed_http',
+      },
+      {
+        label: 'a TLS handshake',
+        request: '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03',
+        status: 400,
+        code: 'malformed_http',
+      },
+      {
+        label: 'no Host',
+        request: 'GET /tasks HTTP/1.1\r\n\r\n',
+        status: 400,
+        code: 'malformed_http',
+        parameter: 'host',
+      },
+      {
+        label: 'two Hosts',
+        request: `GET /tasks HTTP/1.1\r\n${H}${H}\r\n`,
+        status: 400,
+        code: 'malformed_http',
+        parameter: 'host',
+      },
+      {
+        label: 'a huge header',
+        request: `GET /tasks HTTP/1.1\r\n${H}x-big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        status: 431,
+        code: 'headers_too_large',
+      },
+      {
+        label: 'a huge URL',
+        request: `GET /tasks?${'a'.repeat(20_000)}=1 HTTP/1.1\r\n${H}\r\n`,
+        status: 431,
+        code: 'headers_too_large',
+      },
+      {
+        label: 'an Expect the daemon cannot meet',
+        request: post('content-type: application/json\r\ncontent-length: 2\r\nexpect: 200-ok\r\n'),
+        status: 417,
+        code: 'expectation_failed',
+        parameter: 'expect',
+      },
+      {
+        label: 'HTTP/3',
+        request: `GET /tasks HTTP/3.0\r\n${H}\r\n`,
+        status: 505,
+        code: 'http_version_not_supported',
+      },
+      {
+        label: "HTTP/2's preface",
+        request: 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
+        status: 505,
+        code: 'http_version_not_supported',
+      },
+      { label: 'HTTP/1.2', request: `GET /tasks HTTP/1.2\r\n${H}\r\n`, status: 400, code: 'malformed_http' },
+    ];
+    for (const c of cases) {
+      const exchange = await rawExchange(ctx.port, Buffer.from(c.request, 'latin1'));
+      await t.test(c.label, () => {
+        const body = assertRefused(exchange, c.status, c.code);
+        assert.equal(body.parameter, c.parameter);
+      });
+    }
+    const metrics = await app.inject({ url: '/metrics' });
+    assert.match(
+      metrics.body,
+      /node_daemon_http_requests_total\{route="unmatched",method="unknown",status="400"\} \d+/,
+    );
+  });
+
+  it('answers methods it does not take, CONNECT and lowercase ones included, with 405 and Allow (404 off its paths)', async () => {
+    const H = ctx.host;
+    const cases: [string, number, string | undefined, string][] = [
+      [`get /tasks HTTP/1.1\r\n${H}\r\n`, 405, 'GET, HEAD', '/tasks'],
+      [`FOO /tasks/ HTTP/1.1\r\n${H}\r\n`, 405, 'GET, HEAD', '/tasks/'],
+      [`post /nodes/register HTTP/1.1\r\n${H}content-length: 0\r\n\r\n`, 405, 'POST', '/nodes/register'],
+      [`get /no/such/path HTTP/1.1\r\n${H}\r\n`, 404, undefined, '/no/such/path'],
+      [
+        'CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n',
+        405,
+        'GET, HEAD, POST, DELETE',
+        'example.com:443',
+      ],
+      [`CONNECT /tasks HTTP/1.1\r\n${H}\r\n`, 405, 'GET, HEAD', '/tasks'],
+    ];
+    for (const [request, status, allow, instance] of cases) {
+      const exchange = await rawExchange(ctx.port, request);
+      const body = assertRefused(exchange, status, status === 405 ? 'method_not_allowed' : 'not_found');
+      assert.equal(exchange.responses[0]?.headers.allow, allow, request);
+      assert.equal(body.instance, instance);
+    }
+    // What the parser knows but no route takes is answered the same way, through the routes.
+    const trace = await app.inject({
+      method: 'TRACE' as 'GET',
+      url: '/tasks',
+      headers: { authorization: `Bearer ${ctx.token}` },
+    });
+    assert.equal(trace.statusCode, 405);
+    assert.equal(trace.headers.allow, 'GET, HEAD');
+    const lower = await rawExchange(ctx.port, `get /tasks HTTP/1.1\r\n${H}\r\n`);
+    assert.match(String(JSON.parse(lower.responses[0]?.body.toString() ?? '{}').detail), /case-sensitive/);
+  });
+
+  it('an answer given before the body was read stands: a broken body then closes the connection, unanswered', async () => {
+    const H = ctx.host;
+    // No token: 401 at once; the chunked body that follows is broken.
+    const exchange = await rawExchange(
+      ctx.port,
+      `POST /nodes/register HTTP/1.1\r\n${H}content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    );
+    assert.equal(exchange.responses.length, 1);
+    assertProblem(exchange.responses[0], 401, 'unauthorized');
+    assert.ok(exchange.closed);
+    assert.equal(exchange.rest.length, 0);
+    // Cut short instead: the same.
+    const cut = await rawExchange(
+      ctx.port,
+      `POST /nodes/register HTTP/1.1\r\n${H}content-type: application/json\r\ncontent-length: 10\r\n\r\n{`,
+      { halfClose: true },
+    );
+    assert.equal(cut.responses.length, 1);
+    assertProblem(cut.responses[0], 401, 'unauthorized');
+  });
+
+  it('a request cut short while its body is read is refused as malformed', async () => {
+    const exchange = await rawExchange(
+      ctx.port,
+      `POST /nodes/register HTTP/1.1\r\n${ctx.host}authorization: Bearer ${ctx.token}\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n{`,
+      { halfClose: true },
+    );
+    const body = assertRefused(exchange, 400, 'malformed_http');
+    assert.equal(body.instance, '/nodes/register');
+  });
+
+  it('answers the good requests of a pipeline, then the bad one, on the same connection', async () => {
+    const H = ctx.host;
+    const exchange = await rawExchange(
+      ctx.port,
+      `GET /health HTTP/1.1\r\n${H}\r\nGET /tasks?x=1 HTTP/1.1\r\n${H}\r\nget /health HTTP/1.1\r\n${H}\r\n`,
+    );
+    assert.deepEqual(
+      exchange.responses.map((r) => r.status),
+      [200, 400, 405],
+    );
+    assertProblem(exchange.responses[1], 400, 'invalid_parameter');
+    const body = assertProblem(exchange.responses[2], 405, 'method_not_allowed');
+    assert.equal(body.instance, '/health');
+    assert.ok(exchange.closed);
+  });
+});
