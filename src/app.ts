@@ -69,6 +69,8 @@ export interface AppDeps {
   autopilot?: Autopilot | undefined;
   /** The live node events (GET /events); absent, the route is not served. */
   events?: EventHub | undefined;
+  /** How long a request may take to arrive whole (REQUEST_TIMEOUT_MS); tests shorten it. */
+  requestTimeoutMs?: number | undefined;
 }
 
 /** Largest request body any endpoint accepts. */
@@ -78,19 +80,32 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 /** An idle keep-alive connection is closed after this time. */
 export const KEEP_ALIVE_TIMEOUT_MS = 10_000;
 
+/**
+ * How often Node looks for requests past their time (its default, 30 s, let one take up to 90 s): often
+ * enough that a request is refused within a second of its limit.
+ */
+function timeoutCheckInterval(requestTimeoutMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(requestTimeoutMs / 20)));
+}
+
 /** Builds the HTTP application; it never listens by itself. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, logger, writes, dev } = deps;
   const metrics = deps.metrics ?? createMetrics();
+  const requestTimeoutMs = deps.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   // A mirror of the route table, to tell 405 (the path exists for other methods) from 404.
   const methods = new MethodTable();
-  const rawAnswers = { table: methods, logger, metrics, requestTimeoutMs: REQUEST_TIMEOUT_MS };
+  const rawAnswers = { table: methods, logger, metrics, requestTimeoutMs };
   const app = Fastify({
     // An incoming X-Request-Id is kept when it is sane, so a caller can follow its request in the logs.
     requestIdHeader: false,
     genReqId: (request) => requestIdOf(request.headers),
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    // The whole request, head included, within requestTimeoutMs; checked often enough to hold to it.
+    requestTimeout: requestTimeoutMs,
     http: {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: timeoutCheckInterval(requestTimeoutMs),
       // A missing Host is refused in onRequest below, with a problem rather than Node's empty 400.
       requireHostHeader: false,
     },

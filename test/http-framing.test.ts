@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { type App, buildApp } from '../src/app.ts';
+import { type App, buildApp, REQUEST_TIMEOUT_MS } from '../src/app.ts';
 import { loadOrCreateToken } from '../src/http/security.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
@@ -10,11 +10,14 @@ import { type RawExchange, type RawResponse, rawExchange } from './helpers/raw-h
 import { tempDir } from './helpers/tmp.ts';
 
 /**
- * What happens below the routes, over real connections: requests Node's HTTP parser refuses, CONNECT.
- * Each gets a problem like any other error, and its connection is closed.
+ * What happens below the routes, over real connections: requests Node's HTTP parser refuses, CONNECT,
+ * requests that do not arrive whole in time. Each gets a problem like any other error, and its connection
+ * is closed. The app runs with a short request timeout so that the timeouts are tested as they run.
  */
 
-async function setup() {
+const TIMEOUT_MS = 500;
+
+async function setup(requestTimeoutMs?: number) {
   const tmp = tempDir();
   const store = new SqliteStore({ dataDir: tmp.dir });
   const token = readFileSync(loadOrCreateToken(tmp.dir).file, 'utf8').trim();
@@ -23,6 +26,7 @@ async function setup() {
     store,
     logger: createLogger('silent'),
     security: openSecurity(tmp.dir, { auth: 'writes' }),
+    requestTimeoutMs,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as { port: number }).port;
@@ -72,7 +76,7 @@ describe('HTTP below the routes', () => {
   let ctx: Awaited<ReturnType<typeof setup>>;
   let app: App;
   before(async () => {
-    ctx = await setup();
+    ctx = await setup(TIMEOUT_MS);
     app = ctx.app;
   });
   after(() => ctx.close());
@@ -240,6 +244,28 @@ describe('HTTP below the routes', () => {
     assert.match(String(JSON.parse(lower.responses[0]?.body.toString() ?? '{}').detail), /case-sensitive/);
   });
 
+  it('refuses a request that is not whole in time with 408 within a small margin, even one that trickles', async () => {
+    const H = ctx.host;
+    const post = `POST /nodes/register HTTP/1.1\r\n${H}authorization: Bearer ${ctx.token}\r\ncontent-type: application/json\r\n`;
+    const [shortBody, partialHead, slow] = await Promise.all([
+      rawExchange(ctx.port, `${post}content-length: 10\r\n\r\n{}`),
+      rawExchange(ctx.port, `GET /tasks HTTP/1.1\r\n${H}`),
+      // A byte every 50 ms keeps the connection busy, but the limit is on the whole request.
+      rawExchange(ctx.port, [`${post}content-length: 100\r\n\r\n`, ...' '.repeat(99)], { paceMs: 50 }),
+    ]);
+    for (const [exchange, instance] of [
+      [shortBody, '/nodes/register'],
+      [partialHead, '*'],
+      [slow, '/nodes/register'],
+    ] as const) {
+      const body = assertRefused(exchange, 408, 'request_timeout');
+      assert.equal(body.instance, instance);
+      assert.ok(exchange.elapsedMs >= TIMEOUT_MS - 5, `not before the limit: ${exchange.elapsedMs} ms`);
+      // Within a second of the limit even on a loaded machine (Node's own check came up to 30 s late).
+      assert.ok(exchange.elapsedMs < TIMEOUT_MS + 1000, `soon after the limit: ${exchange.elapsedMs} ms`);
+    }
+  });
+
   it('an answer given before the body was read stands: a broken body then closes the connection, unanswered', async () => {
     const H = ctx.host;
     // No token: 401 at once; the chunked body that follows is broken.
@@ -285,5 +311,20 @@ describe('HTTP below the routes', () => {
     const body = assertProblem(exchange.responses[2], 405, 'method_not_allowed');
     assert.equal(body.instance, '/health');
     assert.ok(exchange.closed);
+  });
+});
+
+describe('the request time limit', () => {
+  it('is the promised 30 s for the head and the whole request, checked every second', async () => {
+    const ctx = await setup();
+    try {
+      assert.equal(REQUEST_TIMEOUT_MS, 30_000);
+      const server = ctx.app.server as typeof ctx.app.server & { connectionsCheckingInterval: number };
+      assert.equal(server.requestTimeout, REQUEST_TIMEOUT_MS);
+      assert.equal(server.headersTimeout, REQUEST_TIMEOUT_MS);
+      assert.ok(server.connectionsCheckingInterval <= 1000, String(server.connectionsCheckingInterval));
+    } finally {
+      await ctx.close();
+    }
   });
 });
