@@ -312,6 +312,32 @@ describe('HTTP below the routes', () => {
     assert.equal(body.instance, '/health');
     assert.ok(exchange.closed);
   });
+
+  it('holds odd request targets to what HTTP/1.1 allows', async () => {
+    const H = ctx.host;
+    // The asterisk form is for OPTIONS only.
+    const star = await rawExchange(ctx.port, `GET * HTTP/1.1\r\n${H}\r\n`);
+    assertRefused(star, 400, 'malformed_http');
+    const options = await rawExchange(ctx.port, `OPTIONS * HTTP/1.1\r\n${H}\r\n`, { responses: 1 });
+    assertProblem(options.responses[0], 405, 'method_not_allowed');
+    // An absolute-form target names its host, which the Host check then holds (RFC 9112, section 3.2.2).
+    const foreign = await rawExchange(ctx.port, `GET http://evil.example/tasks HTTP/1.1\r\n${H}\r\n`, {
+      responses: 1,
+    });
+    assertProblem(foreign.responses[0], 403, 'host_not_allowed');
+    const own = await rawExchange(ctx.port, `GET http://127.0.0.1:${ctx.port}/tasks HTTP/1.1\r\n${H}\r\n`, {
+      responses: 1,
+    });
+    assert.equal(own.responses[0]?.status, 200);
+    const missing = await rawExchange(
+      ctx.port,
+      `GET http://127.0.0.1:${ctx.port}/nope HTTP/1.1\r\n${H}\r\n`,
+      {
+        responses: 1,
+      },
+    );
+    assertProblem(missing.responses[0], 404, 'not_found');
+  });
 });
 
 describe('the request time limit', () => {

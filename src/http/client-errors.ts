@@ -55,7 +55,8 @@ export interface PendingProblem {
 
 /** 405 with Allow when the target exists for other methods, else 404: for any method the daemon does not take. */
 export function methodProblem(table: MethodTable, method: string, target: string): PendingProblem {
-  const path = target.split('?')[0] || '/';
+  // The path of an absolute-form target (http://host/path) is what is routed.
+  const path = target.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '').split('?')[0] || '/';
   const allowed = table.allowed(path);
   if (allowed.length === 0)
     return { code: 'not_found', detail: `no endpoint at ${path}; see /docs for the API` };
@@ -91,7 +92,8 @@ function hostHeaders(rawHeaders: string[]): number {
 
 /**
  * What Node's parser lets through to the routes but HTTP/1.1 refuses (RFC 9112, section 3): an HTTP/1.1
- * request without exactly one Host, and an Expect the daemon cannot meet, which Node hands over through 'checkExpectation' (without a listener
+ * request without exactly one Host, the asterisk-form target (`*`) with a method other than OPTIONS, and
+ * an Expect the daemon cannot meet, which Node hands over through 'checkExpectation' (without a listener
  * it answers an empty 417). Returns the check, run before the guards on every request.
  */
 export function createHeadCheck(server: Server): (request: IncomingMessage) => PendingProblem | undefined {
@@ -113,6 +115,12 @@ export function createHeadCheck(server: Server): (request: IncomingMessage) => P
         code: 'malformed_http',
         detail: 'an HTTP/1.1 request carries exactly one Host header',
         options: { parameter: 'host' },
+      };
+    }
+    if (request.url?.startsWith('*') && request.method !== 'OPTIONS') {
+      return {
+        code: 'malformed_http',
+        detail: `the target * is for OPTIONS only; send ${request.method} to one of the daemon's paths`,
       };
     }
     return undefined;
