@@ -338,6 +338,22 @@ describe('HTTP below the routes', () => {
     );
     assertProblem(missing.responses[0], 404, 'not_found');
   });
+
+  it('refuses a compressed body with 415, naming Content-Encoding', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/nodes/register',
+      headers: {
+        authorization: `Bearer ${ctx.token}`,
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      },
+      payload: '{}',
+    });
+    assert.equal(res.statusCode, 415);
+    assert.equal(res.json().code, 'unsupported_media_type');
+    assert.equal(res.json().parameter, 'content-encoding');
+  });
 });
 
 describe('the request time limit', () => {
