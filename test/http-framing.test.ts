@@ -6,6 +6,7 @@ import { loadOrCreateToken } from '../src/http/security.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
+import { devDaemon } from './helpers/dev-daemon.ts';
 import { type RawExchange, type RawResponse, rawExchange } from './helpers/raw-http.ts';
 import { tempDir } from './helpers/tmp.ts';
 
@@ -353,6 +354,23 @@ describe('HTTP below the routes', () => {
     assert.equal(res.statusCode, 415);
     assert.equal(res.json().code, 'unsupported_media_type');
     assert.equal(res.json().parameter, 'content-encoding');
+  });
+});
+
+describe('HEAD /events', () => {
+  it('answers the head of an event stream, and ends', async () => {
+    const d = await devDaemon();
+    try {
+      const port = new URL(await d.app.listen({ host: '127.0.0.1', port: 0 })).port;
+      const exchange = await rawExchange(Number(port), `HEAD /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, {
+        head: true,
+      });
+      assert.equal(exchange.responses[0]?.status, 200);
+      assert.match(exchange.responses[0]?.headers['content-type'] ?? '', /^text\/event-stream/);
+      assert.ok(exchange.closed, 'the connection closes at once');
+    } finally {
+      await d.close();
+    }
   });
 });
 
