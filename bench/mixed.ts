@@ -289,9 +289,13 @@ async function main(): Promise<void> {
       );
       return stacks.length === OWN_STACKS;
     });
+    // From /metrics: /status asks the fullnode for balances and badges, which a count does not need.
     const indexedEvents = async () =>
-      (await json<{ indexer: { events: { applied: number } } }>(origin, 'GET', '/status')).indexer.events
-        .applied;
+      counterBy(
+        (await call(origin, 'GET', '/metrics', token)).text,
+        'node_daemon_indexer_events_total',
+        'outcome',
+      ).get('applied') ?? 0;
     await until('the indexer has caught up', async () => {
       const a = await indexedEvents();
       await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -339,14 +343,22 @@ async function main(): Promise<void> {
           })(),
         );
       }
+      const t0 = performance.now();
+      const trace = (what: string) => {
+        if (process.env.BENCH_TRACE) log(`    ${((performance.now() - t0) / 1000).toFixed(1)} s ${what}`);
+      };
       await runOnce(ctx, readSpec(WARMUP_SECONDS));
+      trace('warmed up');
       const usageBefore = await metrics();
       const before = await lookups();
       const appliedBefore = await indexedEvents();
+      trace('counted');
       const reads = await runOnce(ctx, readSpec(SECONDS));
+      trace('measured');
       const appliedAfter = await indexedEvents();
       const after = await lookups();
       const histogramAfter = await metrics();
+      trace('counted again');
       running = false;
       reporter?.postMessage('stop');
       const [{ sent, failed, latencies }] = reported
