@@ -916,6 +916,52 @@ export function storeContract(
       assert.equal((await store.listAttestationRequests(3)).length, 1);
     });
 
+    it('owes no attestation for a ticket once it is claimed, attested or not', async () => {
+      // Node 2's stack 1 asks nodes 4 (twice) and 5; only 5 attests, then node 2 claims it.
+      await write(async (tx) => {
+        await tx.putStack(newStack(1, 2));
+        await tx.putTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 2,
+            requested_attestation_nodes: [4, 5, 4],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 700,
+          },
+          7,
+        );
+        await tx.recordAttestation({
+          stack_small_id: 1,
+          attestation_node_id: 5,
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+        });
+      });
+      assert.deepEqual(
+        (await store.listAttestationRequests(4)).map((r) => [r.stack_small_id, r.slot]),
+        [
+          [1, 0],
+          [1, 2],
+        ],
+      );
+      await write(async (tx) => {
+        await tx.claimTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 2,
+            attestation_nodes: [4, 5, 4],
+            num_claimed_compute_units: 700,
+            user_refund_amount: 300,
+          },
+          { epoch: 9, node_fee_amount: 1400 },
+        );
+      });
+      assert.deepEqual(await store.listAttestationRequests(4), [], 'never attested: no longer owed');
+      assert.deepEqual(await store.listAttestationRequests(5), []);
+      assert.equal((await store.getTicket(1))?.already_attested_nodes, '[5]', 'who attested is kept');
+    });
+
     it('records autopilot actions and finds the pending ones', async () => {
       const base = {
         at: 1,
