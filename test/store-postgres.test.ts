@@ -17,7 +17,7 @@ import {
   withClient,
 } from './helpers/postgres.ts';
 import { tempDir } from './helpers/tmp.ts';
-import { storeContract } from './store-contract.ts';
+import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
 const U64_MAX = 18446744073709551615n;
 const DATA_TABLES = [
@@ -544,6 +544,39 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         });
         assert.equal((await store.listStacks(7)).length, 100);
         assert.equal((await store.listClaimedStacks(7)).length, 33);
+      } finally {
+        await store.close();
+        await db.drop();
+      }
+    });
+
+    it('deletes the open requests of a claimed ticket, and migration 0006 those that older claims left', async () => {
+      const db = await freshDatabase();
+      let store = await PostgresStore.open({ url: db.url });
+      try {
+        await claimWithAnOpenRequest(store);
+        const requests = () =>
+          withClient(db.url, async (client) =>
+            (
+              await client.query(`SELECT stack_small_id::int, slot, node_small_id::int, attested
+                FROM attestation_requests ORDER BY 1, 2`)
+            ).rows.map((r) => Object.values(r)),
+          );
+        // Stack 1's slot 1 (node 5) attested and stays; its slot 0 (node 4) is gone; stack 2 is still owed.
+        const kept = [
+          [1, 1, 5, true],
+          [2, 0, 4, false],
+        ];
+        assert.deepEqual(await requests(), kept);
+        await store.close();
+        // A database from before 0006: the claim left stack 1's open request behind.
+        await withClient(db.url, (client) =>
+          client.query(`INSERT INTO attestation_requests VALUES (1, 0, 4, false);
+            DELETE FROM schema_migrations WHERE version = 6`),
+        );
+        store = await PostgresStore.open({ url: db.url });
+        assert.equal(store.migrationsApplied, 1);
+        assert.deepEqual(await requests(), kept);
       } finally {
         await store.close();
         await db.drop();

@@ -4,7 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, it } from 'node:test';
 import { AUTOPILOT_QUERIES, SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
 import { tempDir } from './helpers/tmp.ts';
-import { storeContract } from './store-contract.ts';
+import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
 storeContract('sqlite', async () => {
   const { dir, remove } = tempDir();
@@ -101,6 +101,36 @@ describe('sqlite store', () => {
         name,
       );
     }
+    db.close();
+    await store.close();
+    await remove();
+  });
+
+  it('deletes the open requests of a claimed ticket, and migration 0006 those that older claims left', async () => {
+    const { dir, remove } = tempDir();
+    let store = new SqliteStore({ dataDir: dir });
+    await claimWithAnOpenRequest(store);
+    const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
+    const requests = () =>
+      db
+        .prepare(
+          'SELECT stack_small_id, slot, node_small_id, attested FROM attestation_requests ORDER BY 1, 2',
+        )
+        .all()
+        .map((r) => Object.values(r));
+    // Stack 1's slot 1 (node 5) attested and stays; its slot 0 (node 4) is gone; stack 2 is still owed.
+    const kept = [
+      [1, 1, 5, 1],
+      [2, 0, 4, 0],
+    ];
+    assert.deepEqual(requests(), kept);
+    await store.close();
+    // A store from before 0006: the claim left stack 1's open request behind.
+    db.exec('INSERT INTO attestation_requests VALUES (1, 0, 4, 0)');
+    db.exec('DELETE FROM schema_migrations WHERE version = 6');
+    store = new SqliteStore({ dataDir: dir });
+    assert.equal(store.migrationsApplied, 1);
+    assert.deepEqual(requests(), kept);
     db.close();
     await store.close();
     await remove();
