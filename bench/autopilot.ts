@@ -10,7 +10,8 @@
  * What goes through the store's own code: the tasks, the chain's epoch, the whole action set (putStack,
  * putTicket, addStackUsage, putStackHash) and the tickets that asked the node to attest (try-settle,
  * another attester's attestation, the claim), so the attestation requests are what the indexer leaves.
- * The bulk is inserted directly, one transaction, with the values the store writes for each state.
+ * The bulk is inserted directly, one transaction, with the values the store writes for each state (the
+ * running hash of every stack our node served included).
  *
  * Timed: Autopilot.run() in dry-run mode (the pending records, the four store questions, the plan with a
  * stub chain whose simulation costs nothing, the next timer), the stores' passes interleaved so the
@@ -163,6 +164,9 @@ interface BulkWriter {
 }
 
 const fillPpm = (used: number) => Math.floor((used * 1_000_000) / UNITS);
+const messagesOf = (s: StackRow) => (s.used === 0 ? 0 : 1 + (s.id % 50));
+/** Our node served it: usage reports gave it a running hash of its requests (stack_hashes). */
+const served = (s: StackRow) => s.node === OURS && s.used > 0;
 const feeOf = (used: number) => Math.floor((used * PRICE) / 1_000_000);
 
 function sqliteWriter(file: string): BulkWriter {
@@ -173,6 +177,9 @@ function sqliteWriter(file: string): BulkWriter {
     task_small_id, num_compute_units, price_per_one_million_compute_units, already_computed_units,
     in_settle_period, num_total_messages, is_claimed, is_confidential, user_refund_amount, security_level,
     last_usage_at, fill_ppm) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+  const hash = db.prepare(
+    'INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES (?, ?, ?)',
+  );
   const ticket = db.prepare(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
     num_claimed_compute_units, is_in_dispute, user_refund_amount, is_claimed, claim_path, settled_epoch,
     claimable_from_epoch, claimed_epoch, node_fee_amount) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
@@ -189,7 +196,7 @@ function sqliteWriter(file: string): BulkWriter {
           PRICE,
           s.used,
           s.settling ? 1 : 0,
-          s.used === 0 ? 0 : 1 + (s.id % 50),
+          messagesOf(s),
           s.claimed ? 1 : 0,
           s.task === 2 ? 1 : 0,
           s.claimed ? UNITS - s.used : null,
@@ -197,6 +204,7 @@ function sqliteWriter(file: string): BulkWriter {
           s.lastUsage,
           fillPpm(s.used),
         );
+        if (served(s)) hash.run(s.id, HASH, messagesOf(s));
       }
     },
     async tickets(rows) {
@@ -236,23 +244,31 @@ async function postgresWriter(url: string): Promise<BulkWriter> {
           num_total_messages, is_claimed, is_confidential, user_refund_amount, security_level, last_usage_at,
           fill_ppm)
         SELECT node, id, '0x' || lpad(to_hex(id), 64, '0'), '0x' || lpad(to_hex(node * 7919), 64, '0'), task,
-          $8::numeric, $9::numeric, used, settling, CASE WHEN used = 0 THEN 0 ELSE 1 + id % 50 END, claimed,
-          task = 2, CASE WHEN claimed THEN $8::numeric - used END, level, last_usage,
-          floor(used * 1000000 / $8::numeric)::int
-        FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::numeric[], $5::boolean[], $6::boolean[],
-          $7::bigint[]) AS x(node, id, task, used, settling, claimed, last_usage),
-          LATERAL (SELECT (ARRAY[${TASKS.join(', ')}])[task] AS level) l`,
+          $11::numeric, $12::numeric, used, settling, messages, claimed, level = 1,
+          CASE WHEN claimed THEN $11::numeric - used END, level, last_usage, fill
+        FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::numeric[], $5::boolean[], $6::bigint[],
+          $7::boolean[], $8::int[], $9::bigint[], $10::int[])
+          AS x(node, id, task, used, settling, messages, claimed, level, last_usage, fill)`,
         [
           column(rows, (s) => s.node),
           column(rows, (s) => s.id),
           column(rows, (s) => s.task),
           column(rows, (s) => s.used),
           column(rows, (s) => s.settling),
+          column(rows, messagesOf),
           column(rows, (s) => s.claimed),
+          column(rows, (s) => TASKS[s.task - 1]!),
           column(rows, (s) => s.lastUsage),
+          column(rows, (s) => fillPpm(s.used)),
           UNITS,
           PRICE,
         ],
+      );
+      const hashed = rows.filter(served);
+      await client.query(
+        `INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests)
+        SELECT id, $3::bytea, n FROM unnest($1::bigint[], $2::bigint[]) AS x(id, n)`,
+        [column(hashed, (s) => s.id), column(hashed, messagesOf), Buffer.from(HASH)],
       );
     },
     async tickets(rows) {
