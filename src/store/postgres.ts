@@ -344,7 +344,7 @@ const S = statements({
         num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path,
         claimed_epoch = excluded.claimed_epoch, node_fee_amount = excluded.node_fee_amount),
     -- A claimed ticket asks nothing more (0006-autopilot-at-scale.sql).
-    r AS (DELETE FROM attestation_requests WHERE stack_small_id = $1::numeric AND NOT attested)
+    r AS (DELETE FROM attestation_requests WHERE stack_small_id = $1::numeric)
     UPDATE stacks SET is_claimed = true, user_refund_amount = $5::numeric WHERE stack_small_id = $1::numeric`,
   lockDisputedTicket: `SELECT requested_attestation_nodes, already_attested_nodes, is_in_dispute,
     claimable_from_epoch FROM stack_settlement_tickets WHERE stack_small_id = $1 FOR UPDATE`,

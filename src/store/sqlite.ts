@@ -367,8 +367,8 @@ export class SqliteStore implements Store {
       }),
     claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
       this.#claim(c, idList(c.attestation_nodes), 'settlement_ticket', record);
-      // A claimed ticket asks nothing more: its open requests go, so the open-requests index keeps only
-      // what may still be owed (0006-autopilot-at-scale.sql).
+      // A claimed ticket asks nothing more: its requests go, so the table holds only live tickets' and its
+      // open-requests index only what may still be owed (0006-autopilot-at-scale.sql).
       this.#guard(() => this.#w.closeRequests!.run(enc(c.stack_small_id)));
     },
     putDispute: async (d: Dispute, epoch: U64 | undefined) => {
@@ -977,7 +977,7 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     requestAttested: db.prepare(
       'UPDATE attestation_requests SET attested = 1 WHERE stack_small_id = ? AND node_small_id = ?',
     ),
-    closeRequests: db.prepare('DELETE FROM attestation_requests WHERE stack_small_id = ? AND attested = 0'),
+    closeRequests: db.prepare('DELETE FROM attestation_requests WHERE stack_small_id = ?'),
     stackTerms: db.prepare(`SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     putReward: db.prepare(`INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
       VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
