@@ -62,7 +62,7 @@ const HELP = `Usage: npm run bench:autopilot -- [--postgres [--database-url URL]
   --postgres       PostgreSQL instead of SQLite: one throwaway database bench_<id>_<n> per size, dropped
                    at the end (also on failure or SIGINT); default server ${DEFAULT_SERVER_URL}
   --sizes N,N      stacks per store (default 10000,1000000); the ratio is the last over the first
-  --passes N       timed passes per store (default 50, after 10 untimed)`;
+  --passes N       timed passes per store (default 100, after 10 untimed)`;
 
 // --- the stores' contents ---------------------------------------------------------------------------------
 
@@ -561,7 +561,7 @@ function options() {
       postgres: { type: 'boolean', default: false },
       'database-url': { type: 'string' },
       sizes: { type: 'string', default: '10000,1000000' },
-      passes: { type: 'string', default: '50' },
+      passes: { type: 'string', default: '100' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -675,9 +675,11 @@ async function main(): Promise<number> {
       );
     }
 
-    // Untimed passes first: caches, JIT, and on PostgreSQL the switch to generic plans after five executions.
-    for (let k = 0; k < 10; k++) for (const s of sized) await s.autopilot.run();
+    // Untimed passes right before the timed ones (after the wait for quiet, during which other clients of
+    // the server may have taken its buffers): caches, JIT, and on PostgreSQL the switch to generic plans
+    // after five executions.
     const waited = await waitForQuiet(undefined, 30);
+    for (let k = 0; k < 10; k++) for (const s of sized) await s.autopilot.run();
     const before = snapshot();
     for (let k = 0; k < opts.passes; k++) {
       for (const s of sized) {
@@ -754,6 +756,7 @@ async function main(): Promise<number> {
       counts: s.counts,
       loadSeconds: s.loadSeconds,
       passMs: { median: median(s.passes), p95: quantile(s.passes, 0.95), min: Math.min(...s.passes) },
+      passSamplesMs: s.passes.map((ms) => Math.round(ms * 1000) / 1000),
       questionMedianMs: Object.fromEntries(Object.entries(s.questions).map(([q, v]) => [q, median(v)])),
       plans: s.plans,
     }));
