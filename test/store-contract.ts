@@ -14,6 +14,57 @@ import {
 const REQUEST = new Uint8Array(32).fill(3);
 
 /**
+ * Node 2's stack 1 asks nodes 4 and 5 to attest; 5 does, 4 never does, and the ticket is claimed. Its stack 2
+ * asks node 4 and is not claimed. For the engine tests that check which request rows the store keeps.
+ */
+export async function claimWithAnOpenRequest(store: Store): Promise<void> {
+  const hash = new Uint8Array(32).fill(7);
+  await store.indexerTransaction(async (tx) => {
+    for (const [id, requested] of [
+      [1, [4, 5]],
+      [2, [4]],
+    ] as const) {
+      await tx.putStack({
+        stack_small_id: id,
+        stack_id: `0x${String(id).padStart(64, '0')}`,
+        owner_address: `0x${'ab'.repeat(32)}`,
+        task_small_id: 1,
+        selected_node_id: 2,
+        num_compute_units: 1000,
+        price_per_one_million_compute_units: 1_000_000,
+      });
+      await tx.putTicket(
+        {
+          stack_small_id: id,
+          selected_node_id: 2,
+          requested_attestation_nodes: [...requested],
+          committed_stack_proof: hash,
+          stack_merkle_leaf: hash,
+          num_claimed_compute_units: 700,
+        },
+        7,
+      );
+    }
+    await tx.recordAttestation({
+      stack_small_id: 1,
+      attestation_node_id: 5,
+      committed_stack_proof: hash,
+      stack_merkle_leaf: hash,
+    });
+    await tx.claimTicket(
+      {
+        stack_small_id: 1,
+        selected_node_id: 2,
+        attestation_nodes: [4, 5],
+        num_claimed_compute_units: 700,
+        user_refund_amount: 300,
+      },
+      { epoch: 9, node_fee_amount: 700 },
+    );
+  });
+}
+
+/**
  * The store contract: what every engine must do, run against each driver (SQLite here; PostgreSQL when
  * its driver lands). It goes through the public Store interface only.
  */
@@ -914,6 +965,52 @@ export function storeContract(
       });
       assert.deepEqual(await store.listAttestationRequests(1), [], 'one attestation answers both slots');
       assert.equal((await store.listAttestationRequests(3)).length, 1);
+    });
+
+    it('owes no attestation for a ticket once it is claimed, attested or not', async () => {
+      // Node 2's stack 1 asks nodes 4 (twice) and 5; only 5 attests, then node 2 claims it.
+      await write(async (tx) => {
+        await tx.putStack(newStack(1, 2));
+        await tx.putTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 2,
+            requested_attestation_nodes: [4, 5, 4],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 700,
+          },
+          7,
+        );
+        await tx.recordAttestation({
+          stack_small_id: 1,
+          attestation_node_id: 5,
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+        });
+      });
+      assert.deepEqual(
+        (await store.listAttestationRequests(4)).map((r) => [r.stack_small_id, r.slot]),
+        [
+          [1, 0],
+          [1, 2],
+        ],
+      );
+      await write(async (tx) => {
+        await tx.claimTicket(
+          {
+            stack_small_id: 1,
+            selected_node_id: 2,
+            attestation_nodes: [4, 5, 4],
+            num_claimed_compute_units: 700,
+            user_refund_amount: 300,
+          },
+          { epoch: 9, node_fee_amount: 1400 },
+        );
+      });
+      assert.deepEqual(await store.listAttestationRequests(4), [], 'never attested: no longer owed');
+      assert.deepEqual(await store.listAttestationRequests(5), []);
+      assert.equal((await store.getTicket(1))?.already_attested_nodes, '[5]', 'who attested is kept');
     });
 
     it('records autopilot actions and finds the pending ones', async () => {

@@ -17,7 +17,7 @@ import {
   withClient,
 } from './helpers/postgres.ts';
 import { tempDir } from './helpers/tmp.ts';
-import { storeContract } from './store-contract.ts';
+import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
 const U64_MAX = 18446744073709551615n;
 const DATA_TABLES = [
@@ -544,6 +544,139 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         });
         assert.equal((await store.listStacks(7)).length, 100);
         assert.equal((await store.listClaimedStacks(7)).length, 33);
+      } finally {
+        await store.close();
+        await db.drop();
+      }
+    });
+
+    it("answers the autopilot's questions from their indexes when one node holds most of the store", async () => {
+      // 100,000 stacks, 70 % of them node 7's; tickets, most claimed (all but one in `live` stays open);
+      // every live ticket asks two attesters, node 7 in one of ten of the other nodes' tickets; a hash per
+      // stack with usage. The planner's estimates for node 7 are far off: before 0006 it chose a hash join
+      // over all stacks for the claimable tickets, over all tickets for the requests, and (with node 7
+      // asked nothing) a walk of all requests in key order (docs/PERFORMANCE.md, "Autopilot pass").
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url });
+      const populate = (live: number) =>
+        withClient(db.url, async (client) => {
+          await client.query('TRUNCATE stacks, stack_settlement_tickets, attestation_requests, stack_hashes');
+          await client.query(`INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address,
+              task_small_id, num_compute_units, price_per_one_million_compute_units, already_computed_units,
+              in_settle_period, is_claimed, last_usage_at, fill_ppm)
+            SELECT CASE WHEN i % 10 < 7 THEN 7 ELSE i % 10 END, i, 'x', 'y', 1, 100, 1, i % 90, i % 3 = 0,
+              i % 3 = 0 AND i % ${live} > 0, CASE WHEN i % 3 = 1 THEN i END, (i % 90) * 10000
+            FROM generate_series(1, 100000) i`);
+          await client.query(`INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+              num_claimed_compute_units, is_claimed, claimable_from_epoch)
+            SELECT stack_small_id, selected_node_id, 1, is_claimed, stack_small_id % 50 FROM stacks
+            WHERE in_settle_period`);
+          await client.query(`INSERT INTO attestation_requests
+            SELECT t.stack_small_id, s.slot,
+              CASE WHEN s.slot = 0 AND t.selected_node_id <> 7 AND t.stack_small_id % 10 = 9 THEN 7
+                ELSE 1 + (t.stack_small_id + s.slot) % 6 END, s.slot = 1
+            FROM stack_settlement_tickets t, generate_series(0, 1) s(slot) WHERE NOT t.is_claimed`);
+          await client.query(`INSERT INTO stack_hashes SELECT stack_small_id, '\\x00', 1 FROM stacks
+            WHERE last_usage_at IS NOT NULL`);
+          await client.query('ANALYZE');
+        });
+      try {
+        await populate(7);
+        interface PlanNode {
+          'Node Type': string;
+          'Relation Name'?: string;
+          'Index Name'?: string;
+          Plans?: PlanNode[];
+        }
+        const walk = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(walk)];
+        // Each entry: an index the plan must use (either of a pair: both hold only unclaimed tickets).
+        const expected: Record<keyof typeof AUTOPILOT_QUERIES, string[][]> = {
+          settleCandidates: [['stacks_open_by_fill'], ['stacks_open_by_last_usage']],
+          oldestUsage: [['stacks_open_by_last_usage']],
+          claimable: [
+            ['stack_settlement_tickets_claimable', 'stack_settlement_tickets_by_claimable_epoch'],
+            ['stacks_by_id'],
+          ],
+          requests: [['attestation_requests_open'], ['stack_settlement_tickets_pkey'], ['stack_hashes_pkey']],
+        };
+        const params: Record<keyof typeof AUTOPILOT_QUERIES, string> = {
+          settleCandidates: '7, 950000, 100',
+          oldestUsage: '7',
+          claimable: '7, 10',
+          requests: '7',
+        };
+        const checkPlans = (when: string) =>
+          withClient(db.url, async (client) => {
+            for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+              await client.query(`SET plan_cache_mode = ${mode}`);
+              for (const [key, sql] of Object.entries(AUTOPILOT_QUERIES)) {
+                const name = key as keyof typeof AUTOPILOT_QUERIES;
+                await client.query(`PREPARE q_${name} AS ${sql}`);
+                const result = await client.query(
+                  `EXPLAIN (FORMAT JSON) EXECUTE q_${name} (${params[name]})`,
+                );
+                await client.query(`DEALLOCATE q_${name}`);
+                const nodes = walk(result.rows[0]['QUERY PLAN'][0].Plan);
+                const label = `${name} (${mode}, ${when}): ${nodes.map((n) => `${n['Node Type']} ${n['Index Name'] ?? n['Relation Name'] ?? ''}`).join(' > ')}`;
+                assert.ok(!nodes.some((n) => n['Node Type'] === 'Seq Scan'), label);
+                for (const indexes of expected[name]) {
+                  assert.ok(
+                    nodes.some((n) => indexes.includes(n['Index Name'] ?? '')),
+                    `${label}: ${indexes.join(' or ')}`,
+                  );
+                }
+              }
+            }
+          });
+        await checkPlans('asked by other nodes');
+        // The same answers as the plain joins.
+        const [claimable, requests] = await withClient(db.url, async (client) =>
+          Promise.all(
+            [
+              `SELECT count(*)::int AS n FROM stack_settlement_tickets WHERE selected_node_id = 7
+                AND NOT is_claimed AND NOT is_in_dispute AND claimable_from_epoch <= 10`,
+              `SELECT count(*)::int AS n FROM attestation_requests r JOIN stack_settlement_tickets t
+                USING (stack_small_id) WHERE r.node_small_id = 7 AND NOT r.attested AND NOT t.is_claimed`,
+            ].map(async (sql) => (await client.query(sql)).rows[0].n as number),
+          ),
+        );
+        assert.ok(claimable! > 0 && requests! > 0);
+        assert.equal((await store.listClaimable(7, 10)).length, claimable);
+        assert.equal((await store.listAttestationRequests(7)).length, requests);
+        // One live ticket in ten: they are all node 7's, so no other node's ticket asks it anything.
+        await populate(10);
+        assert.deepEqual(await store.listAttestationRequests(7), []);
+        await checkPlans('asked nothing');
+      } finally {
+        await store.close();
+        await db.drop();
+      }
+    });
+
+    it('deletes the requests of a claimed ticket, and migration 0006 those that older claims left', async () => {
+      const db = await freshDatabase();
+      let store = await PostgresStore.open({ url: db.url });
+      try {
+        await claimWithAnOpenRequest(store);
+        const requests = () =>
+          withClient(db.url, async (client) =>
+            (
+              await client.query(`SELECT stack_small_id::int, slot, node_small_id::int, attested
+                FROM attestation_requests ORDER BY 1, 2`)
+            ).rows.map((r) => Object.values(r)),
+          );
+        // Claimed stack 1 asks nothing more (node 4 never attested; the ticket says 5 did); 2 still asks 4.
+        const kept = [[2, 0, 4, false]];
+        assert.deepEqual(await requests(), kept);
+        await store.close();
+        // A database from before 0006: the claim left stack 1's requests behind.
+        await withClient(db.url, (client) =>
+          client.query(`INSERT INTO attestation_requests VALUES (1, 0, 4, false), (1, 1, 5, true);
+            DELETE FROM schema_migrations WHERE version = 6`),
+        );
+        store = await PostgresStore.open({ url: db.url });
+        assert.equal(store.migrationsApplied, 1);
+        assert.deepEqual(await requests(), kept);
       } finally {
         await store.close();
         await db.drop();

@@ -163,7 +163,10 @@ export const LIST_QUERIES = {
     WHERE attestation_node_id = $1 AND stack_small_id > $2 ORDER BY stack_small_id LIMIT $3`,
 } as const;
 
-/** What the autopilot asks, exported for the test that checks each is one index range. */
+/**
+ * What the autopilot asks, exported for the test that checks each is one index range whatever the
+ * statistics say (docs/PERFORMANCE.md, "Autopilot pass").
+ */
 export const AUTOPILOT_QUERIES = {
   settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
     WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND fill_ppm >= $2
@@ -173,16 +176,22 @@ export const AUTOPILOT_QUERIES = {
     ORDER BY stack_small_id`,
   oldestUsage: `SELECT min(last_usage_at) AS at FROM stacks
     WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND last_usage_at IS NOT NULL`,
+  // The lookups are LATERAL ... LIMIT 1 (one row by a unique key either way): a join the planner may
+  // turn into a hash join over a whole table when its estimate of the rows is off.
   claimable: `SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
       s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
-    FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+    FROM stack_settlement_tickets t
+    LEFT JOIN LATERAL (SELECT price_per_one_million_compute_units, num_compute_units, security_level
+      FROM stacks WHERE stacks.stack_small_id = t.stack_small_id LIMIT 1) s ON true
     WHERE t.selected_node_id = $1 AND NOT t.is_claimed AND NOT t.is_in_dispute AND t.claimable_from_epoch <= $2
     ORDER BY t.stack_small_id`,
   requests: `SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch, t.is_in_dispute,
-      h.stack_small_id IS NOT NULL AS has_record
+      h.held IS NOT NULL AS has_record
     FROM attestation_requests r
-    JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
-    LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
+    CROSS JOIN LATERAL (SELECT claimable_from_epoch, is_in_dispute, is_claimed FROM stack_settlement_tickets
+      WHERE stack_settlement_tickets.stack_small_id = r.stack_small_id LIMIT 1) t
+    LEFT JOIN LATERAL (SELECT true AS held FROM stack_hashes
+      WHERE stack_hashes.stack_small_id = r.stack_small_id LIMIT 1) h ON true
     WHERE r.node_small_id = $1 AND NOT r.attested AND NOT t.is_claimed
     ORDER BY r.stack_small_id, r.slot`,
 } as const;
@@ -349,7 +358,9 @@ const S = statements({
       ON CONFLICT (stack_small_id) DO UPDATE SET is_claimed = true,
         user_refund_amount = excluded.user_refund_amount,
         num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path,
-        claimed_epoch = excluded.claimed_epoch, node_fee_amount = excluded.node_fee_amount)
+        claimed_epoch = excluded.claimed_epoch, node_fee_amount = excluded.node_fee_amount),
+    -- A claimed ticket asks nothing more (0006-autopilot-at-scale.sql).
+    r AS (DELETE FROM attestation_requests WHERE stack_small_id = $1::numeric)
     UPDATE stacks SET is_claimed = true, user_refund_amount = $5::numeric WHERE stack_small_id = $1::numeric`,
   lockDisputedTicket: `SELECT requested_attestation_nodes, already_attested_nodes, is_in_dispute,
     claimable_from_epoch FROM stack_settlement_tickets WHERE stack_small_id = $1 FOR UPDATE`,

@@ -365,6 +365,9 @@ export class SqliteStore implements Store {
       }),
     claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
       this.#claim(c, idList(c.attestation_nodes), 'settlement_ticket', record);
+      // A claimed ticket asks nothing more: its requests go, so the table holds only live tickets' and its
+      // open-requests index only what may still be owed (0006-autopilot-at-scale.sql).
+      this.#guard(() => this.#w.closeRequests!.run(enc(c.stack_small_id)));
     },
     putDispute: async (d: Dispute, epoch: U64 | undefined) => {
       this.#touched
@@ -821,25 +824,31 @@ function openConnection(file: string): DatabaseSync {
   return db;
 }
 
-/** What the autopilot asks, exported for the test that checks each is one index range. */
+/**
+ * What the autopilot asks, exported for the test that checks each is one index range. Each names its index
+ * (INDEXED BY): with the statistics PRAGMA optimize leaves, the planner would read a node's whole primary-key
+ * range instead, a cost that grows with the store (docs/PERFORMANCE.md, "Autopilot pass").
+ */
 export const AUTOPILOT_QUERIES = {
-  settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+  settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks INDEXED BY stacks_open_by_fill
       WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0 AND fill_ppm >= ?2
-      UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
+      UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks INDEXED BY stacks_open_by_last_usage
       WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0
         AND last_usage_at IS NOT NULL AND last_usage_at < ?3
       ORDER BY stack_small_id`,
-  oldestUsage: `SELECT min(last_usage_at) AS at FROM stacks
+  oldestUsage: `SELECT min(last_usage_at) AS at FROM stacks INDEXED BY stacks_open_by_last_usage
       WHERE selected_node_id = ? AND in_settle_period = 0 AND is_claimed = 0 AND last_usage_at IS NOT NULL`,
   claimable: `SELECT t.stack_small_id, t.num_claimed_compute_units, t.claimable_from_epoch,
         s.price_per_one_million_compute_units, s.num_compute_units, s.security_level
-      FROM stack_settlement_tickets t LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
+      FROM stack_settlement_tickets t INDEXED BY stack_settlement_tickets_claimable
+      LEFT JOIN stacks s ON s.stack_small_id = t.stack_small_id
       WHERE t.selected_node_id = ? AND t.is_claimed = 0 AND t.is_in_dispute = 0 AND t.claimable_from_epoch <= ?
       ORDER BY t.stack_small_id`,
+  // CROSS JOIN keeps the requests the outer loop: each ticket is then one primary-key lookup.
   requests: `SELECT r.stack_small_id, r.slot, t.claimable_from_epoch AS until_epoch,
         t.is_in_dispute, h.stack_small_id IS NOT NULL AS has_record
-      FROM attestation_requests r
-      JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
+      FROM attestation_requests r INDEXED BY attestation_requests_open
+      CROSS JOIN stack_settlement_tickets t ON t.stack_small_id = r.stack_small_id
       LEFT JOIN stack_hashes h ON h.stack_small_id = r.stack_small_id
       WHERE r.node_small_id = ? AND r.attested = 0 AND t.is_claimed = 0
       ORDER BY r.stack_small_id, r.slot`,
@@ -978,6 +987,7 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     requestAttested: db.prepare(
       'UPDATE attestation_requests SET attested = 1 WHERE stack_small_id = ? AND node_small_id = ?',
     ),
+    closeRequests: db.prepare('DELETE FROM attestation_requests WHERE stack_small_id = ?'),
     stackTerms: db.prepare(`SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     putReward: db.prepare(`INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
       VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
