@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { CLIENT_COMMANDS, clientHelp, runClient, unknownCommand } from './cli/index.ts';
+import { parseOptions } from './cli/parse.ts';
+import type { OptionSpec } from './cli/spec.ts';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { VERSION } from './internal/version.ts';
@@ -11,11 +12,17 @@ import { VERSION } from './internal/version.ts';
 /** The daemon's own commands; the client's are CLIENT_COMMANDS. */
 const DAEMON_COMMANDS = ['start', 'replay', 'token', 'db', 'help', 'version'];
 
-const SETTING_OPTIONS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries([
-  ...SETTINGS.map((s) => [s.flag, { type: s.boolean ? ('boolean' as const) : ('string' as const) }]),
-  [CONFIG_FLAG.flag, { type: 'string' as const }],
-  ['help', { type: 'boolean' as const, short: 'h' }],
-  ['version', { type: 'boolean' as const }],
+/** The options of the daemon's commands: every setting (a switch also as --no-NAME), help, version. */
+const SETTING_OPTIONS: Record<string, OptionSpec> = Object.fromEntries([
+  ...SETTINGS.map((s): [string, OptionSpec] => [
+    s.flag,
+    s.boolean
+      ? { type: 'boolean', negatable: true, describe: s.describe }
+      : { type: 'string', arg: s.flag.replace(/^.*-/, '').toUpperCase(), describe: s.describe },
+  ]),
+  [CONFIG_FLAG.flag, { type: 'string', arg: 'FILE', describe: 'JSON file of settings' }],
+  ['help', { type: 'boolean', short: 'h', describe: 'the help' }],
+  ['version', { type: 'boolean', describe: 'the version' }],
 ]);
 
 const SETTINGS_HELP = [
@@ -52,19 +59,15 @@ interface Invocation {
   flags: Record<string, string | boolean | undefined>;
 }
 
+/**
+ * The daemon's command line, judged by the client's layer (src/cli/parse.ts), so that a mistake reads
+ * the same for every command: `unknown option --prot (did you mean --port?); see node-daemon start
+ * --help`. Messages name the command when it comes first, as main() makes sure a command word does.
+ */
 function parse(argv: string[]): Invocation {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: SETTING_OPTIONS,
-      allowPositionals: true,
-      allowNegative: true,
-      strict: true,
-    });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message.split('\n')[0]}; see node-daemon --help`);
-  }
+  const first = argv[0];
+  const named = first !== undefined && ['start', 'replay', 'token', 'db'].includes(first) ? first : '';
+  const parsed = parseOptions(named, SETTING_OPTIONS, argv);
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const [command = values.version ? 'version' : 'help', ...args] = parsed.positionals;
   if (values.help) return { command: 'help', args: [], flags: {} };
@@ -223,7 +226,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       return ExitCode.ok;
     case 'start':
       if (args.length > 0)
-        throw new CliError(`start takes no arguments (got ${args.join(' ')}); see node-daemon --help`);
+        throw new CliError(`start takes no arguments (got ${args.join(' ')}); see node-daemon start --help`);
       return start(loadConfig(flags, env));
     case 'replay':
       return replay(loadConfig(flags, env), args);

@@ -599,8 +599,11 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     [['settle', '1', '1'], /stack 1 is listed twice/],
     [['tasks', '--colour'], /^node-daemon: unknown option --colour; see/],
     [['subscribe', '1', '--prise', '1'], /^node-daemon: unknown option --prise \(did you mean --price\?\);/],
-    [['subscribe', '2', '--price', '-5'], /^node-daemon: --price must be an integer amount .*; got "-5";/],
-    [['usage', '12', '-3'], /^node-daemon: UNITS must be an integer from 0 to 2\^64 - 1; got "-3";/],
+    [
+      ['subscribe', '2', '--price', '-5'],
+      /^node-daemon: --price cannot be negative: it must be .*; got "-5";/,
+    ],
+    [['usage', '12', '-3'], /^node-daemon: UNITS cannot be negative: it must be an integer .*; got "-3";/],
     [['stacks', '--min-fill', '2'], /--min-fill must be a fraction/],
     [['dev', 'frob'], /^node-daemon: unknown command dev frob; the dev commands are task, node, stack/],
     [['dev', 'stakc', 'buy'], /^node-daemon: unknown command dev stakc \(did you mean dev stack\?\);/],

@@ -9,6 +9,8 @@ export interface OptionSpec {
   short?: string;
   /** The value's placeholder in the help, e.g. F for --min-fill F. */
   arg?: string;
+  /** A switch that `--no-NAME` turns off (the daemon's --demo / --no-demo). */
+  negatable?: boolean;
   describe: string;
 }
 
