@@ -3,6 +3,7 @@ import { CLIENT_COMMANDS, clientHelp, runClient, unknownCommand } from './cli/in
 import { parseOptions } from './cli/parse.ts';
 import type { OptionSpec } from './cli/spec.ts';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
+import type { Daemon } from './daemon.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { VERSION } from './internal/version.ts';
 
@@ -50,7 +51,8 @@ Examples:
   node-daemon replay test/fixtures/events.jsonl
   curl -s http://127.0.0.1:3001/stacks/nodes/1?min_fill_fraction=0.8
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or settings, 3 cannot listen, 130 interrupted.
+Exit codes: 0 ok, 1 failure, 2 bad usage or settings, 3 cannot listen or the data dir is in use,
+130 interrupted (a replay, or a start before it listened).
 API reference: http://127.0.0.1:3001/docs once the daemon runs.`;
 
 interface Invocation {
@@ -77,9 +79,42 @@ function parse(argv: string[]): Invocation {
 
 async function start(config: Config): Promise<number> {
   const { createLogger } = await import('./internal/logger.ts');
-  const { startDaemon } = await import('./daemon.ts');
   const logger = createLogger(config.logLevel, undefined, { pretty: process.stderr.isTTY === true });
-  const daemon = await startDaemon(config, logger);
+  // A signal while it starts stops the start where it is (exit 130); a step that does not end (a
+  // database that never answers) is given up after the shutdown timeout, or at a second signal.
+  const starting = new AbortController();
+  let giveUp: (error: CliError) => void = () => {};
+  const gaveUp = new Promise<never>((_, reject) => {
+    giveUp = reject;
+  });
+  const interrupted = (signal: NodeJS.Signals) =>
+    new CliError(
+      `interrupted by ${signal} while starting, before it listened: nothing was served`,
+      ExitCode.interrupted,
+    );
+  const onStartSignal = (signal: NodeJS.Signals) => {
+    if (starting.signal.aborted) return giveUp(interrupted(signal));
+    logger.info({ signal, timeoutSeconds: config.shutdownTimeout }, 'interrupted while starting; stopping');
+    starting.abort(signal);
+    setTimeout(() => giveUp(interrupted(signal)), config.shutdownTimeout * 1000).unref();
+  };
+  // One listener from the first moment to the exit, which hands the signal to the phase's handler:
+  // removing a listener drops a signal that arrived but was not dispatched yet, and before this one is
+  // added a signal kills the process without a word.
+  let onSignal = onStartSignal;
+  const dispatch = (signal: NodeJS.Signals) => onSignal(signal);
+  process.on('SIGINT', dispatch);
+  process.on('SIGTERM', dispatch);
+  let daemon: Daemon;
+  try {
+    // Fastify, the stores and the chain SDKs load here, under the signal handler.
+    const { startDaemon } = await import('./daemon.ts');
+    daemon = await Promise.race([startDaemon(config, logger, starting.signal), gaveUp]);
+  } catch (error) {
+    process.off('SIGINT', dispatch);
+    process.off('SIGTERM', dispatch);
+    throw error;
+  }
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
@@ -106,8 +141,9 @@ async function start(config: Config): Promise<number> {
         },
       );
     };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    onSignal = stop;
+    // A signal that came as it began to listen: it listened, so this is a stop like any other.
+    if (starting.signal.aborted) stop(starting.signal.reason as NodeJS.Signals);
   });
 }
 
