@@ -354,7 +354,7 @@ async function holdAddress(config: Config): Promise<Server | undefined> {
       request_id: randomUUID(),
     });
     response.writeHead(status, {
-      'content-type': 'application/problem+json',
+      'content-type': 'application/problem+json; charset=utf-8',
       'content-length': Buffer.byteLength(body),
       'retry-after': '1',
       connection: 'close',

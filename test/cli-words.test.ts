@@ -3,8 +3,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
-import { BIN, cleanEnv, run, startDaemon, waitExit } from './helpers/process.ts';
+import { after, before, describe, it } from 'node:test';
+import { COMMANDS } from '../src/cli/index.ts';
+import { inCliWords } from '../src/cli/routes.ts';
+import { BIN, cleanEnv, ROOT, run, startDaemon, waitExit } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /**
@@ -74,6 +76,15 @@ async function until(what: string, check: () => boolean, timeoutMs = 10_000): Pr
   while (!check()) {
     if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** Polls `check` until it answers true. */
+async function untilAsync(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
@@ -197,7 +208,7 @@ describe('a start interrupted before it listens', () => {
     try {
       const response = await fetch(`${start.url}/health`);
       assert.equal(response.status, 503);
-      assert.equal(response.headers.get('content-type'), 'application/problem+json');
+      assert.equal(response.headers.get('content-type'), 'application/problem+json; charset=utf-8');
       assert.equal(response.headers.get('retry-after'), '1');
       const problem = (await response.json()) as Record<string, unknown>;
       assert.equal(problem.code, 'not_ready');
@@ -264,6 +275,111 @@ describe('a start interrupted before it listens', () => {
       assert.match(finished.stderr, /node-daemon: interrupted by SIGINT while starting/);
     } finally {
       await start.close();
+    }
+  });
+});
+
+describe("the daemon's hints: a command for the CLI, the request for HTTP clients", () => {
+  const tmp = tempDir();
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  let token = '';
+  let stack = 0;
+  const cli = (args: string[]) => run([...args, '--url', daemon.url, '--data-dir', tmp.dir]);
+
+  before(async () => {
+    daemon = await startDaemon(['--data-dir', tmp.dir], {}, 120_000);
+    token = readFileSync(join(tmp.dir, 'api-token'), 'utf8').trim();
+    for (const args of [['register'], ['subscribe', '1', '--price', '5']]) {
+      const done = await cli(args);
+      assert.equal(done.code, 0, done.stderr);
+    }
+    // The demo world's users buy stacks from a node that subscribes.
+    let stacks: { stack_small_id: number }[] = [];
+    await untilAsync('the demo users bought a stack', async () => {
+      stacks = JSON.parse((await cli(['stacks', '--json'])).stdout || '[]');
+      return stacks.length > 0;
+    });
+    stack = stacks[0]!.stack_small_id;
+  });
+  after(async () => {
+    daemon.child.kill('SIGTERM');
+    await daemon.exited;
+    await tmp.remove();
+  });
+
+  it('subscribing twice names update-subscription with the task', async () => {
+    const result = await cli(['subscribe', '1', '--price', '5']);
+    assert.equal(result.code, 4, result.stderr);
+    assert.match(
+      oneLine(result.stderr),
+      /^node [0-9]+ is already subscribed to task 1; change its price with `node-daemon update-subscription 1 --price P`$/,
+    );
+    const http = await post('/nodes/task-subscribe', {
+      task_small_id: 1,
+      price_per_one_million_compute_units: 5,
+    });
+    assert.match(http.detail, /change its price with POST \/nodes\/task-update-subscription$/);
+  });
+
+  it('settling a stack without usage names usage with the stack, and --claimed for the field', async () => {
+    const result = await cli(['settle', String(stack)]);
+    assert.equal(result.code, 4, result.stderr);
+    const line = `stack ${stack} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (\`node-daemon usage ${stack} UNITS\`) or name the units to claim (\`--claimed U\`)`;
+    assert.equal(oneLine(result.stderr.replace(/^settling 1 stack…\n/, '')), line);
+    assert.ok(result.stdout.includes(line), result.stdout);
+    assert.doesNotMatch(result.stdout + result.stderr, /num_claimed_compute_units|POST \//);
+    const http = await post('/nodes/try-settle-stacks', { stack_small_ids: [stack] });
+    assert.match(
+      http.detail,
+      new RegExp(
+        `report usage first \\(POST /stacks/${stack}/usage\\) or name the units to claim \\(num_claimed_compute_units\\)$`,
+      ),
+    );
+  });
+
+  it('claiming a stack not settled names settle with the stack', async () => {
+    const result = await cli(['claim', String(stack)]);
+    assert.equal(result.code, 4, result.stderr);
+    assert.equal(
+      oneLine(result.stderr.replace(/^claiming 1 stack…\n/, '')),
+      `stack ${stack} has not been try-settled; settle it first with \`node-daemon settle ${stack}\``,
+    );
+  });
+
+  async function post(path: string, body: unknown): Promise<{ detail: string }> {
+    const response = await fetch(`${daemon.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    assert.match(response.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    return (await response.json()) as { detail: string };
+  }
+});
+
+describe('every request a message of the daemon names is a command in the CLI', () => {
+  it('the sources name no request the CLI cannot turn into a command', () => {
+    // Each string of the daemon's layers that names a request (`... with POST /nodes/register`), with
+    // its ${...} parts as ids: the client must print a command for it, never the request.
+    const root = join(ROOT, 'src');
+    const files = ['operations', 'problems', 'http', 'schemas']
+      .flatMap((dir) => readdirSync(join(root, dir), { recursive: true }).map((f) => join(dir, String(f))))
+      .concat(['app.ts'])
+      .filter((f) => f.endsWith('.ts'));
+    const named: string[] = [];
+    for (const file of files) {
+      for (const line of readFileSync(join(root, file), 'utf8').split('\n')) {
+        if (/^\s*(\/\/|\*|\/\*)/.test(line)) continue;
+        for (const m of line.matchAll(/['`"][^'`"]*?\b((?:GET|POST|DELETE) \/[\w\-/{}$]*)/g)) {
+          named.push(m[1]!.replace(/\$\{[^}]*\}?/g, '7'));
+        }
+      }
+    }
+    assert.ok(named.length >= 5, `found ${named.join(', ')}`);
+    const open = ['GET /events'];
+    for (const request of named) {
+      if (open.includes(request)) continue;
+      assert.match(inCliWords(`do ${request} now`, COMMANDS), /^do `node-daemon [^`]+` now$/, request);
     }
   });
 });

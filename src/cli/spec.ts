@@ -59,6 +59,11 @@ export interface CommandSpec {
   description: string[][];
   arguments?: [string, string][];
   options?: Record<string, OptionSpec>;
+  /**
+   * Request body fields the daemon's messages may name, and the option of this command that sets each
+   * (`num_claimed_compute_units: 'claimed'`): the client prints the option instead of the field.
+   */
+  fields?: Record<string, string>;
   kind: Kind;
   positionals: { min: number; max: number };
   examples: string[];
