@@ -51,7 +51,7 @@ export const StacksQuerySchema = Type.Object(
   Strict,
 );
 
-/** A node of the network, as its NodeRegisteredEvent describes it (GET /nodes/{node_id}). */
+/** A node of the network, as its NodeRegisteredEvent describes it (GET /network/nodes/{node_id}). */
 export const NodeSchema = Type.Object({
   node_small_id: U64('Sequential node id'),
   badge_id: Nullable(
