@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -279,7 +280,7 @@ describe('a start interrupted before it listens', () => {
   });
 });
 
-describe("the daemon's hints: a command for the CLI, the request for HTTP clients", () => {
+describe('against a real daemon: its hints as commands, a node it does not know, a wrong address', () => {
   const tmp = tempDir();
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   let token = '';
@@ -346,6 +347,55 @@ describe("the daemon's hints: a command for the CLI, the request for HTTP client
     );
   });
 
+  it('a node the daemon does not know is said to be unknown (exit 4), not shown as an empty list', async () => {
+    const line = "no node 999 is known to this daemon; the signer's own nodes are in `node-daemon badges`";
+    for (const args of [
+      ['stacks', '999'],
+      ['stacks', '999', '--min-fill', '90%'],
+      ['subscriptions', '999'],
+      ['claimed-stacks', '999'],
+      ['earnings', '999'],
+      ['disputes', 'own', '999'],
+      ['disputes', 'against', '999'],
+    ]) {
+      const result = await cli(args);
+      assert.equal(result.code, 4, `${args.join(' ')}: ${result.stderr}`);
+      assert.equal(oneLine(result.stderr), line, args.join(' '));
+      assert.equal(result.stdout, '', args.join(' '));
+    }
+    // --json still prints the answer as the daemon sent it.
+    const json = await cli(['stacks', '999', '--json']);
+    assert.equal(json.code, 4);
+    assert.equal(json.stdout, '[]\n');
+    assert.equal(oneLine(json.stderr), line);
+    // A node it knows with nothing to list is an empty list, as before.
+    const known = await cli(['claimed-stacks', '1']);
+    assert.equal(known.code, 0, known.stderr);
+    assert.equal(known.stdout, '(no claimed stacks for node 1)\n');
+    // HTTP clients ask GET /network/nodes/{node_id}.
+    const unknown = await fetch(`${daemon.url}/network/nodes/999`);
+    assert.equal(unknown.status, 404);
+    assert.equal(((await unknown.json()) as { code: string }).code, 'node_not_found');
+    const node = (await (await fetch(`${daemon.url}/network/nodes/1`)).json()) as Record<string, unknown>;
+    assert.equal(node.node_small_id, 1);
+    assert.match(String(node.badge_id), /^0x[0-9a-f]{64}$/);
+  });
+
+  it('an address with a path says that node-daemon serves its API at the root, not "upgrade it"', async () => {
+    const result = await run(['status', '--url', `${daemon.url}/api`]);
+    assert.equal(result.code, 5, result.stderr);
+    assert.equal(
+      oneLine(result.stderr),
+      `the daemon at ${daemon.url}/api has no GET /status: node-daemon serves its API at the root of its address, not under /api: give ${daemon.url} (check --url)`,
+    );
+    const tasks = await run(['tasks', '--url', `${daemon.url}/api`]);
+    assert.equal(tasks.code, 5, tasks.stderr);
+    assert.match(
+      oneLine(tasks.stderr),
+      /; node-daemon serves its API at the root of its address, not under \/api: /,
+    );
+  });
+
   async function post(path: string, body: unknown): Promise<{ detail: string }> {
     const response = await fetch(`${daemon.url}${path}`, {
       method: 'POST',
@@ -382,4 +432,48 @@ describe('every request a message of the daemon names is a command in the CLI', 
       assert.match(inCliWords(`do ${request} now`, COMMANDS), /^do `node-daemon [^`]+` now$/, request);
     }
   });
+});
+
+describe('a server that is not node-daemon', () => {
+  const servers: Server[] = [];
+  after(() => {
+    for (const server of servers) server.close();
+  });
+
+  /** An HTTP server that answers every request with this status, type and body. */
+  async function answering(status: number, type: string, body: string): Promise<string> {
+    const server = createHttpServer((_, res) => {
+      res.writeHead(status, { 'content-type': type });
+      res.end(body);
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  for (const [what, status, type, body] of [
+    ['a 404 page', 404, 'text/html', '<h1>Not Found</h1>'],
+    ['a 404 in JSON', 404, 'application/json', '{"statusCode":404,"error":"Not Found"}'],
+    ['a 200 page', 200, 'text/html', '<h1>Welcome</h1>'],
+    ['a 200 JSON of its own', 200, 'application/json', '{"ok":true}'],
+  ] as const) {
+    it(`${what}: status and a list say it is not node-daemon (exit 5)`, async () => {
+      const url = await answering(status, type, body);
+      for (const [args, request] of [
+        [['status'], 'GET /status'],
+        [['stacks', '3'], 'GET /stacks/nodes/3'],
+      ] as const) {
+        const result = await run([...args, '--url', url]);
+        assert.equal(result.code, 5, `${args.join(' ')}: ${result.stderr}`);
+        const line = oneLine(result.stderr);
+        assert.ok(
+          line.startsWith(
+            `the server at ${url} (from --url) does not look like node-daemon: it answered ${request} with `,
+          ),
+          line,
+        );
+        assert.doesNotMatch(line, /upgrade|older/);
+      }
+    });
+  }
 });
