@@ -52,22 +52,10 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/**
- * Opens the store and, on a chain network, the chain with its indexer and the write operations. The dev
- * network opens first: its ledger's lock says whether another daemon runs in this data dir, before the
- * store is touched.
- */
+/** Opens the store and, on a chain network, the chain with its indexer and the write operations. */
 export async function openServices(config: Config, logger: Logger): Promise<Services> {
   const metrics = createMetrics();
-  let dev: DevNetwork | undefined;
-  if (config.network === 'dev') dev = openDevNetwork(config.dataDir, config.dev, logger);
-  let store: Store;
-  try {
-    store = instrumentStore(await openStore(config), metrics);
-  } catch (error) {
-    await dev?.close();
-    throw error;
-  }
+  const store = instrumentStore(await openStore(config), metrics);
   const events = new EventHub({
     store,
     log: logger.child({ component: 'events' }),
@@ -94,8 +82,14 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     };
   }
   let raw: Chain;
+  let dev: DevNetwork | undefined;
   try {
-    raw = config.network === 'sui' ? await openSui(config.sui, logger) : dev!;
+    if (config.network === 'dev') {
+      dev = openDevNetwork(config.dataDir, config.dev, logger);
+      raw = dev;
+    } else {
+      raw = await openSui(config.sui, logger);
+    }
   } catch (error) {
     await store.close();
     throw error;
@@ -400,6 +394,7 @@ export interface OwnerRecord {
 }
 
 function writeOwner(config: Config, url: string | null): void {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const record: OwnerRecord = {
     pid: process.pid,
     url,
