@@ -382,6 +382,12 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
         `at ${CONNECTIONS} connections: no server on this machine does better for a body of that size.`,
     );
   }
+  if (footprint) {
+    log(
+      `\nDaemon on ${fmt(footprint.stacks, 0)} stacks: start to /health ${fmt(footprint.startToHealthMs, 0)} ms; ` +
+        `RSS ${fmt(footprint.rssAfterStartMb, 0)} MB after start, peak ${fmt(footprint.peakRssMb, 0)} MB after its load runs`,
+    );
+  }
   reportSummary(targets, notes);
   for (const p of profiles) log(`\n${formatProfile(p)}`);
 
@@ -400,6 +406,7 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
     dataset: dataset ? engine.datasetResults(dataset) : null,
     ingest,
     http: rows,
+    footprint,
     targets,
     notes,
     profiles: engine.profiles ? profiles : undefined,
@@ -413,6 +420,16 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
  * server with the bytes the daemon served, a second daemon/bare round of GET /tasks where its ratio is a
  * target, then the daemon without its cache. Returns the rows in the order they ran.
  */
+/** The daemon's start time and memory on the data set (the cached daemon of step 3). */
+interface Footprint {
+  stacks: number;
+  startToHealthMs: number;
+  rssAfterStartMb: number;
+  /** VmHWM after its load runs. */
+  peakRssMb: number;
+}
+let footprint: Footprint | undefined;
+
 async function measureHttp(
   engine: Engine,
   ctx: LoadContext,
@@ -479,7 +496,14 @@ async function measureHttp(
       fail('checking what the daemon serves', error);
       return;
     }
+    const started = server.memory();
     await runRows(ctx, server, cached, seconds);
+    footprint = {
+      stacks: ds.params.nodes * ds.params.stacksPerNode,
+      startToHealthMs: Math.round(server.startedInMs),
+      rssAfterStartMb: Math.round(started.rssMb),
+      peakRssMb: Math.round(server.memory().peakMb),
+    };
   });
   rows.push(...cached);
 

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -10,8 +11,20 @@ export interface Server {
   name: string;
   origin: string;
   pid: number;
+  /** From spawning it to its first 200 on the ready path, ms. */
+  startedInMs: number;
+  /** Its resident memory now and at its peak (VmRSS, VmHWM), MB. */
+  memory(): { rssMb: number; peakMb: number };
   /** SIGTERM, then SIGKILL if it has not exited after a while. */
   stop(): Promise<void>;
+}
+
+/** A process's VmRSS and VmHWM (its peak resident set), MB, from /proc. */
+export function memoryOf(pid: number): { rssMb: number; peakMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
 }
 
 /** A port nobody listens on right now (the kernel picks it). */
@@ -38,7 +51,7 @@ async function waitFor(url: string, child: ChildProcess, output: () => string, s
     } catch {
       // Not listening yet.
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`${url} did not answer within ${seconds} s:\n${output()}`);
 }
@@ -52,6 +65,7 @@ async function startPinned(
   readyPath: string,
 ): Promise<Server> {
   const node = join(root, 'node_modules/.bin/node');
+  const spawnedAt = performance.now();
   const child = spawn('taskset', ['-c', SERVER_CPU, node, ...nodeArgs], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,10 +84,13 @@ async function startPinned(
     child.kill('SIGKILL');
     throw error;
   }
+  const startedInMs = performance.now() - spawnedAt;
   return {
     name,
     origin,
     pid: child.pid!,
+    startedInMs,
+    memory: () => memoryOf(child.pid!),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -11,9 +10,16 @@ import Fastify, {
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify';
-import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { Chain } from './chain/chain.ts';
 import type { Config } from './config.ts';
+import {
+  createClientErrorHandler,
+  createConnectHandler,
+  createHeadCheck,
+  MethodTable,
+  methodProblem,
+  requestIdOf,
+} from './http/client-errors.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { finishDocument } from './http/openapi.ts';
@@ -63,6 +69,8 @@ export interface AppDeps {
   autopilot?: Autopilot | undefined;
   /** The live node events (GET /events); absent, the route is not served. */
   events?: EventHub | undefined;
+  /** How long a request may take to arrive whole (REQUEST_TIMEOUT_MS); tests shorten it. */
+  requestTimeoutMs?: number | undefined;
 }
 
 /** Largest request body any endpoint accepts. */
@@ -72,20 +80,37 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 /** An idle keep-alive connection is closed after this time. */
 export const KEEP_ALIVE_TIMEOUT_MS = 10_000;
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+/**
+ * How often Node looks for requests past their time (its default, 30 s, let one take up to 90 s): often
+ * enough that a request is refused within a second of its limit.
+ */
+function timeoutCheckInterval(requestTimeoutMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(requestTimeoutMs / 20)));
+}
 
 /** Builds the HTTP application; it never listens by itself. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, logger, writes, dev } = deps;
   const metrics = deps.metrics ?? createMetrics();
+  const requestTimeoutMs = deps.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // A mirror of the route table, to tell 405 (the path exists for other methods) from 404.
+  const methods = new MethodTable();
+  const rawAnswers = { table: methods, logger, metrics, requestTimeoutMs };
   const app = Fastify({
     // An incoming X-Request-Id is kept when it is sane, so a caller can follow its request in the logs.
     requestIdHeader: false,
-    genReqId: (request) => {
-      const incoming = request.headers['x-request-id'];
-      return typeof incoming === 'string' && /^[\w.:-]{1,64}$/.test(incoming) ? incoming : randomUUID();
+    genReqId: (request) => requestIdOf(request.headers),
+    // The whole request, head included, within requestTimeoutMs; checked often enough to hold to it.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: timeoutCheckInterval(requestTimeoutMs),
+      // A missing Host is refused in onRequest below, with a problem rather than Node's empty 400.
+      requireHostHeader: false,
     },
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    // What Node's parser refuses, and late requests, get problems too (src/http/client-errors.ts).
+    clientErrorHandler: createClientErrorHandler(rawAnswers),
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     loggerInstance: logger,
     // One debug line per request (the onResponse hook below) instead of Fastify's two info lines.
@@ -100,32 +125,19 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       plugins: [(ajv) => ajv.addKeyword(u64Keyword)],
     },
     frameworkErrors: (error, request, reply) => {
+      reply.header('x-request-id', request.id);
       sendProblem(request, reply, 'bad_request', `the request could not be routed: ${error.message}`);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  // A mirror of the route table, to tell 405 (the path exists for other methods) from 404.
-  const routes = FindMyWay({ ignoreTrailingSlash: true });
-  app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat().map((m) => m.toUpperCase() as HTTPMethod)) {
-      // With ignoreTrailingSlash, /a and /a/ are one route to the mirror too.
-      if (!routes.find(method, route.url)) routes.on(method, route.url, () => undefined);
-    }
-  });
+  app.addHook('onRoute', (route) => methods.add(route.method, route.url));
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '/';
-    const allowed = METHODS.filter((method) => routes.find(method, path) !== null);
-    if (allowed.length > 0) {
-      return sendProblem(
-        request,
-        reply,
-        'method_not_allowed',
-        `${request.method} is not supported on ${path}; use ${allowed.join(' or ')}`,
-        { headers: { allow: allowed.join(', ') } },
-      );
-    }
-    return sendProblem(request, reply, 'not_found', `no endpoint at ${path}; see /docs for the API`);
+    const { code, detail, options } = methodProblem(methods, request.method, request.url);
+    return sendProblem(request, reply, code, detail, options);
   });
+  // Without a listener Node closes a CONNECT's connection unanswered.
+  app.server.on('connect', createConnectHandler(rawAnswers));
+  const headProblem = createHeadCheck(app.server);
   // One onRequest and one onResponse hook, synchronous: they run on every request.
   // The console's page and files are public code: under --auth all it loads, then asks for the token.
   const guard = createGuard({ ...deps.security, isPublic: isConsolePath }, metrics);
@@ -140,6 +152,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       sendProblem(request, reply, 'shutting_down', 'the daemon is shutting down; retry once it is back', {
         headers: { 'retry-after': '5' },
       });
+      return;
+    }
+    const malformed = headProblem(request.raw);
+    if (malformed) {
+      reply.header('connection', 'close');
+      sendProblem(request, reply, malformed.code, malformed.detail, malformed.options);
       return;
     }
     if (guard.check(request, reply)) return;

@@ -40,6 +40,17 @@ export function problemBody(
   detail: string,
   options: ProblemOptions = {},
 ): Problem {
+  const instance = request.url.split('?')[0] ?? request.url;
+  return problemDocument(code, detail, { instance, requestId: String(request.id) }, options);
+}
+
+/** The problem body from what is known of a request: its path and id (see client-errors.ts). */
+export function problemDocument(
+  code: ErrorCode,
+  detail: string,
+  request: { instance: string; requestId: string },
+  options: ProblemOptions = {},
+): Problem {
   const { status, title } = ERRORS[code];
   return {
     type: `${PROBLEM_TYPE_PREFIX}${code}`,
@@ -47,9 +58,9 @@ export function problemBody(
     status,
     code,
     detail,
-    instance: request.url.split('?')[0] ?? request.url,
+    instance: request.instance,
     ...(options.parameter === undefined ? {} : { parameter: options.parameter }),
-    request_id: String(request.id),
+    request_id: request.requestId,
     ...options.extensions,
   };
 }
@@ -133,7 +144,9 @@ function frameworkProblem(error: FastifyError): ProblemError | undefined {
         `the body is larger than this endpoint accepts; ${error.message}`,
       );
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ProblemError('bad_request', 'the Content-Length header does not match the body');
+      return new ProblemError('malformed_http', 'the Content-Length header does not match the body', {
+        parameter: 'content-length',
+      });
     default:
       if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
         return new ProblemError(error.statusCode === 404 ? 'not_found' : 'bad_request', error.message);

@@ -10,7 +10,20 @@ import { ProblemError } from '../problems/catalog.ts';
  */
 export function installJsonBody(app: FastifyInstance): void {
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    // A compressed body would be read as if it were not (and fail as malformed JSON, or worse, parse).
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      done(
+        new ProblemError(
+          'unsupported_media_type',
+          `the body is sent with Content-Encoding ${JSON.stringify(encoding)}; send it uncompressed`,
+          { parameter: 'content-encoding' },
+        ),
+        undefined,
+      );
+      return;
+    }
     const text = String(body);
     if (text.trim() === '') {
       done(

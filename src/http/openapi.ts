@@ -104,6 +104,7 @@ export function withParameterExamples<T extends TObject>(schema: T, example: Sta
 /** What any request can be answered before its route runs: the guard's refusals and a daemon bug. */
 const EVERY_REQUEST: readonly ErrorCode[] = [
   'bad_request',
+  'malformed_http',
   'token_in_query',
   'host_not_allowed',
   'internal_error',
@@ -129,7 +130,10 @@ export function finishDocument(document: object, options: DocumentOptions): void
     spec.info.description,
     'Each operation lists, under each error status, the problem `code`s it can answer (also in `x-problem-codes`); ' +
       'docs/ERRORS.md says what each means and what to do. Any path answers 404 `not_found` when no endpoint has it, ' +
-      'and 405 `method_not_allowed`, with `Allow`, to a method it does not take.',
+      'and 405 `method_not_allowed`, with `Allow`, to a method it does not take. ' +
+      'A request that is not valid HTTP/1.1 reaches no operation, and is answered with a problem all the same, ' +
+      'its connection then closed: 400 `malformed_http`, 408 `request_timeout` (not whole within 30 s), ' +
+      '417 `expectation_failed`, 431 `headers_too_large` or 505 `http_version_not_supported`.',
     options.network === 'dev' ? undefined : DEV_ROUTES_ELSEWHERE,
   ]
     .filter(Boolean)

@@ -79,6 +79,7 @@ export function loggableUrl(url: string): string {
   return url.includes('?') ? url.replace(TOKEN_VALUES, '$1[redacted]') : url;
 }
 const OPEN_PATHS = new Set(['/health', '/ready']);
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i;
 
 function hostName(header: string): string {
   if (header.startsWith('[')) return header.slice(0, header.indexOf(']') + 1).toLowerCase();
@@ -140,7 +141,11 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
           },
         );
       }
-      const host = request.headers.host;
+      // An absolute-form target (http://host/path) names the host itself, and its Host header is ignored
+      // (RFC 9112, section 3.2.2).
+      const absolute = request.url.startsWith('/') ? undefined : ABSOLUTE_FORM.exec(request.url);
+      const url = absolute ? request.url.slice(absolute[0].length) || '/' : request.url;
+      const host = absolute ? absolute[1] : request.headers.host;
       if (host !== undefined && !allowed.has(hostName(host))) {
         return deny(
           request,
@@ -149,8 +154,8 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
           `requests for host ${hostName(host)} are refused (DNS rebinding protection); use ${options.boundHost} or localhost, or allow the name with --allowed-hosts`,
         );
       }
-      const query = request.url.indexOf('?');
-      if (query > -1 && TOKEN_PARAMS.test(request.url.slice(query))) {
+      const query = url.indexOf('?');
+      if (query > -1 && TOKEN_PARAMS.test(url.slice(query))) {
         return deny(
           request,
           reply,
@@ -158,7 +163,7 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
           `tokens are never accepted in the URL; send the header Authorization: Bearer <the token in ${options.tokenFile}>`,
         );
       }
-      const path = request.url.slice(0, query > -1 ? query : undefined);
+      const path = url.slice(0, query > -1 ? query : undefined);
       if (options.auth === 'none' || OPEN_PATHS.has(path) || request.method === 'OPTIONS') return false;
       const isRead = request.method === 'GET' || request.method === 'HEAD';
       if (isRead && (options.auth === 'writes' || options.isPublic?.(path))) return false;

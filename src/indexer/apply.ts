@@ -79,13 +79,15 @@ export async function applyPage(
         counts.duplicate += 1;
         continue;
       }
-      if (await applyEvent(tx, item, context)) counts.applied += 1;
+      const applied = await applyEvent(tx, item, context);
+      if (applied !== false) counts.applied += 1;
       else counts.orphaned += 1;
       await derived.add(tx, {
         event: item.event,
         digest: item.envelope.key.slice(0, item.envelope.key.indexOf(':')),
         epoch: item.epoch,
         at: item.at,
+        ...(typeof applied === 'object' ? { fee: applied.fee } : {}),
       });
     }
     if (page.epoch !== undefined || page.parameters !== undefined) {
@@ -137,8 +139,15 @@ function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignore
   }
 }
 
-/** Applies one decoded event; false when it refers to something the store has never seen (an orphan). */
-async function applyEvent(tx: IndexerTx, { envelope, event, epoch }: Decoded, context: ApplyContext) {
+/**
+ * Applies one decoded event; false when it refers to something the store has never seen (an orphan). A
+ * claim answers the node fee it recorded, for the node event that reports it.
+ */
+async function applyEvent(
+  tx: IndexerTx,
+  { envelope, event, epoch }: Decoded,
+  context: ApplyContext,
+): Promise<boolean | { fee: bigint | null }> {
   const { name, payload: p } = event;
   switch (name) {
     case 'TaskRegisteredEvent':
@@ -184,7 +193,7 @@ async function applyEvent(tx: IndexerTx, { envelope, event, epoch }: Decoded, co
       if (fee !== null) {
         await tx.putAttesterRewards(attesterRewards(p, already_attested, fee, epoch, context.parameters));
       }
-      return true;
+      return { fee };
     }
     case 'StackAttestationDisputeEvent':
       // It may also be the last attestation, whose failed check the chain reports only as this dispute.
@@ -200,7 +209,7 @@ async function applyEvent(tx: IndexerTx, { envelope, event, epoch }: Decoded, co
         p.num_claimed_compute_units,
       );
       await tx.claimStack(p, { epoch, node_fee_amount: fee === null ? null : normalizeU64(fee) });
-      return true;
+      return { fee };
     }
   }
 }

@@ -5,7 +5,7 @@ import { claimableFromEpoch } from '../protocol/epochs.ts';
 import type { DecodedEvent } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
 import type { NewNodeEvent } from '../store/node-events.ts';
-import type { IndexerTx } from '../store/store.ts';
+import type { IndexerTx, StackClaimed } from '../store/store.ts';
 
 /**
  * The node events of one page (GET /events), derived from the chain events as the page applies them and
@@ -22,6 +22,8 @@ export interface AppliedEvent {
   epoch: U64 | undefined;
   /** When it happened (ms), when the source says. */
   at: number | undefined;
+  /** A claim's node fee as the indexer recorded it (null: unpriced), so that it is not looked up twice. */
+  fee?: bigint | null;
 }
 
 /** The claims of one transaction by one node, summed into one funds_claimed event. */
@@ -54,7 +56,7 @@ export class PageEvents {
   }
 
   /** Derives the node events of one chain event, after the page applied it. */
-  async add(tx: IndexerTx, { event, digest, epoch, at }: AppliedEvent): Promise<void> {
+  async add(tx: IndexerTx, { event, digest, epoch, at, fee: recordedFee }: AppliedEvent): Promise<void> {
     const push = (e: NewNodeEvent) => this.#events.push(at === undefined ? e : { ...e, at });
     switch (event.name) {
       case 'TaskRegisteredEvent': {
@@ -212,13 +214,7 @@ export class PageEvents {
         const p = event.payload;
         this.#closed.add(String(p.stack_small_id));
         const direct = event.name === 'ClaimedStackEvent';
-        const { terms } = await tx.claimContext(p.stack_small_id);
-        const fee = knownFee(
-          this.#parameters,
-          direct ? SecurityLevel.ConfidentialCompute : terms?.security_level,
-          terms?.price_per_one_million_compute_units,
-          p.num_claimed_compute_units,
-        );
+        const fee = recordedFee !== undefined ? recordedFee : await this.#claimFee(tx, p, direct);
         const path = direct ? 'confidential_compute' : 'settlement_ticket';
         const key = `${digest}:${path}:${p.selected_node_id}`;
         let group = this.#claims.get(key);
@@ -248,6 +244,16 @@ export class PageEvents {
       default:
         return;
     }
+  }
+
+  async #claimFee(tx: IndexerTx, p: StackClaimed, direct: boolean): Promise<bigint | null> {
+    const { terms } = await tx.claimContext(p.stack_small_id);
+    return knownFee(
+      this.#parameters,
+      direct ? SecurityLevel.ConfidentialCompute : terms?.security_level,
+      terms?.price_per_one_million_compute_units,
+      p.num_claimed_compute_units,
+    );
   }
 
   /**

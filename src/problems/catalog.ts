@@ -8,6 +8,7 @@ export const ERRORS = {
   invalid_body: { status: 400, title: 'Invalid request body' },
   malformed_json: { status: 400, title: 'Malformed JSON' },
   bad_request: { status: 400, title: 'Bad request' },
+  malformed_http: { status: 400, title: 'Malformed HTTP request' },
   token_in_query: { status: 400, title: 'Token in the URL' },
   invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key' },
   gas_rejected: { status: 400, title: 'Gas settings rejected' },
@@ -20,6 +21,7 @@ export const ERRORS = {
   node_not_found: { status: 404, title: 'Node not found' },
   stack_not_found: { status: 404, title: 'Stack not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   no_badge: { status: 409, title: 'No node badge' },
   task_inactive: { status: 409, title: 'Task not active' },
   requirements_not_met: { status: 409, title: 'Task requirements not met' },
@@ -36,7 +38,9 @@ export const ERRORS = {
   idempotency_key_in_flight: { status: 409, title: 'Idempotency-Key in flight' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  expectation_failed: { status: 417, title: 'Expectation failed' },
   transaction_failed: { status: 422, title: 'Transaction failed' },
+  headers_too_large: { status: 431, title: 'Request headers too large' },
   internal_error: { status: 500, title: 'Internal error' },
   no_network: { status: 503, title: 'No network configured' },
   chain_unavailable: { status: 503, title: 'Chain unavailable' },
@@ -45,6 +49,7 @@ export const ERRORS = {
   overloaded: { status: 503, title: 'Overloaded' },
   store_unavailable: { status: 503, title: 'Store unavailable' },
   shutting_down: { status: 503, title: 'Shutting down' },
+  http_version_not_supported: { status: 505, title: 'HTTP version not supported' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;

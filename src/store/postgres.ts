@@ -69,6 +69,8 @@ import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord, topics } from './store.ts';
 const DEFAULT_POOL_SIZE = 10;
 const LOCK_TIMEOUT_MS = 10_000;
 const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+/** Stacks sent in one INSERT by the indexer, at most. */
+const STACK_BATCH = 1000;
 /** How often a lease's session is pinged, so a connection that silently died is noticed. */
 const LEASE_HEARTBEAT_MS = 5000;
 
@@ -296,10 +298,15 @@ const S = statements({
       price_per_one_million_compute_units = excluded.price_per_one_million_compute_units,
       max_num_compute_units = excluded.max_num_compute_units, valid = true`,
   deleteSubscription: 'DELETE FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
-  putStack: `INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
+  // Consecutive stacks of a page, in one statement, in their order (a repeat is skipped, as one by one).
+  putStacks: `INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
     num_compute_units, price_per_one_million_compute_units, is_confidential, security_level)
-    SELECT $1, $2, $3, $4, $5::numeric, $6, $7, coalesce(t.security_level = 1, false), t.security_level
-    FROM (SELECT 1) one LEFT JOIN tasks t ON t.task_small_id = $5::numeric
+    SELECT s.node, s.id, s.stack_id, s.owner, s.task, s.units, s.price,
+      coalesce(t.security_level = 1, false), t.security_level
+    FROM unnest($1::numeric[], $2::numeric[], $3::text[], $4::text[], $5::numeric[], $6::numeric[],
+      $7::numeric[]) WITH ORDINALITY AS s(node, id, stack_id, owner, task, units, price, n)
+    LEFT JOIN tasks t ON t.task_small_id = s.task
+    ORDER BY s.n
     ON CONFLICT DO NOTHING`,
   // The ticket, its stack marked settling, and one attestation request per requested slot.
   putTicket: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
@@ -598,11 +605,29 @@ export class PostgresStore implements Store {
     const touched = new Set<string>();
     let failure: unknown;
     let last: Promise<unknown> = Promise.resolve();
+    /** Stacks not yet sent: consecutive putStack calls go as one INSERT, before any other statement. */
+    let stacks: NewStack[] = [];
+    const sendStacks = (): void => {
+      if (stacks.length === 0) return;
+      const batch = stacks;
+      stacks = [];
+      void send(S.putStacks, [
+        batch.map((s) => enc(s.selected_node_id)),
+        batch.map((s) => enc(s.stack_small_id)),
+        batch.map((s) => s.stack_id),
+        batch.map((s) => s.owner_address),
+        batch.map((s) => enc(s.task_small_id)),
+        batch.map((s) => enc(s.num_compute_units)),
+        batch.map((s) => enc(s.price_per_one_million_compute_units)),
+      ]);
+    };
     const send = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
       if (!open) {
         throw new StoreError('store_transaction_ended', 'the indexer transaction has already ended', false);
       }
       if (failure !== undefined) throw failure;
+      // Statements run in the order of the calls: the stacks waiting go first.
+      if (statement !== S.putStacks) sendStacks();
       const sent = this.#exec(client, statement, values);
       last = sent.catch((error: unknown) => {
         failure ??= error;
@@ -671,16 +696,12 @@ export class PostgresStore implements Store {
         return ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0;
       },
       putStack: async (s: NewStack) => {
+        if (!open) {
+          throw new StoreError('store_transaction_ended', 'the indexer transaction has already ended', false);
+        }
         touched.add(topics.stacks(s.selected_node_id));
-        await write(S.putStack, [
-          enc(s.selected_node_id),
-          enc(s.stack_small_id),
-          s.stack_id,
-          s.owner_address,
-          enc(s.task_small_id),
-          enc(s.num_compute_units),
-          enc(s.price_per_one_million_compute_units),
-        ]);
+        stacks.push(s);
+        if (stacks.length >= STACK_BATCH) sendStacks();
       },
       putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
         touched.add(topics.stacks(t.selected_node_id)).add(topics.tickets(t.selected_node_id));
@@ -807,6 +828,7 @@ export class PostgresStore implements Store {
     return {
       api,
       flush: async () => {
+        if (failure === undefined) sendStacks();
         if (touched.size > 0 && failure === undefined) {
           void send(S.bumpTopics, [[...touched]]);
           touched.clear();

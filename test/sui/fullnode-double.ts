@@ -197,6 +197,8 @@ export class FullnodeDouble {
   /** The epoch of the latest checkpoint: the dev network's, once synced. */
   #epoch = 0n;
   #counter = 0;
+  /** How many events ListEvents may serve (holdEvents); null: all. */
+  #visible: number | null = null;
 
   private constructor(dev: DevNetwork, atomaDbId: string, signerAddress: string) {
     this.dev = dev;
@@ -241,6 +243,28 @@ export class FullnodeDouble {
     if (address === null || typeof address === 'string') throw new Error('no port');
     double.url = `http://127.0.0.1:${address.port}`;
     return double;
+  }
+
+  /**
+   * Holds the event stream where it is: ListEvents serves no event executed from now on until it is
+   * released (for a benchmark that prepares transactions first and lets them arrive at a set rate).
+   */
+  async holdEvents(): Promise<void> {
+    await this.#mutex.run(() => this.#sync());
+    this.#visible = this.#events.length;
+  }
+
+  /** Lets n more held events through (all of them with Infinity, which also ends the hold). */
+  async releaseEvents(n: number): Promise<void> {
+    await this.#mutex.run(() => this.#sync());
+    if (this.#visible === null) return;
+    this.#visible = Math.min(this.#events.length, this.#visible + n);
+    if (n === Number.POSITIVE_INFINITY) this.#visible = null;
+  }
+
+  /** Events executed but held back by holdEvents. */
+  get heldEvents(): number {
+    return this.#visible === null ? 0 : this.#events.length - this.#visible;
   }
 
   /** Stops listening (dropping kept-alive connections) and closes the dev network. */
@@ -693,8 +717,10 @@ export class FullnodeDouble {
     const limit = Math.min(request.options?.limit ?? 50, 1000);
     const frames: GrpcTypes.ListEventsResponse[] = [];
     let scanned = after;
-    for (const e of this.#events) {
-      if (e.seq <= after) continue;
+    // Event seq n is at index n - 1: start right after the cursor.
+    const end = this.#visible ?? this.#events.length;
+    for (let i = after; i < end; i++) {
+      const e = this.#events[i]!;
       scanned = e.seq;
       if (!matches(e)) continue;
       const frameOut: GrpcTypes.ListEventsResponse = {

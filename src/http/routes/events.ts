@@ -82,6 +82,12 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
         // A stream is never followed by another request on its connection: it closes when the stream ends.
         connection: 'close',
       });
+      if (request.method === 'HEAD') {
+        // The stream's head and no stream: Node sends no head for HEAD until the response ends.
+        options.release(request);
+        res.end();
+        return;
+      }
       res.write(`retry: 2000\n: node-daemon events${after > 0 ? ` after ${after}` : ''}\n\n`);
       options.release(request);
       const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);

@@ -1,0 +1,74 @@
+// The usage reporter of bench/mixed.ts, in a worker thread of its own so that the bench's other work (the
+// fullnode double executing the stream's transactions) never delays it: it sends POST
+// /stacks/{id}/usage at a fixed rate (open loop: on schedule, whatever the answers), over the node's own
+// stacks in turn, until told to stop, and answers each report's latency in ms.
+import { Agent, request } from 'node:http';
+import { parentPort, workerData } from 'node:worker_threads';
+
+const { origin, token, rate, stacks } = workerData as {
+  origin: string;
+  token: string;
+  rate: number;
+  stacks: number[];
+};
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+const latencies: number[] = [];
+let failed = 0;
+let sent = 0;
+let running = true;
+let inFlight = 0;
+
+function report(stack: number): void {
+  const body = '{"compute_units":1}';
+  const t0 = performance.now();
+  inFlight += 1;
+  const req = request(
+    `${origin}/stacks/${stack}/usage`,
+    {
+      method: 'POST',
+      agent,
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      },
+    },
+    (res) => {
+      res.resume();
+      res.on('end', () => {
+        inFlight -= 1;
+        if (res.statusCode === 200) latencies.push(performance.now() - t0);
+        else failed += 1;
+      });
+    },
+  );
+  req.on('error', () => {
+    inFlight -= 1;
+    failed += 1;
+  });
+  req.end(body);
+}
+
+parentPort!.on('message', (message) => {
+  if (message === 'stop') running = false;
+});
+
+const started = performance.now();
+const tick = (): void => {
+  const due = Math.floor(((performance.now() - started) / 1000) * rate);
+  while (sent < due && running) report(stacks[sent++ % stacks.length]!);
+  if (running) {
+    setTimeout(tick, 1);
+    return;
+  }
+  const drain = (): void => {
+    if (inFlight > 0) {
+      setTimeout(drain, 5);
+      return;
+    }
+    agent.destroy();
+    parentPort!.postMessage({ sent, failed, latencies });
+  };
+  drain();
+};
+tick();

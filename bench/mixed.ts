@@ -1,0 +1,445 @@
+// The mixed workload: reads while the node works. The daemon runs as an operator runs it on --network sui
+// (its own process, pinned to CPU 0), against the fullnode TEST DOUBLE of the test suite
+// (test/sui/fullnode-double.ts, in this process: the outside boundary, not our code), so that its indexer
+// follows a live event stream exactly as it follows a fullnode. On CPU 1: wrk, the double, and the client
+// that reports usage.
+//
+// What runs at once, per row:
+//   - 50 connections read GET /stacks/nodes/{own node} (1,000 stacks) and GET /tasks, in turn (wrk);
+//   - usage reports (POST /stacks/{id}/usage) for the node's own stacks at 0, 100 or 500 per second;
+//   - users buy stacks from peer nodes at 1,000 per second on the chain, which the indexer applies live.
+// The "no writes" row has neither the reports nor the stream; every other row's throughput is given as a
+// ratio to it, measured in the same pass.
+//
+//   node bench/mixed.ts [--quick] [--postgres] [--database-url URL]
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
+import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
+import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
+import { toBase64 } from '@mysten/sui/utils';
+import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
+import { type LoadResult, runOnce } from './load.ts';
+import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
+import { freePort, SERVER_CPU } from './servers.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
+    'database-url': { type: 'string' },
+  },
+});
+const quick = flags.quick === true;
+const SECONDS = quick ? 4 : 10;
+const WARMUP_SECONDS = 2;
+const OWN_STACKS = 1000;
+/** Stacks of peer nodes bought before the measurement, so that the store is not only ours. */
+const BACKGROUND_STACKS = quick ? 2000 : 20_000;
+const STREAM_PER_SECOND = 1000;
+const REPORT_RATES = [0, 100, 500] as const;
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** One HTTP request to the daemon; the answer's status and body. */
+function call(
+  origin: string,
+  method: string,
+  path: string,
+  token?: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(
+      `${origin}${path}`,
+      {
+        method,
+        // A connection each: the bench's calls are few, and a kept-alive one may be closed under it.
+        agent: false,
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(payload
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            : {}),
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+async function json<T>(origin: string, method: string, path: string, token?: string, body?: unknown) {
+  const { status, text } = await call(origin, method, path, token, body);
+  if (status !== 200) throw new Error(`${method} ${path}: ${status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+async function until(what: string, check: () => Promise<boolean>, seconds = 300): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The sum of a counter's samples in /metrics text, per label value of `label`. */
+function counterBy(metrics: string, name: string, label: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const re = new RegExp(`^${name}\\{([^}]*)\\} ([0-9.e+]+)$`, 'gm');
+  for (const m of metrics.matchAll(re)) {
+    const value = new RegExp(`${label}="([^"]*)"`).exec(m[1]!)?.[1] ?? '';
+    out.set(value, (out.get(value) ?? 0) + Number(m[2]));
+  }
+  return out;
+}
+
+/**
+ * The daemon's own view of the usage reports between two /metrics texts: the share answered within 1 ms
+ * and within 5 ms (node_daemon_http_request_duration_seconds, route /stacks/:stack_small_id/usage).
+ */
+function usageBuckets(after: string, before: string): { within1ms: number; within5ms: number } {
+  const buckets = (text: string) => {
+    const out = new Map<string, number>();
+    for (const m of text.matchAll(/^node_daemon_http_request_duration_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
+      if (!m[1]!.includes('route="/stacks/:stack_small_id/usage"')) continue;
+      const le = /le="([^"]*)"/.exec(m[1]!)?.[1] ?? '';
+      out.set(le, (out.get(le) ?? 0) + Number(m[2]));
+    }
+    return out;
+  };
+  const a = buckets(after);
+  const b = buckets(before);
+  const delta = (le: string) => (a.get(le) ?? 0) - (b.get(le) ?? 0);
+  const total = delta('+Inf');
+  return total === 0
+    ? { within1ms: Number.NaN, within5ms: Number.NaN }
+    : { within1ms: delta('0.001') / total, within5ms: delta('0.005') / total };
+}
+
+interface Row {
+  label: string;
+  reportsPerSecond: number | null;
+  stream: boolean;
+  reads: LoadResult;
+  ratio?: number;
+  reports: {
+    sent: number;
+    p50ms: number;
+    p99ms: number;
+    failed: number;
+    /** Share of the reports the daemon answered within 1 ms and 5 ms, by its own request histogram. */
+    servedWithin1ms: number;
+    servedWithin5ms: number;
+  };
+  streamApplied: number;
+  cacheHitRate: number;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-daemon-bench-mixed-'));
+  const dbs = new ThrowawayDatabases(flags['database-url'] ?? DEFAULT_SERVER_URL);
+  const children: ReturnType<typeof spawn>[] = [];
+  let double: FullnodeDouble | undefined;
+  try {
+    // The operator's key, as a Sui CLI keystore.
+    const kp = Ed25519Keypair.generate();
+    const keystore = join(dir, 'sui.keystore');
+    const secret = decodeSuiPrivateKey(kp.getSecretKey()).secretKey;
+    writeFileSync(keystore, JSON.stringify([toBase64(new Uint8Array([0, ...secret]))]));
+    double = await FullnodeDouble.start({
+      dataDir: join(dir, 'chain'),
+      signerAddress: kp.toSuiAddress(),
+      coins: [1000n * 1_000_000_000n],
+    });
+    const dev = double.dev;
+    const task = (
+      await dev.createTask({
+        role: 0,
+        model_name: 'bench/own',
+        security_level: 0,
+        minimum_reputation_score: null,
+        is_public: true,
+      })
+    ).task_small_id!;
+    const peerTask = (
+      await dev.createTask({
+        role: 0,
+        model_name: 'bench/peers',
+        security_level: 0,
+        minimum_reputation_score: null,
+        is_public: true,
+      })
+    ).task_small_id!;
+    const peers: bigint[] = [];
+    for (let i = 0; i < 20; i++) {
+      const peer = await dev.createPeerNode({
+        subscriptions: [{ task_small_id: peerTask, price_per_one_million_compute_units: 1000 }],
+      });
+      peers.push(BigInt(peer.node_small_id!));
+    }
+
+    const engine = flags.postgres ? 'PostgreSQL' : 'SQLite';
+    const database = flags.postgres ? await dbs.create() : undefined;
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const args = [
+      '-c',
+      SERVER_CPU,
+      join(ROOT, 'node_modules/.bin/node'),
+      join(ROOT, 'src/main.ts'),
+      'start',
+      '--network',
+      'sui',
+      '--sui-url',
+      double.url,
+      '--sui-package-id',
+      double.packageId,
+      '--sui-atoma-db-id',
+      double.atomaDbId,
+      '--sui-keystore',
+      keystore,
+      '--data-dir',
+      join(dir, 'data'),
+      '--port',
+      String(port),
+      '--log-level',
+      'warn',
+      ...(database ? ['--database-url', database.url] : []),
+    ];
+    const daemon = spawn('taskset', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(daemon);
+    let stderr = '';
+    daemon.stderr!.on('data', (d) => {
+      stderr = (stderr + String(d)).slice(-4000);
+    });
+    daemon.on('exit', (code) => {
+      if (code !== 0 && code !== null) log(`the daemon exited with ${code}:\n${stderr}`);
+    });
+    await until('the daemon answers /health', async () => {
+      try {
+        return (await call(origin, 'GET', '/health')).status === 200;
+      } catch {
+        return false;
+      }
+    });
+    const token = readFileSync(join(dir, 'data', 'api-token'), 'utf8').trim();
+    const registered = await json<{ node_small_id: number }>(origin, 'POST', '/nodes/register', token, {});
+    const node = registered.node_small_id;
+    await json(origin, 'POST', '/nodes/task-subscribe', token, {
+      task_small_id: Number(task),
+      price_per_one_million_compute_units: 1_000_000,
+    });
+    log(
+      `${engine}: node ${node}; buying ${OWN_STACKS} stacks from it and ${BACKGROUND_STACKS} from 20 peers`,
+    );
+    const own: number[] = [];
+    for (let i = 0; i < OWN_STACKS; i++) {
+      const bought = await dev.buyStack({
+        task_small_id: task,
+        num_compute_units: 1_000_000,
+        price_per_one_million_compute_units: 1_000_000,
+        selected_node_id: node,
+      });
+      if (bought.submission.status !== 'success') {
+        throw new Error(`buying a stack from node ${node} failed: ${JSON.stringify(bought.submission)}`);
+      }
+      own.push(Number(bought.stack_small_id));
+    }
+    let peerIndex = 0;
+    const buyFromPeer = () =>
+      dev.buyStack({
+        task_small_id: peerTask,
+        num_compute_units: 1_000_000,
+        price_per_one_million_compute_units: 1000,
+        selected_node_id: peers[peerIndex++ % peers.length]!,
+      });
+    for (let i = 0; i < BACKGROUND_STACKS; i++) await buyFromPeer();
+    // The live stream's transactions, executed now and held back until a row lets them through.
+    const streamRows = REPORT_RATES.length;
+    const streamStacks = streamRows * (WARMUP_SECONDS + SECONDS + 15) * STREAM_PER_SECOND;
+    await double.holdEvents();
+    log(`buying the stream's ${streamStacks} stacks (held until released at ${STREAM_PER_SECOND}/s)`);
+    for (let i = 0; i < streamStacks; i++) await buyFromPeer();
+    const ownPath = `/stacks/nodes/${node}`;
+    await until(`the daemon has indexed node ${node}'s ${OWN_STACKS} stacks`, async () => {
+      const stacks = await json<unknown[]>(origin, 'GET', ownPath);
+      log(
+        `  ${stacks.length} stacks; ${JSON.stringify((await json<{ indexer: unknown }>(origin, 'GET', '/status')).indexer)}`,
+      );
+      return stacks.length === OWN_STACKS;
+    });
+    // From /metrics: /status asks the fullnode for balances and badges, which a count does not need.
+    const indexedEvents = async () =>
+      counterBy(
+        (await call(origin, 'GET', '/metrics', token)).text,
+        'node_daemon_indexer_events_total',
+        'outcome',
+      ).get('applied') ?? 0;
+    await until('the indexer has caught up', async () => {
+      const a = await indexedEvents();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      return (await indexedEvents()) === a;
+    });
+
+    const metrics = async () => (await call(origin, 'GET', '/metrics', token)).text;
+    const lookups = async () => counterBy(await metrics(), 'node_daemon_http_cache_lookups_total', 'outcome');
+    const ctx = { tool: 'wrk' as const, root: ROOT, tmp: dir, warmupSeconds: 0 };
+    const readSpec = (seconds: number) => ({
+      origin,
+      paths: [ownPath, '/tasks'],
+      seconds,
+      connections: 50,
+    });
+
+    /** Runs one row: reads with wrk while the reports and the stream (if any) run; stops them after. */
+    async function measure(label: string, reportsPerSecond: number | null, stream: boolean): Promise<Row> {
+      let running = true;
+      const reporter = reportsPerSecond
+        ? new Worker(new URL('./mixed-reporter.ts', import.meta.url), {
+            workerData: { origin, token, rate: reportsPerSecond, stacks: own },
+          })
+        : undefined;
+      const reported = reporter
+        ? (once(reporter, 'message') as Promise<[{ sent: number; failed: number; latencies: number[] }]>)
+        : undefined;
+      const background: Promise<void>[] = [];
+      if (stream) {
+        // The stream's transactions were executed beforehand and are held by the double: release them
+        // at the stream's rate, so that the indexer meets them as a live chain's.
+        background.push(
+          (async () => {
+            const started = performance.now();
+            let released = 0;
+            while (running) {
+              const due = Math.floor(((performance.now() - started) / 1000) * STREAM_PER_SECOND);
+              if (due > released) {
+                if (double!.heldEvents < due - released) throw new Error('the stream ran out of held events');
+                await double!.releaseEvents(due - released);
+                released = due;
+              }
+              await new Promise((resolve) => setTimeout(resolve, 10));
+            }
+          })(),
+        );
+      }
+      const t0 = performance.now();
+      const trace = (what: string) => {
+        if (process.env.BENCH_TRACE) log(`    ${((performance.now() - t0) / 1000).toFixed(1)} s ${what}`);
+      };
+      await runOnce(ctx, readSpec(WARMUP_SECONDS));
+      trace('warmed up');
+      const usageBefore = await metrics();
+      const before = await lookups();
+      const appliedBefore = await indexedEvents();
+      trace('counted');
+      const reads = await runOnce(ctx, readSpec(SECONDS));
+      trace('measured');
+      const appliedAfter = await indexedEvents();
+      const after = await lookups();
+      const histogramAfter = await metrics();
+      trace('counted again');
+      running = false;
+      reporter?.postMessage('stop');
+      const [{ sent, failed, latencies }] = reported
+        ? await reported
+        : [{ sent: 0, failed: 0, latencies: [] }];
+      await reporter?.terminate();
+      await Promise.all(background);
+      const served = usageBuckets(histogramAfter, usageBefore);
+      const delta = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+      const total = [...after.keys()].reduce((sum, k) => sum + delta(k), 0);
+      latencies.sort((a, b) => a - b);
+      const row: Row = {
+        label,
+        reportsPerSecond,
+        stream,
+        reads,
+        reports: {
+          sent,
+          p50ms: percentile(latencies, 50),
+          p99ms: percentile(latencies, 99),
+          failed,
+          servedWithin1ms: served.within1ms,
+          servedWithin5ms: served.within5ms,
+        },
+        streamApplied: (appliedAfter - appliedBefore) / SECONDS,
+        cacheHitRate: total === 0 ? Number.NaN : delta('hit') / total,
+      };
+      log(
+        `  ${label}: ${Math.round(reads.requestsPerSecond)} req/s, p99 ${reads.p99ms.toFixed(2)} ms; ` +
+          `reports p50 ${row.reports.p50ms.toFixed(2)} / p99 ${row.reports.p99ms.toFixed(2)} ms; ` +
+          `indexer ${Math.round(row.streamApplied)} ev/s; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %`,
+      );
+      // Let the indexer finish what the stream left before the next row.
+      await until('the indexer has caught up', async () => {
+        const a = await indexedEvents();
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        return (await indexedEvents()) === a;
+      });
+      return row;
+    }
+
+    const rows: Row[] = [];
+    rows.push(await measure('no writes', null, false));
+    for (const rate of REPORT_RATES) rows.push(await measure(`${rate} reports/s + stream`, rate, true));
+    const base = rows[0]!.reads.requestsPerSecond;
+    for (const row of rows) row.ratio = row.reads.requestsPerSecond / base;
+
+    const ownBytes = (await call(origin, 'GET', ownPath)).text.length;
+    const tasksBytes = (await call(origin, 'GET', '/tasks')).text.length;
+    console.log(
+      `\nMixed workload on ${engine} (${SECONDS} s a row after ${WARMUP_SECONDS} s warm-up; reads: 50 connections ` +
+        `over GET ${ownPath} [${OWN_STACKS} stacks, ${ownBytes.toLocaleString('en-US')} B] and GET /tasks ` +
+        `[${tasksBytes.toLocaleString('en-US')} B])\n`,
+    );
+    console.log(
+      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits |',
+    );
+    console.log(
+      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: |',
+    );
+    for (const r of rows) {
+      const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
+      console.log(
+        `| ${r.label.padEnd(28)} | ${String(Math.round(r.reads.requestsPerSecond)).padStart(8)} | ${cell(r.ratio!)} | ` +
+          `${cell(r.reads.p50ms).padStart(11)} | ${cell(r.reads.p99ms).padStart(11)} | ` +
+          `${String(r.reports.sent).padStart(12)} | ${cell(r.reports.p50ms).padStart(13)} | ` +
+          `${cell(r.reports.p99ms).padStart(13)} | ${`${cell(r.reports.servedWithin1ms * 100, 1)} %`.padStart(14)} | ` +
+          `${`${cell(r.reports.servedWithin5ms * 100, 1)} %`.padStart(14)} | ${String(Math.round(r.streamApplied)).padStart(12)} | ` +
+          `${`${cell(r.cacheHitRate * 100, 1)} %`.padStart(10)} |`,
+      );
+      if (r.reports.failed > 0 || r.reads.non2xx > 0)
+        console.log(`  (${r.reports.failed} reports failed, ${r.reads.non2xx} reads not 2xx)`);
+    }
+    daemon.kill('SIGTERM');
+    await once(daemon, 'exit');
+  } finally {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await double?.close();
+    await dbs.dropAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
