@@ -1,8 +1,12 @@
-import { mkdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { type App, buildApp } from './app.ts';
 import type { Chain } from './chain/chain.ts';
 import { DevNetwork } from './chain/dev/dev-network.ts';
+import { LedgerBusyError } from './chain/dev/ledger.ts';
 import { instrumentChain } from './chain/instrument.ts';
 import { loadOrCreateSigner } from './chain/signer.ts';
 import { KeystoreError } from './chain/sui/keystore.ts';
@@ -15,6 +19,7 @@ import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { Mutex } from './internal/mutex.ts';
 import { isLoopback } from './internal/net.ts';
+import { VERSION } from './internal/version.ts';
 import { Autopilot } from './operations/autopilot.ts';
 import { startDemo } from './operations/demo.ts';
 import { DevActors } from './operations/dev-actors.ts';
@@ -22,6 +27,7 @@ import { EventHub } from './operations/event-stream.ts';
 import { watchReadiness } from './operations/readiness.ts';
 import { Submitter } from './operations/submit.ts';
 import { Writes } from './operations/writes.ts';
+import { ERRORS, PROBLEM_TYPE_PREFIX } from './problems/catalog.ts';
 import { instrumentStore } from './store/instrument.ts';
 import { openStore } from './store/open.ts';
 import type { Store } from './store/store.ts';
@@ -152,6 +158,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
 
 function openDevNetwork(dataDir: string, settings: DevSettings, logger: Logger): DevNetwork {
   try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const { signer, created, file } = loadOrCreateSigner(dataDir);
     if (created) logger.info({ address: signer.address, file }, 'created the signer key');
     return DevNetwork.open({
@@ -161,6 +168,7 @@ function openDevNetwork(dataDir: string, settings: DevSettings, logger: Logger):
       attestationNodes: settings.attestationNodes,
     });
   } catch (error) {
+    if (error instanceof LedgerBusyError) throw new CliError(dataDirInUse(dataDir), ExitCode.listen);
     throw new CliError(
       `cannot open the dev network in ${dataDir}: ${(error as Error).message}`,
       ExitCode.failure,
@@ -223,11 +231,35 @@ export async function buildDaemonApp(config: Config, services: Services, logger:
   });
 }
 
-/** Opens the services, builds the app and listens. Throws CliError with one line when it cannot. */
-export async function startDaemon(config: Config, logger: Logger): Promise<Daemon> {
-  const services = await openServices(config, logger);
+/**
+ * Opens the services, builds the app and listens. The address is taken first (holdAddress), so that a
+ * port already in use stops the start before anything is created in the data dir. Throws CliError with
+ * one line when it cannot: exit 3 when the address or the data dir belongs to another process, 130 when
+ * `signal` aborts (SIGINT or SIGTERM) before it listens.
+ */
+export async function startDaemon(config: Config, logger: Logger, signal?: AbortSignal): Promise<Daemon> {
+  const interrupted = () => {
+    if (signal?.aborted) {
+      throw new CliError(
+        `interrupted by ${String(signal.reason)} while starting, before it listened: nothing was served`,
+        ExitCode.interrupted,
+      );
+    }
+  };
+  interrupted();
+  let hold: Server | undefined;
+  try {
+    hold = await holdAddress(config);
+  } catch (error) {
+    throw listenError(config, error);
+  }
+  let services: Services | undefined;
   let app: App;
   try {
+    interrupted();
+    services = await openServices(config, logger);
+    writeOwner(config, null);
+    interrupted();
     app = await buildDaemonApp(config, services, logger);
     if (!isLoopback(config.host)) {
       logger.warn(
@@ -239,23 +271,24 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
       { network: config.network, store: services.store.location, signer: services.chain?.signerAddress },
       'store opened',
     );
+    interrupted();
+    await release(hold);
     await app.listen({
       host: config.host,
       port: config.port,
       listenTextResolver: (address) => `node-daemon listening on ${address}`,
     });
   } catch (error) {
-    await services.close();
-    const code = (error as NodeJS.ErrnoException).code ?? '';
-    const reason = LISTEN_ERRORS[code];
-    if (reason)
-      throw new CliError(`cannot listen on ${config.host}:${config.port}: ${reason}`, ExitCode.listen);
-    throw error;
+    await release(hold);
+    await services?.close();
+    if (services) removeOwner(config.dataDir);
+    throw listenError(config, error);
   }
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
+  writeOwner(config, url);
 
   let closing: Promise<void> | undefined;
   return {
@@ -273,8 +306,144 @@ export async function startDaemon(config: Config, logger: Logger): Promise<Daemo
           clearInterval(reaper);
         }
         await services.close();
+        removeOwner(config.dataDir);
       })();
       return closing;
     },
   };
+}
+
+/** A listen failure as one line (exit 3) naming the address; any other error as it is. */
+function listenError(config: Config, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code ?? '';
+  const reason = LISTEN_ERRORS[code];
+  if (reason === undefined) return error;
+  const where = `${config.host}:${config.port}`;
+  const owner = code === 'EADDRINUSE' ? otherOwner(config.dataDir) : undefined;
+  if (owner?.url != null && new URL(owner.url).port === String(config.port)) {
+    return new CliError(
+      `cannot listen on ${where}: node-daemon pid ${owner.pid} already runs on this data dir (${config.dataDir}) and listens on ${owner.url}; stop it first, or start this one with another --port and --data-dir`,
+      ExitCode.listen,
+    );
+  }
+  return new CliError(`cannot listen on ${where}: ${reason}`, ExitCode.listen);
+}
+
+/**
+ * Takes the address before the daemon opens anything: a taken port then leaves a fresh data dir as it
+ * was. Until the daemon listens, the holder answers every request 503 not_ready (retry in a second), so
+ * that a client sees a daemon starting, not a connection refused or reset. With port 0 any free port
+ * will do: the address is only checked.
+ */
+async function holdAddress(config: Config): Promise<Server | undefined> {
+  const server = createServer((request, response) => {
+    const { status, title } = ERRORS.not_ready;
+    const body = JSON.stringify({
+      type: `${PROBLEM_TYPE_PREFIX}not_ready`,
+      title,
+      status,
+      code: 'not_ready',
+      detail: 'node-daemon is starting; retry in a moment',
+      instance: (request.url ?? '/').split('?')[0],
+      request_id: randomUUID(),
+    });
+    response.writeHead(status, {
+      'content-type': 'application/problem+json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'retry-after': '1',
+      connection: 'close',
+    });
+    response.end(body);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: config.host, port: config.port, exclusive: true }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  if (config.port !== 0) return server;
+  await release(server);
+  return undefined;
+}
+
+/** Closes the address holder and its connections, once. */
+async function release(server: Server | undefined): Promise<void> {
+  if (!server?.listening) return;
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+/** The file of the data dir that says which process runs a daemon on it and where it listens. */
+export const OWNER_FILE = 'daemon.json';
+
+/**
+ * The owner record, `<data dir>/daemon.json`: written once the daemon holds its data dir, with its
+ * address once it listens, removed when it stops. It only describes: the dev network's ledger lock is
+ * what keeps a second daemon out, and the record names the holder in the refusal.
+ */
+export interface OwnerRecord {
+  pid: number;
+  /** Where it listens; null while it starts. */
+  url: string | null;
+  network: string;
+  version: string;
+  started_at: string;
+}
+
+function writeOwner(config: Config, url: string | null): void {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const record: OwnerRecord = {
+    pid: process.pid,
+    url,
+    network: config.network,
+    version: VERSION,
+    started_at: new Date().toISOString(),
+  };
+  const file = join(config.dataDir, OWNER_FILE);
+  const temporary = `${file}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(record)}\n`, { mode: 0o600 });
+  renameSync(temporary, file);
+}
+
+/** The data dir's owner record, if there is a readable one. */
+export function readOwner(dataDir: string): OwnerRecord | undefined {
+  try {
+    const record = JSON.parse(readFileSync(join(dataDir, OWNER_FILE), 'utf8')) as Partial<OwnerRecord>;
+    if (!Number.isInteger(record.pid) || (record.url !== null && typeof record.url !== 'string')) {
+      return undefined;
+    }
+    return record as OwnerRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Removes the owner record when it is this process's (another daemon may have written its own since). */
+function removeOwner(dataDir: string): void {
+  if (readOwner(dataDir)?.pid === process.pid) rmSync(join(dataDir, OWNER_FILE), { force: true });
+}
+
+/** The owner record of another process that is alive; a record left by a crash names a dead pid. */
+function otherOwner(dataDir: string): OwnerRecord | undefined {
+  const owner = readOwner(dataDir);
+  if (owner === undefined || owner.pid === process.pid) return undefined;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+  }
+  return owner;
+}
+
+/** Why the data dir cannot be this daemon's: the dev network's ledger is locked by another process. */
+function dataDirInUse(dataDir: string): string {
+  const owner = otherOwner(dataDir);
+  if (owner === undefined) {
+    return `the data dir ${dataDir} is in use by another process (its dev network is locked); stop it first, or give this daemon another --data-dir`;
+  }
+  const where = owner.url === null ? 'still starting' : `listening on ${owner.url}`;
+  return `the data dir ${dataDir} is in use by node-daemon pid ${owner.pid}, ${where}; stop it first, or give this daemon another --data-dir`;
 }

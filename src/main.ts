@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { CLIENT_COMMANDS, clientHelp, runClient, unknownCommand } from './cli/index.ts';
+import { parseOptions } from './cli/parse.ts';
+import type { OptionSpec } from './cli/spec.ts';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
+import type { Daemon } from './daemon.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { VERSION } from './internal/version.ts';
 
@@ -11,11 +13,17 @@ import { VERSION } from './internal/version.ts';
 /** The daemon's own commands; the client's are CLIENT_COMMANDS. */
 const DAEMON_COMMANDS = ['start', 'replay', 'token', 'db', 'help', 'version'];
 
-const SETTING_OPTIONS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries([
-  ...SETTINGS.map((s) => [s.flag, { type: s.boolean ? ('boolean' as const) : ('string' as const) }]),
-  [CONFIG_FLAG.flag, { type: 'string' as const }],
-  ['help', { type: 'boolean' as const, short: 'h' }],
-  ['version', { type: 'boolean' as const }],
+/** The options of the daemon's commands: every setting (a switch also as --no-NAME), help, version. */
+const SETTING_OPTIONS: Record<string, OptionSpec> = Object.fromEntries([
+  ...SETTINGS.map((s): [string, OptionSpec] => [
+    s.flag,
+    s.boolean
+      ? { type: 'boolean', negatable: true, describe: s.describe }
+      : { type: 'string', arg: s.flag.replace(/^.*-/, '').toUpperCase(), describe: s.describe },
+  ]),
+  [CONFIG_FLAG.flag, { type: 'string', arg: 'FILE', describe: 'JSON file of settings' }],
+  ['help', { type: 'boolean', short: 'h', describe: 'the help' }],
+  ['version', { type: 'boolean', describe: 'the version' }],
 ]);
 
 const SETTINGS_HELP = [
@@ -43,7 +51,8 @@ Examples:
   node-daemon replay test/fixtures/events.jsonl
   curl -s http://127.0.0.1:3001/stacks/nodes/1?min_fill_fraction=0.8
 
-Exit codes: 0 ok, 1 failure, 2 bad usage or settings, 3 cannot listen, 130 interrupted.
+Exit codes: 0 ok, 1 failure, 2 bad usage or settings, 3 cannot listen or the data dir is in use,
+130 interrupted (a replay, or a start before it listened).
 API reference: http://127.0.0.1:3001/docs once the daemon runs.`;
 
 interface Invocation {
@@ -52,19 +61,15 @@ interface Invocation {
   flags: Record<string, string | boolean | undefined>;
 }
 
+/**
+ * The daemon's command line, judged by the client's layer (src/cli/parse.ts), so that a mistake reads
+ * the same for every command: `unknown option --prot (did you mean --port?); see node-daemon start
+ * --help`. Messages name the command when it comes first, as main() makes sure a command word does.
+ */
 function parse(argv: string[]): Invocation {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: SETTING_OPTIONS,
-      allowPositionals: true,
-      allowNegative: true,
-      strict: true,
-    });
-  } catch (error) {
-    throw new CliError(`${(error as Error).message.split('\n')[0]}; see node-daemon --help`);
-  }
+  const first = argv[0];
+  const named = first !== undefined && ['start', 'replay', 'token', 'db'].includes(first) ? first : '';
+  const parsed = parseOptions(named, SETTING_OPTIONS, argv);
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const [command = values.version ? 'version' : 'help', ...args] = parsed.positionals;
   if (values.help) return { command: 'help', args: [], flags: {} };
@@ -74,9 +79,42 @@ function parse(argv: string[]): Invocation {
 
 async function start(config: Config): Promise<number> {
   const { createLogger } = await import('./internal/logger.ts');
-  const { startDaemon } = await import('./daemon.ts');
   const logger = createLogger(config.logLevel, undefined, { pretty: process.stderr.isTTY === true });
-  const daemon = await startDaemon(config, logger);
+  // A signal while it starts stops the start where it is (exit 130); a step that does not end (a
+  // database that never answers) is given up after the shutdown timeout, or at a second signal.
+  const starting = new AbortController();
+  let giveUp: (error: CliError) => void = () => {};
+  const gaveUp = new Promise<never>((_, reject) => {
+    giveUp = reject;
+  });
+  const interrupted = (signal: NodeJS.Signals) =>
+    new CliError(
+      `interrupted by ${signal} while starting, before it listened: nothing was served`,
+      ExitCode.interrupted,
+    );
+  const onStartSignal = (signal: NodeJS.Signals) => {
+    if (starting.signal.aborted) return giveUp(interrupted(signal));
+    logger.info({ signal, timeoutSeconds: config.shutdownTimeout }, 'interrupted while starting; stopping');
+    starting.abort(signal);
+    setTimeout(() => giveUp(interrupted(signal)), config.shutdownTimeout * 1000).unref();
+  };
+  // One listener from the first moment to the exit, which hands the signal to the phase's handler:
+  // removing a listener drops a signal that arrived but was not dispatched yet, and before this one is
+  // added a signal kills the process without a word.
+  let onSignal = onStartSignal;
+  const dispatch = (signal: NodeJS.Signals) => onSignal(signal);
+  process.on('SIGINT', dispatch);
+  process.on('SIGTERM', dispatch);
+  let daemon: Daemon;
+  try {
+    // Fastify, the stores and the chain SDKs load here, under the signal handler.
+    const { startDaemon } = await import('./daemon.ts');
+    daemon = await Promise.race([startDaemon(config, logger, starting.signal), gaveUp]);
+  } catch (error) {
+    process.off('SIGINT', dispatch);
+    process.off('SIGTERM', dispatch);
+    throw error;
+  }
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals) => {
@@ -103,8 +141,9 @@ async function start(config: Config): Promise<number> {
         },
       );
     };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    onSignal = stop;
+    // A signal that came as it began to listen: it listened, so this is a stop like any other.
+    if (starting.signal.aborted) stop(starting.signal.reason as NodeJS.Signals);
   });
 }
 
@@ -223,7 +262,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
       return ExitCode.ok;
     case 'start':
       if (args.length > 0)
-        throw new CliError(`start takes no arguments (got ${args.join(' ')}); see node-daemon --help`);
+        throw new CliError(`start takes no arguments (got ${args.join(' ')}); see node-daemon start --help`);
       return start(loadConfig(flags, env));
     case 'replay':
       return replay(loadConfig(flags, env), args);

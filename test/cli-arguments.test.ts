@@ -132,12 +132,26 @@ describe("parsing in the client's own words", () => {
   const cases: [string[], RegExp][] = [
     [
       ['subscribe', '2', '--price', '-5'],
-      /^--price must be an integer amount .*; got "-5"; see node-daemon subscribe --help$/,
+      /^--price cannot be negative: it must be an integer amount .*; got "-5"; see node-daemon subscribe --help$/,
     ],
-    [['subscribe', '2', '--price=-5'], /^--price must be an integer amount .*; got "-5";/],
-    [['usage', '12', '-3'], /^UNITS must be an integer from 0 to 2\^64 - 1; got "-3";/],
-    [['usage', '12', '-3.5'], /^UNITS must be an integer from 0 to 2\^64 - 1; got "-3\.5";/],
-    [['settle', '-1,2'], /^a stack id must be an integer from 0 to 2\^53 - 1; got "-1";/],
+    [
+      ['subscribe', '2', '--price=-5'],
+      /^--price cannot be negative: it must be an integer amount .*; got "-5";/,
+    ],
+    [['subscribe', '2', '--price', '5x'], /^--price must be an integer amount .*; got "5x";/],
+    [
+      ['usage', '12', '-3'],
+      /^UNITS cannot be negative: it must be an integer from 0 to 2\^64 - 1; got "-3";/,
+    ],
+    [
+      ['usage', '12', '-3.5'],
+      /^UNITS cannot be negative: it must be an integer from 0 to 2\^64 - 1; got "-3\.5";/,
+    ],
+    [['usage', '12', '3x'], /^UNITS must be an integer from 0 to 2\^64 - 1; got "3x";/],
+    [
+      ['settle', '-1,2'],
+      /^a stack id cannot be negative: it must be an integer from 0 to 2\^53 - 1; got "-1";/,
+    ],
     [['tasks', '-1'], /^tasks takes no arguments \(got -1\);/],
     [
       ['subscribe', '2', '--prise', '5'],
@@ -180,7 +194,10 @@ describe("parsing in the client's own words", () => {
 
   it('takes a value after -- and a value that starts with a dash as given', async () => {
     const result = await client(['usage', '--url', 'http://127.0.0.1:1', '--', '12', '-3']);
-    assert.match(result.stderr, /UNITS must be an integer from 0 to 2\^64 - 1; got "-3"/);
+    assert.match(
+      result.stderr,
+      /UNITS cannot be negative: it must be an integer from 0 to 2\^64 - 1; got "-3"/,
+    );
     const key = await client(['usage', '1', '2', '--idempotency-key', '-k-1', '--url', 'http://127.0.0.1:1']);
     assert.equal(key.code, 5, key.stderr); // accepted, then nothing listens
   });

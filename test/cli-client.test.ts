@@ -251,7 +251,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   assert.equal((await parsed(['update-subscription', '2', '--price', '1usdc'])).status, 'success');
   await refused(
     ['subscribe', '1', '--price', '1'],
-    /already subscribed to task 1; change its price with `node-daemon update-subscription TASK --price P`$/,
+    /already subscribed to task 1; change its price with `node-daemon update-subscription 1 --price P`$/,
   );
   await prep(['subscribe', '3', '--price', '1']);
   assert.match(await table(['unsubscribe', '3']), /^unsubscribed from task 3\n/);
@@ -384,7 +384,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   // line says why, nothing is submitted, the error is on stderr (exit 4); --json prints the problem.
   const noUsage = await refused(
     ['settle', '9'],
-    /^node-daemon: stack 9 has no recorded usage: .*; report usage first \(`node-daemon usage STACK UNITS`\)/,
+    /^node-daemon: stack 9 has no recorded usage: .*; report usage first \(`node-daemon usage 9 UNITS`\) or name the units to claim \(`--claimed U`\)$/,
   );
   assert.match(
     noUsage.stdout,
@@ -599,8 +599,11 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     [['settle', '1', '1'], /stack 1 is listed twice/],
     [['tasks', '--colour'], /^node-daemon: unknown option --colour; see/],
     [['subscribe', '1', '--prise', '1'], /^node-daemon: unknown option --prise \(did you mean --price\?\);/],
-    [['subscribe', '2', '--price', '-5'], /^node-daemon: --price must be an integer amount .*; got "-5";/],
-    [['usage', '12', '-3'], /^node-daemon: UNITS must be an integer from 0 to 2\^64 - 1; got "-3";/],
+    [
+      ['subscribe', '2', '--price', '-5'],
+      /^node-daemon: --price cannot be negative: it must be .*; got "-5";/,
+    ],
+    [['usage', '12', '-3'], /^node-daemon: UNITS cannot be negative: it must be an integer .*; got "-3";/],
     [['stacks', '--min-fill', '2'], /--min-fill must be a fraction/],
     [['dev', 'frob'], /^node-daemon: unknown command dev frob; the dev commands are task, node, stack/],
     [['dev', 'stakc', 'buy'], /^node-daemon: unknown command dev stakc \(did you mean dev stack\?\);/],
@@ -939,7 +942,7 @@ describe('client commands against a stand-in server', () => {
     assert.equal(again.code, 4);
     assert.equal(
       line(again),
-      'node-daemon: node 3 is already subscribed to task 1; change its price with `node-daemon update-subscription TASK --price P`',
+      'node-daemon: node 3 is already subscribed to task 1; change its price with `node-daemon update-subscription 1 --price P`',
     );
     const detail = 'stack 4 has not been try-settled; settle it first with POST /nodes/try-settle-stacks';
     const notClaimable = {
@@ -951,7 +954,7 @@ describe('client commands against a stand-in server', () => {
     assert.equal(claim.code, 4);
     assert.match(
       claim.stdout,
-      /\n +4 +not claimable \(not_settled\) +stack 4 has not been try-settled; settle it first with `node-daemon settle STACK\.\.\.`\n$/,
+      /\n +4 +not claimable \(not_settled\) +stack 4 has not been try-settled; settle it first with `node-daemon settle 4`\n$/,
     );
     // --json prints the daemon's words as they were sent.
     const json = await inProcess(['claim', '4', '--url', url, '--json']);

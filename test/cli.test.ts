@@ -35,7 +35,9 @@ describe('node-daemon command', () => {
       oneLine(env.stderr),
       'node-daemon: invalid NODE_DAEMON_PORT: "abc" is not accepted; expected an integer from 0 to 65535',
     );
-    const pg = await run(['start'], { DATABASE_URL: 'postgres://postgres:secret-pw@127.0.0.1:1/x' });
+    const pg = await run(['start', '--port', '0'], {
+      DATABASE_URL: 'postgres://postgres:secret-pw@127.0.0.1:1/x',
+    });
     assert.equal(pg.code, 1);
     const line = oneLine(pg.stderr);
     assert.match(line, /^node-daemon: cannot open the PostgreSQL store at 127\.0\.0\.1:1, database x: /);

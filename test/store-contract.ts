@@ -716,6 +716,27 @@ export function storeContract(
       assert.equal(await store.getTicket(6), undefined);
     });
 
+    it('looks up a node: registered, or known only from its subscriptions or stacks', async () => {
+      await write(async (tx) => {
+        await tx.putNode(ABOVE_SAFE, '0xbadge', '0xowner');
+        await tx.putStack(newStack(5, 2));
+        await tx.putSubscription({
+          node_small_id: 3,
+          task_small_id: 1,
+          price_per_one_million_compute_units: 10,
+          max_num_compute_units: 1_000_000,
+        });
+      });
+      assert.deepEqual(await store.getNode(ABOVE_SAFE), {
+        node_small_id: ABOVE_SAFE,
+        badge_id: '0xbadge',
+        sui_address: '0xowner',
+      });
+      assert.deepEqual(await store.getNode(2), { node_small_id: 2, badge_id: null, sui_address: null });
+      assert.deepEqual(await store.getNode(3), { node_small_id: 3, badge_id: null, sui_address: null });
+      assert.equal(await store.getNode(4), undefined);
+    });
+
     it('counts the subscribers sample_attestation_nodes may draw: valid, within price, with room', async () => {
       const sub = (node: U64, task: U64, price: U64, max: U64 = 1_000_000) => ({
         node_small_id: node,

@@ -19,16 +19,29 @@ const DECIMAL = new RegExp(DECIMAL_PATTERN);
 /** The client's own notation for prices, USDC with its unit (the daemon takes integers only). */
 const USDC_AMOUNT = /^([0-9]+)(?:\.([0-9]{1,6}))?\s*usdc$/i;
 
-/** A usage error: one line, then where to read more. */
+/** A usage error: one line, then where to read more (the command's help, or the overview's). */
 export function usageError(command: string, message: string): CliError {
-  return new CliError(`${message}; see node-daemon ${command} --help`);
+  return new CliError(`${message}; see node-daemon ${command === '' ? '' : `${command} `}--help`);
+}
+
+/** A value the parser took as given although it starts with a dash: a negative number (`-5`, `-0.5`). */
+const NEGATIVE = /^\s*-\s*\.?[0-9]/;
+
+/**
+ * "WHAT must be RULE; got "RAW"", or for a negative number "WHAT cannot be negative: it must be RULE;
+ * got "-5"", since what a sign says is the mistake there, not the rest of the rule.
+ */
+function mustBe(what: string, rule: string, raw: string): string {
+  return NEGATIVE.test(raw)
+    ? `${what} cannot be negative: it must be ${rule}; got ${JSON.stringify(raw)}`
+    : `${what} must be ${rule}; got ${JSON.stringify(raw)}`;
 }
 
 /** A small id (node, task, stack): an integer from 0 to 2^53 - 1, digits only. */
 export function smallId(command: string, raw: string, what: string): number {
   const id = parseSmallId(raw.trim());
   if (id === undefined) {
-    throw usageError(command, `${what} must be an integer from 0 to 2^53 - 1; got ${JSON.stringify(raw)}`);
+    throw usageError(command, mustBe(what, 'an integer from 0 to 2^53 - 1', raw));
   }
   return id;
 }
@@ -37,7 +50,7 @@ export function smallId(command: string, raw: string, what: string): number {
 export function u64(command: string, raw: string, what: string): U64 {
   const value = parseU64(raw.trim());
   if (value === undefined) {
-    throw usageError(command, `${what} must be an integer from 0 to 2^64 - 1; got ${JSON.stringify(raw)}`);
+    throw usageError(command, mustBe(what, 'an integer from 0 to 2^64 - 1', raw));
   }
   return value;
 }
@@ -55,10 +68,8 @@ export function smallEnum(
   const value = parseSmallId(text);
   if (value !== undefined && value <= max) return value;
   const named = Object.keys(names);
-  throw usageError(
-    command,
-    `${what} must be an integer from 0 to ${max}${named.length > 0 ? ` or one of ${named.join(', ')}` : ''}; got ${JSON.stringify(raw)}`,
-  );
+  const rule = `an integer from 0 to ${max}${named.length > 0 ? ` or one of ${named.join(', ')}` : ''}`;
+  throw usageError(command, mustBe(what, rule, raw));
 }
 
 /**
@@ -72,10 +83,9 @@ export function priceArg(command: string, raw: string, what = '--price'): U64 {
     ? toU64(BigInt(usdc[1]!) * 1_000_000n + BigInt((usdc[2] ?? '').padEnd(6, '0')))
     : parseU64(text);
   if (value === undefined) {
-    throw usageError(
-      command,
-      `${what} must be an integer amount in USDC's smallest unit (1000000 is 1 USDC; at most 2^64 - 1) or an amount like 1.5usdc; got ${JSON.stringify(raw)}`,
-    );
+    const rule =
+      "an integer amount in USDC's smallest unit (1000000 is 1 USDC; at most 2^64 - 1) or an amount like 1.5usdc";
+    throw usageError(command, mustBe(what, rule, raw));
   }
   return value;
 }
@@ -108,10 +118,8 @@ export function fillFraction(command: string, raw: string): string {
     decimal = `${whole.slice(0, -2)}.${whole.slice(-2)}${percent[2] ?? ''}`.replace(/^0+(?=[0-9])/, '');
   } else decimal = text;
   if (parseFraction(decimal) === undefined) {
-    throw usageError(
-      command,
-      `--min-fill must be a fraction from 0 to 1 (like 0.9) or a percentage (like 90%); got ${JSON.stringify(raw)}`,
-    );
+    const rule = 'a fraction from 0 to 1 (like 0.9) or a percentage (like 90%)';
+    throw usageError(command, mustBe('--min-fill', rule, raw));
   }
   return decimal;
 }
@@ -138,10 +146,7 @@ export function seconds(command: string, raw: string): number {
   const text = raw.trim();
   const value = Number(text);
   if (!DECIMAL.test(text) || !(value > 0 && value <= 86_400)) {
-    throw usageError(
-      command,
-      `--timeout must be a number of seconds above 0 (at most 86400); got ${JSON.stringify(raw)}`,
-    );
+    throw usageError(command, mustBe('--timeout', 'a number of seconds above 0 (at most 86400)', raw));
   }
   return value;
 }

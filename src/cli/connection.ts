@@ -143,6 +143,8 @@ function readToken(file: string): string | undefined {
 
 /** A successful answer: the body as sent (for --json) and parsed with exact u64 values. */
 export interface Reply {
+  /** What was asked: `GET /stacks/nodes/7`. */
+  request: string;
   status: number;
   text: string;
   body: unknown;
@@ -234,7 +236,13 @@ export class Daemon {
       if (parsed === undefined) {
         throw this.notNodeDaemon(`${method} ${path}`, `HTTP ${response.status} and ${type}, not JSON`);
       }
-      return { status: response.status, text, body: parsed, headers: response.headers };
+      return {
+        request: `${method} ${path}`,
+        status: response.status,
+        text,
+        body: parsed,
+        headers: response.headers,
+      };
     }
     if (!isDaemonProblem(parsed)) {
       throw this.notNodeDaemon(
@@ -292,6 +300,18 @@ export class Daemon {
       throw new DaemonProblem(response.status, text, parsed, response.headers, path);
     }
     throw this.notNodeDaemon(`GET ${path}`, `HTTP ${response.status} and ${type}, not an event stream`);
+  }
+
+  /**
+   * Why a node-daemon answered `not_found` for a route it has, when the address has a path: node-daemon
+   * serves its API at the root, so `--url http://host:3001/api` asks it for /api/status. Undefined when
+   * the address has no path.
+   */
+  underPath(): string | undefined {
+    const { url, urlSource } = this.connection;
+    const { origin, pathname } = new URL(url);
+    if (pathname === '/' || pathname === '') return undefined;
+    return `node-daemon serves its API at the root of its address, not under ${pathname}: give ${origin}${urlSource === 'settings' ? '' : ` (check ${urlSource})`}`;
   }
 
   /**

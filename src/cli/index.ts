@@ -102,7 +102,7 @@ export async function runClient(
     }
     if (error instanceof DaemonProblem) {
       if (json) await out(error.text.trim());
-      const { line, exitCode } = describeProblem(error, daemon?.connection);
+      const { line, exitCode } = describeProblem(error, daemon?.connection, daemon?.underPath());
       await err(`node-daemon: ${line}`);
       return exitCode;
     }
@@ -191,6 +191,7 @@ interface Abort {
 export function describeProblem(
   error: DaemonProblem,
   connection: Connection | undefined,
+  underPath?: string,
 ): { line: string; exitCode: number } {
   const { problem } = error;
   const detail = inCliWords(oneLine(problem.detail), COMMANDS);
@@ -209,6 +210,9 @@ export function describeProblem(
     } else if ((error.status === 401 || error.status === 403) && connection?.tokenSource !== undefined) {
       line += ` (this client sent the token from ${connection.tokenSource})`;
     } else if (error.status === 404 && problem.code === 'not_found') {
+      // A route the daemon has, not found: the address is wrong (exit 5, as for no daemon there).
+      if (underPath !== undefined)
+        return { line: `${line}; ${underPath}`, exitCode: ClientExitCode.unavailable };
       line += error.path.startsWith('/dev/')
         ? `; the dev commands need a daemon on the embedded dev network (--network dev), and ${url} is not`
         : `; is the daemon at ${url} older than this command?`;

@@ -9,6 +9,8 @@ export interface OptionSpec {
   short?: string;
   /** The value's placeholder in the help, e.g. F for --min-fill F. */
   arg?: string;
+  /** A switch that `--no-NAME` turns off (the daemon's --demo / --no-demo). */
+  negatable?: boolean;
   describe: string;
 }
 
@@ -57,6 +59,11 @@ export interface CommandSpec {
   description: string[][];
   arguments?: [string, string][];
   options?: Record<string, OptionSpec>;
+  /**
+   * Request body fields the daemon's messages may name, and the option of this command that sets each
+   * (`num_claimed_compute_units: 'claimed'`): the client prints the option instead of the field.
+   */
+  fields?: Record<string, string>;
   kind: Kind;
   positionals: { min: number; max: number };
   examples: string[];

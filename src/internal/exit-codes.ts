@@ -5,9 +5,9 @@ export const ExitCode = {
   failure: 1,
   /** Bad flags, settings or arguments: nothing was started or changed. */
   usage: 2,
-  /** The daemon could not listen: the address or port is taken or not available. */
+  /** The daemon cannot start: the address or port is taken or not available, or the data dir is in use. */
   listen: 3,
-  /** Stopped by SIGINT or SIGTERM before the work was done (replay resumes where it stopped). */
+  /** Stopped by SIGINT or SIGTERM before the work was done (replay resumes where it stopped; start had not listened). */
   interrupted: 130,
 } as const;
 

@@ -291,7 +291,7 @@ export class Writes {
             skip(
               id,
               'no_usage',
-              `stack ${id} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage) or name the units in num_claimed_compute_units`,
+              `stack ${id} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage) or name the units to claim (num_claimed_compute_units)`,
             ),
           );
           continue;

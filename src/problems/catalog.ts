@@ -18,6 +18,7 @@ export const ERRORS = {
   not_found: { status: 404, title: 'Not found' },
   badge_not_found: { status: 404, title: 'Badge not found' },
   task_not_found: { status: 404, title: 'Task not found' },
+  node_not_found: { status: 404, title: 'Node not found' },
   stack_not_found: { status: 404, title: 'Stack not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   request_timeout: { status: 408, title: 'Request timeout' },

@@ -51,6 +51,17 @@ export const StacksQuerySchema = Type.Object(
   Strict,
 );
 
+/** A node of the network, as its NodeRegisteredEvent describes it (GET /network/nodes/{node_id}). */
+export const NodeSchema = Type.Object({
+  node_small_id: U64('Sequential node id'),
+  badge_id: Nullable(
+    Type.String(),
+    "The NodeBadge's object id; null when the daemon knows the node only from its subscriptions or stacks (its registration came before the events it indexed)",
+  ),
+  sui_address: Nullable(Type.String(), 'The address that registered the node; null as badge_id'),
+});
+export type NodeRecord = Static<typeof NodeSchema>;
+
 export const TaskSchema = Type.Object(
   {
     task_small_id: U64('Sequential task id'),

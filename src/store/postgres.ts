@@ -6,6 +6,7 @@ import { claimableFromEpoch } from '../protocol/epochs.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
 import type {
   ClaimPath,
+  NodeRecord,
   NodeSubscription,
   Stack,
   StackAttestationDispute,
@@ -204,6 +205,9 @@ const S = statements({
   getCursor: 'SELECT * FROM indexer_cursors WHERE source = $1',
   getStackHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1',
   getTask: 'SELECT * FROM tasks WHERE task_small_id = $1',
+  getNode: 'SELECT node_small_id, badge_id, sui_address FROM nodes WHERE node_small_id = $1',
+  nodeNamed: `SELECT 1 AS named FROM node_subscriptions WHERE node_small_id = $1
+    UNION ALL SELECT 1 FROM stacks WHERE selected_node_id = $1 LIMIT 1`,
   getStack: `SELECT ${STACK_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
   getSubscription: 'SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
   getTicket: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = $1`,
@@ -1008,6 +1012,19 @@ export class PostgresStore implements Store {
   async getTask(taskSmallId: U64): Promise<Task | undefined> {
     const [row] = await this.#rows(S.getTask, [enc(taskSmallId)]);
     return row ? rows.task(row) : undefined;
+  }
+
+  async getNode(nodeSmallId: U64): Promise<NodeRecord | undefined> {
+    const [row] = await this.#rows(S.getNode, [enc(nodeSmallId)]);
+    if (row) {
+      return {
+        node_small_id: dec(row.node_small_id),
+        badge_id: row.badge_id as string,
+        sui_address: row.sui_address as string,
+      };
+    }
+    const [named] = await this.#rows(S.nodeNamed, [enc(nodeSmallId)]);
+    return named ? { node_small_id: nodeSmallId, badge_id: null, sui_address: null } : undefined;
   }
 
   async getStack(stackSmallId: U64): Promise<Stack | undefined> {

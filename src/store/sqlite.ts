@@ -7,6 +7,7 @@ import { claimableFromEpoch } from '../protocol/epochs.ts';
 import { ticketLeaves } from '../protocol/proofs.ts';
 import type {
   ClaimPath,
+  NodeRecord,
   NodeSubscription,
   Stack,
   StackAttestationDispute,
@@ -592,6 +593,19 @@ export class SqliteStore implements Store {
     return row ? rows.task(row) : undefined;
   }
 
+  async getNode(nodeSmallId: U64): Promise<NodeRecord | undefined> {
+    const id = enc(nodeSmallId);
+    const row = this.#guard(() => this.#r.getNode!.get(id));
+    if (row)
+      return {
+        node_small_id: dec(row.node_small_id),
+        badge_id: row.badge_id as string,
+        sui_address: row.sui_address as string,
+      };
+    const named = this.#guard(() => this.#r.nodeNamed!.get(id, id));
+    return named ? { node_small_id: nodeSmallId, badge_id: null, sui_address: null } : undefined;
+  }
+
   async getStack(stackSmallId: U64): Promise<Stack | undefined> {
     const row = this.#guard(() => this.#r.getStack!.get(enc(stackSmallId)));
     return row ? rows.stack(row) : undefined;
@@ -894,6 +908,9 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
     getCursor: db.prepare('SELECT * FROM indexer_cursors WHERE source = ?'),
     getStackHash: db.prepare('SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = ?'),
     getTask: db.prepare('SELECT * FROM tasks WHERE task_small_id = ?'),
+    getNode: db.prepare('SELECT node_small_id, badge_id, sui_address FROM nodes WHERE node_small_id = ?'),
+    nodeNamed: db.prepare(`SELECT 1 AS named FROM node_subscriptions WHERE node_small_id = ?
+      UNION ALL SELECT 1 FROM stacks WHERE selected_node_id = ? LIMIT 1`),
     getStack: db.prepare(`SELECT ${STACK_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     getSubscription: db.prepare(
       'SELECT * FROM node_subscriptions WHERE node_small_id = ? AND task_small_id = ?',

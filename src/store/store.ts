@@ -3,6 +3,7 @@ import type { ProtocolParameters } from '../protocol/constants.ts';
 import type { Payload } from '../protocol/events.ts';
 /** The read model's rows are the API's types (src/schemas/model.ts). */
 import type {
+  NodeRecord,
   NodeSubscription,
   Stack,
   StackAttestationDispute,
@@ -295,6 +296,8 @@ export interface Store {
   /** The running hash of a stack's requests, when this daemon has a record of them. */
   getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined>;
   getTask(taskSmallId: U64): Promise<Task | undefined>;
+  /** The node, if the store knows it: registered, or named by a subscription or a stack. */
+  getNode(nodeSmallId: U64): Promise<NodeRecord | undefined>;
   getStack(stackSmallId: U64): Promise<Stack | undefined>;
   /** What decides the stack's fees, when the stack was seen. */
   getStackTerms(stackSmallId: U64): Promise<StackTerms | undefined>;

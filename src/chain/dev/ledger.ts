@@ -62,6 +62,16 @@ export interface ExecuteRequest<T> {
   body: (tx: TxContext) => T;
 }
 
+/** The ledger file is locked by another connection: another daemon runs a dev network in the same data dir. */
+export class LedgerBusyError extends Error {
+  readonly file: string;
+  constructor(file: string) {
+    super(`${file} is in use by another dev network (another node-daemon process?)`);
+    this.name = 'LedgerBusyError';
+    this.file = file;
+  }
+}
+
 export class Ledger {
   readonly #db: DatabaseSync;
   readonly #objects = new Map<string, string>();
@@ -109,7 +119,7 @@ export class Ledger {
         db.exec('COMMIT');
       } catch (error) {
         if ((error as { errcode?: number }).errcode === SQLITE_BUSY) {
-          throw new Error(`${file} is in use by another dev network (another node-daemon process?)`);
+          throw new LedgerBusyError(file);
         }
         throw error;
       }

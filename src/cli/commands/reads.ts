@@ -55,9 +55,45 @@ async function nodeArg(ctx: Context, raw: string | undefined): Promise<string> {
   return digits(badges[0]!.node_small_id);
 }
 
-/** Prints a list: a row per item, or `(no ...)` when there is none; with --json the answer as sent. */
-async function showRows(ctx: Context, reply: Reply, none: string, columns: Column<Json>[]): Promise<void> {
+/**
+ * Prints a list: a row per item, or `(no ...)` when there is none; with --json the answer as sent. An
+ * empty list about a node named on the command line (`named`) is first checked: a node the daemon does
+ * not know is an error (exit 4), not an empty list.
+ */
+async function showRows(
+  ctx: Context,
+  reply: Reply,
+  none: string,
+  columns: Column<Json>[],
+  named?: string,
+): Promise<void> {
+  if (!Array.isArray(reply.body)) throw ctx.daemon().notNodeDaemon(reply.request, 'JSON that is not a list');
+  if (reply.body.length === 0 && named !== undefined) await knownNode(ctx, named, reply);
   await show(ctx, reply, (rows: Json[]) => (rows.length === 0 ? `(no ${none})` : table(rows, columns)));
+}
+
+/**
+ * Whether the daemon knows the node an empty answer is about (GET /network/nodes/{node}): the lists answer
+ * [] for any id, so `stacks 999` would otherwise say only that node 999 has no stacks. With --json the
+ * answer is still printed as sent. A daemon without that route, or any trouble asking, leaves the answer
+ * as it is.
+ */
+async function knownNode(ctx: Context, node: string, reply: Reply): Promise<void> {
+  try {
+    await ctx.daemon().request('GET', `/network/nodes/${node}`, {
+      timeoutMs: ctx.timeoutMs ?? READ_TIMEOUT_MS,
+    });
+  } catch (error) {
+    if (error instanceof DaemonProblem && error.problem.code === 'node_not_found') {
+      if (ctx.json) await ctx.out(reply.text.trim());
+      throw new CliError(
+        `${ctx.cliWords(error.problem.detail)}; the signer's own nodes are in \`node-daemon badges\``,
+        ClientExitCode.refused,
+      );
+    }
+    if (error instanceof DaemonProblem || error instanceof CliError) return;
+    throw error;
+  }
 }
 
 function taskState(task: Json): string {
@@ -128,13 +164,19 @@ export const READS: CommandSpec[] = [
     async run(ctx) {
       const node = await nodeArg(ctx, ctx.args[0]);
       const reply = await read(ctx, { node });
-      await showRows(ctx, reply, `subscriptions for node ${node}`, [
-        { header: 'NODE', align: 'right', value: (s) => digits(s.node_small_id) },
-        { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
-        { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
-        { header: 'MAX UNITS', align: 'right', value: (s) => digits(s.max_num_compute_units) },
-        { header: 'VALID', value: (s) => yesNo(s.valid) },
-      ]);
+      await showRows(
+        ctx,
+        reply,
+        `subscriptions for node ${node}`,
+        [
+          { header: 'NODE', align: 'right', value: (s) => digits(s.node_small_id) },
+          { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
+          { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
+          { header: 'MAX UNITS', align: 'right', value: (s) => digits(s.max_num_compute_units) },
+          { header: 'VALID', value: (s) => yesNo(s.valid) },
+        ],
+        ctx.args[0] === undefined ? undefined : node,
+      );
     },
   },
   {
@@ -192,6 +234,7 @@ export const READS: CommandSpec[] = [
           { header: 'STACK ID', value: (s) => shortId(s.stack_id) },
           { header: 'OWNER', value: (s) => shortId(s.owner_address) },
         ],
+        ctx.args[0] === undefined ? undefined : node,
       );
     },
   },
@@ -214,17 +257,23 @@ export const READS: CommandSpec[] = [
     async run(ctx) {
       const node = await nodeArg(ctx, ctx.args[0]);
       const reply = await read(ctx, { node });
-      await showRows(ctx, reply, `claimed stacks for node ${node}`, [
-        { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
-        { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
-        { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
-        { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
-        { header: 'PATH', value: (s) => claimPath(s.claim_path) },
-        { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
-        { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
-        { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
-        { header: 'CLAIMED', value: (s) => yesNo(s.is_claimed) },
-      ]);
+      await showRows(
+        ctx,
+        reply,
+        `claimed stacks for node ${node}`,
+        [
+          { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
+          { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
+          { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
+          { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
+          { header: 'PATH', value: (s) => claimPath(s.claim_path) },
+          { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
+          { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
+          { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
+          { header: 'CLAIMED', value: (s) => yesNo(s.is_claimed) },
+        ],
+        ctx.args[0] === undefined ? undefined : node,
+      );
     },
   },
   {
@@ -257,6 +306,11 @@ export const READS: CommandSpec[] = [
     async run(ctx) {
       const node = await nodeArg(ctx, ctx.args[0]);
       const reply = await read(ctx, { node });
+      const earnings = reply.body as Earnings;
+      const stacks = Object.values(earnings?.stacks ?? {}).reduce((n: number, v) => n + Number(v), 0);
+      if (ctx.args[0] !== undefined && stacks === 0 && Number(earnings?.attester_rewards) === 0) {
+        await knownNode(ctx, node, reply);
+      }
       await show(ctx, reply, earningsText);
     },
   },
@@ -287,13 +341,19 @@ export const READS: CommandSpec[] = [
       }
       const node = await nodeArg(ctx, ctx.args[1]);
       const reply = await read(ctx, { side, node });
-      await showRows(ctx, reply, `disputes ${side === 'own' ? 'raised by' : 'against'} node ${node}`, [
-        { header: 'STACK', align: 'right', value: (d) => digits(d.stack_small_id) },
-        { header: 'ORIGINAL NODE', align: 'right', value: (d) => digits(d.original_node_id) },
-        { header: 'ATTESTER', align: 'right', value: (d) => digits(d.attestation_node_id) },
-        { header: 'ORIGINAL COMMITMENT', value: (d) => bytesHex(d.original_commitment) },
-        { header: 'ATTESTER COMMITMENT', value: (d) => bytesHex(d.attestation_commitment) },
-      ]);
+      await showRows(
+        ctx,
+        reply,
+        `disputes ${side === 'own' ? 'raised by' : 'against'} node ${node}`,
+        [
+          { header: 'STACK', align: 'right', value: (d) => digits(d.stack_small_id) },
+          { header: 'ORIGINAL NODE', align: 'right', value: (d) => digits(d.original_node_id) },
+          { header: 'ATTESTER', align: 'right', value: (d) => digits(d.attestation_node_id) },
+          { header: 'ORIGINAL COMMITMENT', value: (d) => bytesHex(d.original_commitment) },
+          { header: 'ATTESTER COMMITMENT', value: (d) => bytesHex(d.attestation_commitment) },
+        ],
+        ctx.args[1] === undefined ? undefined : node,
+      );
     },
   },
   {
@@ -349,7 +409,15 @@ export const READS: CommandSpec[] = [
         // address does not answer with a node-daemon problem at all, and request() says so.
         if (error instanceof DaemonProblem && error.problem.code === 'not_found') {
           if (ctx.json) await ctx.out(error.text.trim());
-          const { url } = ctx.daemon().connection;
+          const daemon = ctx.daemon();
+          const { url } = daemon.connection;
+          const underPath = daemon.underPath();
+          if (underPath !== undefined) {
+            throw new CliError(
+              `the daemon at ${url} has no GET /status: ${underPath}`,
+              ClientExitCode.unavailable,
+            );
+          }
           throw new CliError(
             `the daemon at ${url} has no GET /status: it is older than this command; upgrade it, or use \`node-daemon badges\` and its /health`,
             ClientExitCode.refused,

@@ -305,6 +305,7 @@ export const WRITES: CommandSpec[] = [
       },
       ...BADGE_OPTION,
     },
+    fields: { num_claimed_compute_units: 'claimed' },
     kind: 'chain-write',
     positionals: { min: 1, max: Number.POSITIVE_INFINITY },
     examples: [

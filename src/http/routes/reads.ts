@@ -3,9 +3,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { U64 } from '../../internal/u64.ts';
 import { nodeEarnings } from '../../operations/earnings.ts';
+import { refuse } from '../../problems/catalog.ts';
 import { EarningsSchema } from '../../schemas/earnings.ts';
 import {
   NodeIdParamsSchema,
+  NodeSchema,
   NodeSubscriptionSchema,
   PageQuerySchema,
   type StackAttestationDispute,
@@ -118,6 +120,25 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
       return sendCached(request, reply, deps, `tasks:${pageKey(query)}`, [topics.tasks], async () =>
         pageOf(request, reply, query, await store.listTasks(probe(query)), (t) => t.task_small_id),
       );
+    },
+  });
+
+  // Addition: whether a node exists, which the lists below cannot say (they answer [] for any id). Not
+  // /nodes/{node_id}: GET /nodes/register and the other writes' paths would answer 400 instead of 405.
+  app.get('/network/nodes/:node_id', {
+    schema: {
+      tags: ['nodes'],
+      summary: 'A node of the network, by its small id: its NodeBadge and the address that registered it',
+      params: NodeIdParamsSchema,
+      response: { 200: NodeSchema, ...problems('node_not_found', 'store_unavailable') },
+    },
+    handler: async (request) => {
+      const id = request.params.node_id;
+      const node = await store.getNode(id);
+      if (node === undefined) {
+        throw refuse('node_not_found', `no node ${id} is known to this daemon`, { parameter: 'node_id' });
+      }
+      return node;
     },
   });
 
