@@ -334,6 +334,60 @@ export function storeContract(
       );
     });
 
+    it('writes a list it has written before exactly as the rows now say: only the fixed fields are kept', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        await tx.putStack(newStack(2, 1, 0));
+        await tx.putStack(newStack(7, 1, 1000));
+      });
+      const first = await store.listStacksJson(1);
+      assert.equal(first.body, stringifyJson(await store.listStacks(1)));
+      // Everything that changes after creation changes: usage, settlement, claim; and a new stack arrives.
+      assert.equal((await store.addStackUsage(7, 900, REQUEST, 1)).status, 'recorded');
+      await write(async (tx) => {
+        await tx.putStack(newStack(5, 1, 10));
+        await tx.putTicket(
+          {
+            stack_small_id: 2,
+            selected_node_id: 1,
+            requested_attestation_nodes: [],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 0,
+          },
+          3,
+        );
+        await tx.claimTicket(
+          {
+            stack_small_id: 2,
+            selected_node_id: 1,
+            attestation_nodes: [],
+            num_claimed_compute_units: 0,
+            user_refund_amount: 77,
+          },
+          { epoch: 4, node_fee_amount: 0 },
+        );
+      });
+      for (let round = 0; round < 2; round++) {
+        const again = await store.listStacksJson(1);
+        assert.equal(again.body, stringifyJson(await store.listStacks(1)));
+        assert.match(
+          again.body,
+          /"already_computed_units":900,"in_settle_period":false,"num_total_messages":1,/,
+        );
+        assert.match(
+          again.body,
+          /"is_claimed":true,"is_locked_for_claim":false,"is_confidential":true,"user_refund_amount":77\}/,
+        );
+        assert.deepEqual(
+          JSON.parse(again.body).map((s: { stack_small_id: number }) => s.stack_small_id),
+          [2, 5, 7],
+        );
+      }
+      const filled = await store.listStacksJson(1, 0.5);
+      assert.equal(filled.body, stringifyJson(await store.listStacks(1, 0.5)));
+    });
+
     it('records usage, refusing unknown stacks and going past capacity', async () => {
       await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
       assert.deepEqual(await store.addStackUsage(1, 60, REQUEST, Date.now()), {

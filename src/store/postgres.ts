@@ -31,6 +31,8 @@ import {
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
+  STACK_STATE_COLUMNS,
+  StackPrefixes,
   stacksJson,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
@@ -424,6 +426,8 @@ export class PostgresStore implements Store {
   readonly #sessions = new Set<Client>();
   readonly #nodeEvents = new Listeners();
   #storeId: Promise<string> | undefined;
+  /** The fixed fields of stacks already listed, as JSON (see StackPrefixes). */
+  readonly #prefixes = new StackPrefixes();
   /** The session that LISTENs for other processes' node events, once someone listens. */
   #listener: Promise<void> | undefined;
 
@@ -908,25 +912,32 @@ export class PostgresStore implements Store {
       minFillFraction === undefined
         ? [S.stacks, [enc(node), ...pageArgs(probe)]]
         : [S.stacksFilled, [enc(node), minFillFraction, ...pageArgs(probe)]];
-    const found = await this.#op(async () => {
+    // Only the columns that change, when the others of every stack are kept (see StackPrefixes).
+    const state = await this.#arrays(
+      `${statement.name}_state`,
+      statement.text.replace(STACK_COLUMNS, STACK_STATE_COLUMNS),
+      values,
+    );
+    const ready = this.#prefixes.json(state, page.limit);
+    if (ready) return ready;
+    const found = await this.#arrays(`${statement.name}_arrays`, statement.text, values);
+    this.#prefixes.keep(found);
+    return stacksJson(found, page.limit);
+  }
+
+  /** A read whose rows come as arrays of values. */
+  #arrays(name: string, text: string, values: unknown[]): Promise<unknown[][]> {
+    return this.#op(async () => {
       const client = await this.#connect();
       try {
         if (this.#closed) throw closedError();
-        return (
-          await client.query<unknown[]>({
-            name: `${statement.name}_arrays`,
-            text: statement.text,
-            values,
-            rowMode: 'array',
-          })
-        ).rows;
+        return (await client.query<unknown[]>({ name, text, values, rowMode: 'array' })).rows;
       } catch (error) {
         throw statementError(error);
       } finally {
         client.release();
       }
     });
-    return stacksJson(found, page.limit);
   }
 
   async listClaimedStacks(node: U64, page: Page = {}): Promise<StackSettlementTicket[]> {

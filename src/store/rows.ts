@@ -385,6 +385,69 @@ const flagOf = (value: unknown) => (value === true || value === 1 || value === 1
  * serializer writes (test/store-contract.ts checks it); the text columns are hex ids and addresses,
  * checked when indexed, with nothing to escape. At most `limit` rows; `more` when the store found one past.
  */
+/**
+ * The columns of a stack that change after it is created (usage, settlement, claim), in the order
+ * stacksStateJson reads them. The others (owner, ids, task, node, units, price, confidential) never do.
+ */
+export const STACK_STATE_COLUMNS = `stack_small_id, already_computed_units, in_settle_period, num_total_messages,
+  is_claimed, is_locked_for_claim, user_refund_amount`;
+
+/**
+ * The JSON of each stack's fields that never change once StackCreatedEvent made it, kept per stack id, so
+ * that a node's list rebuilt after a usage report reads only the columns that change: half the cost of
+ * reading whole rows. Nothing can make an entry wrong (the fields are immutable and the store is one
+ * chain's), so there is nothing to invalidate; it is bounded, and starts over when full.
+ */
+export class StackPrefixes {
+  readonly #max: number;
+  readonly #entries = new Map<string, { head: string; confidential: string }>();
+
+  constructor(max = 200_000) {
+    this.#max = max;
+  }
+
+  /** Remembers the fixed fields of whole rows (STACK_COLUMNS, as arrays). */
+  keep(found: readonly unknown[][]): void {
+    if (this.#entries.size + found.length > this.#max) this.#entries.clear();
+    for (const r of found) {
+      this.#entries.set(digitsOf(r[1]), {
+        head:
+          `{"owner_address":"${r[0]}","stack_small_id":${digitsOf(r[1])},"stack_id":"${r[2]}",` +
+          `"task_small_id":${digitsOf(r[3])},"selected_node_id":${digitsOf(r[4])},` +
+          `"num_compute_units":${digitsOf(r[5])},"price_per_one_million_compute_units":${digitsOf(r[6])},`,
+        confidential: flagOf(r[12]),
+      });
+    }
+  }
+
+  /**
+   * The list from rows of STACK_STATE_COLUMNS, or undefined when a stack's fixed fields are not kept (the
+   * caller then reads whole rows, and keeps them).
+   */
+  json(state: readonly unknown[][], limit: number | undefined): JsonRows | undefined {
+    const count = limit === undefined ? state.length : Math.min(limit, state.length);
+    let body = '[';
+    for (let i = 0; i < count; i++) {
+      const r = state[i]!;
+      const fixed = this.#entries.get(digitsOf(r[0]));
+      if (fixed === undefined) return undefined;
+      if (i > 0) body += ',';
+      body +=
+        `${fixed.head}"already_computed_units":${digitsOf(r[1])},"in_settle_period":${flagOf(r[2])},` +
+        `"num_total_messages":${digitsOf(r[3])},"is_claimed":${flagOf(r[4])},` +
+        `"is_locked_for_claim":${flagOf(r[5])},"is_confidential":${fixed.confidential},` +
+        `"user_refund_amount":${r[6] === null || r[6] === undefined ? 'null' : digitsOf(r[6])}}`;
+    }
+    const last = count > 0 ? state[count - 1]![0] : null;
+    return {
+      body: `${body}]`,
+      count,
+      last: last === null ? null : normalizeU64(BigInt(last as string | number)),
+      more: state.length > count,
+    };
+  }
+}
+
 export function stacksJson(found: unknown[][], limit: number | undefined): JsonRows {
   const count = limit === undefined ? found.length : Math.min(limit, found.length);
   let body = '[';

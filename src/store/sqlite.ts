@@ -32,6 +32,8 @@ import {
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
+  STACK_STATE_COLUMNS,
+  StackPrefixes,
   stacksJson,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
@@ -156,6 +158,8 @@ export class SqliteStore implements Store {
   readonly #w: Record<string, StatementSync>;
   readonly #r: Record<string, StatementSync>;
   readonly #nodeEventInserts = new Map<number, StatementSync>();
+  /** The fixed fields of stacks already listed, as JSON (see StackPrefixes). */
+  readonly #prefixes = new StackPrefixes();
   #version: string | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -183,6 +187,14 @@ export class SqliteStore implements Store {
     this.#r.stacksArrays.setReturnArrays(true);
     this.#r.stacksFilledArrays = this.#reader.prepare(this.#r.stacksFilled!.sourceSQL);
     this.#r.stacksFilledArrays.setReturnArrays(true);
+    // The same lists, only the columns that change (StackPrefixes has the others).
+    const state = (sql: string) => {
+      const statement = this.#reader.prepare(sql.replace(STACK_COLUMNS, STACK_STATE_COLUMNS));
+      statement.setReturnArrays(true);
+      return statement;
+    };
+    this.#r.stacksState = state(this.#r.stacks!.sourceSQL);
+    this.#r.stacksFilledState = state(this.#r.stacksFilled!.sourceSQL);
   }
 
   /** Runs one driver call, translating its errors and refusing work after close. */
@@ -512,11 +524,21 @@ export class SqliteStore implements Store {
     // One row past the limit tells whether more remain.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
     return this.#guard(() => {
-      const found =
-        minFillFraction === undefined
-          ? this.#r.stacksArrays!.all(enc(node), ...pageArgs(probe))
-          : this.#r.stacksFilledArrays!.all(enc(node), minFillFraction, ...pageArgs(probe));
-      return stacksJson(found as unknown as unknown[][], page.limit);
+      const args = minFillFraction === undefined ? [enc(node)] : [enc(node), minFillFraction];
+      const filled = minFillFraction !== undefined;
+      const state = (filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
+        ...args,
+        ...pageArgs(probe),
+      );
+      const ready = this.#prefixes.json(state as unknown as unknown[][], page.limit);
+      if (ready) return ready;
+      // A stack seen for the first time: whole rows, whose fixed fields are kept for the next time.
+      const found = (filled ? this.#r.stacksFilledArrays! : this.#r.stacksArrays!).all(
+        ...args,
+        ...pageArgs(probe),
+      ) as unknown as unknown[][];
+      this.#prefixes.keep(found);
+      return stacksJson(found, page.limit);
     });
   }
 
