@@ -11,7 +11,7 @@
 // The "no writes" row has neither the reports nor the stream; every other row's throughput is given as a
 // ratio to it, measured in the same pass.
 //
-//   node bench/mixed.ts [--quick] [--postgres] [--database-url URL]
+//   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,6 +35,8 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     postgres: { type: 'boolean', default: false },
     'database-url': { type: 'string' },
+    rates: { type: 'string' },
+    profile: { type: 'string' },
   },
 });
 const quick = flags.quick === true;
@@ -44,7 +46,7 @@ const OWN_STACKS = 1000;
 /** Stacks of peer nodes bought before the measurement, so that the store is not only ours. */
 const BACKGROUND_STACKS = quick ? 2000 : 20_000;
 const STREAM_PER_SECOND = 1000;
-const REPORT_RATES = [0, 100, 500] as const;
+const REPORT_RATES = flags.rates ? flags.rates.split(',').map(Number) : [0, 100, 500];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -137,6 +139,16 @@ function usageBuckets(after: string, before: string): { within1ms: number; withi
     : { within1ms: delta('0.001') / total, within5ms: delta('0.005') / total };
 }
 
+/** Clock ticks per second of /proc/PID/stat's times (USER_HZ; 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** utime + stime of a process, in clock ticks. */
+function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
 interface Row {
   label: string;
   reportsPerSecond: number | null;
@@ -154,6 +166,8 @@ interface Row {
   };
   streamApplied: number;
   cacheHitRate: number;
+  /** The daemon's CPU time over the measured seconds, in cores (1.0: its core was never idle). */
+  daemonCpu: number;
 }
 
 async function main(): Promise<void> {
@@ -207,6 +221,8 @@ async function main(): Promise<void> {
       '-c',
       SERVER_CPU,
       join(ROOT, 'node_modules/.bin/node'),
+      // --profile DIR: the daemon writes a V8 CPU profile there when it stops (slower; not for numbers).
+      ...(flags.profile ? ['--cpu-prof', '--cpu-prof-dir', flags.profile] : []),
       join(ROOT, 'src/main.ts'),
       'start',
       '--network',
@@ -353,7 +369,11 @@ async function main(): Promise<void> {
       const before = await lookups();
       const appliedBefore = await indexedEvents();
       trace('counted');
+      const cpuBefore = cpuTicks(daemon.pid!);
+      const wallBefore = performance.now();
       const reads = await runOnce(ctx, readSpec(SECONDS));
+      const daemonCpu =
+        (cpuTicks(daemon.pid!) - cpuBefore) / TICKS_PER_SECOND / ((performance.now() - wallBefore) / 1000);
       trace('measured');
       const appliedAfter = await indexedEvents();
       const after = await lookups();
@@ -385,11 +405,13 @@ async function main(): Promise<void> {
         },
         streamApplied: (appliedAfter - appliedBefore) / SECONDS,
         cacheHitRate: total === 0 ? Number.NaN : delta('hit') / total,
+        daemonCpu,
       };
       log(
         `  ${label}: ${Math.round(reads.requestsPerSecond)} req/s, p99 ${reads.p99ms.toFixed(2)} ms; ` +
           `reports p50 ${row.reports.p50ms.toFixed(2)} / p99 ${row.reports.p99ms.toFixed(2)} ms; ` +
-          `indexer ${Math.round(row.streamApplied)} ev/s; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %`,
+          `indexer ${Math.round(row.streamApplied)} ev/s; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
+          `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %`,
       );
       // Let the indexer finish what the stream left before the next row.
       await until('the indexer has caught up', async () => {
@@ -414,10 +436,10 @@ async function main(): Promise<void> {
         `[${tasksBytes.toLocaleString('en-US')} B])\n`,
     );
     console.log(
-      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits |',
+      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits | Daemon CPU |',
     );
     console.log(
-      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: |',
+      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ---------: |',
     );
     for (const r of rows) {
       const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
@@ -427,7 +449,7 @@ async function main(): Promise<void> {
           `${String(r.reports.sent).padStart(12)} | ${cell(r.reports.p50ms).padStart(13)} | ` +
           `${cell(r.reports.p99ms).padStart(13)} | ${`${cell(r.reports.servedWithin1ms * 100, 1)} %`.padStart(14)} | ` +
           `${`${cell(r.reports.servedWithin5ms * 100, 1)} %`.padStart(14)} | ${String(Math.round(r.streamApplied)).padStart(12)} | ` +
-          `${`${cell(r.cacheHitRate * 100, 1)} %`.padStart(10)} |`,
+          `${`${cell(r.cacheHitRate * 100, 1)} %`.padStart(10)} | ${`${cell(r.daemonCpu * 100, 0)} %`.padStart(10)} |`,
       );
       if (r.reports.failed > 0 || r.reads.non2xx > 0)
         console.log(`  (${r.reports.failed} reports failed, ${r.reads.non2xx} reads not 2xx)`);

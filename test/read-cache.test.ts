@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { LightMyRequestResponse } from 'fastify';
+import Fastify, { type LightMyRequestResponse } from 'fastify';
 import type { App } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildDaemonApp } from '../src/daemon.ts';
+import { ResponseCache, sendCached } from '../src/http/response-cache.ts';
 import { createLogger } from '../src/internal/logger.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+import { topics } from '../src/store/store.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 import { tempDir } from './helpers/tmp.ts';
@@ -16,6 +19,20 @@ import { tempDir } from './helpers/tmp.ts';
  */
 
 type Json = Record<string, unknown>;
+
+const STACK = {
+  stack_small_id: 1,
+  stack_id: `0x${'a'.repeat(64)}`,
+  owner_address: `0x${'b'.repeat(64)}`,
+  task_small_id: 1,
+  num_compute_units: 10,
+  price_per_one_million_compute_units: 1,
+};
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 2));
+  assert.ok(check(), 'timed out');
+}
 
 function ok(res: LightMyRequestResponse): Json {
   assert.equal(res.statusCode, 200, res.body);
@@ -283,6 +300,50 @@ describe('the response cache', () => {
       assert.equal((bad.json() as Json).code, 'invalid_parameter');
     } finally {
       await d.close();
+    }
+  });
+});
+
+describe('one load shared by concurrent misses', () => {
+  it('is never handed to a request that saw a commit the load may not have seen', async () => {
+    const dir = tempDir();
+    const store = new SqliteStore({ dataDir: dir.dir });
+    const app = Fastify();
+    const cache = new ResponseCache(1 << 20);
+    // The loads are the test's: the first is held until the test lets it finish, as a slow PostgreSQL
+    // read would be while another request commits.
+    const loads: { release: () => void; done: Promise<void> }[] = [];
+    let loaded = 0;
+    app.get('/list', (request, reply) =>
+      sendCached(request, reply, { cache, store }, 'list', [topics.stacks(1)], async () => {
+        const n = ++loaded;
+        if (n === 1) {
+          let release = () => {};
+          const done = new Promise<void>((resolve) => {
+            release = resolve;
+          });
+          loads.push({ release, done });
+          await done;
+        }
+        return { body: JSON.stringify({ load: n }) };
+      }),
+    );
+    try {
+      const first = app.inject({ url: '/list' });
+      await until(() => loads.length === 1);
+      // A commit that changes what /list shows, while the first load is still out.
+      await store.indexerTransaction((tx) => tx.putStack({ ...STACK, selected_node_id: 1 }));
+      const second = app.inject({ url: '/list' });
+      await until(() => loaded === 2);
+      loads[0]!.release();
+      const [a, b] = await Promise.all([first, second]);
+      assert.deepEqual(a.json(), { load: 1 });
+      assert.deepEqual(b.json(), { load: 2 }, 'the request after the commit got a load of its own');
+      assert.notEqual(a.headers.etag, b.headers.etag);
+    } finally {
+      await app.close();
+      await store.close();
+      await dir.remove();
     }
   });
 });

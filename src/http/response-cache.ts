@@ -159,7 +159,9 @@ export async function sendCached(
       return;
     }
     cache.count('miss');
-    entry = await cache.loadOnce(key, async () => {
+    // Shared only by requests that saw the same versions: one that arrives after a commit must not be
+    // handed a load that started before it (on PostgreSQL a load is a round trip, commits land meanwhile).
+    entry = await cache.loadOnce(`${key}\n${etag}`, async () => {
       const loaded = await load();
       return {
         body: Buffer.from(loaded.body),
