@@ -551,8 +551,12 @@ export class PostgresStore implements Store {
     const client = await this.#connect();
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
+      // Not awaited: the connection pipelines, so the work's first statements go with BEGIN; a BEGIN that
+      // fails fails them too, and is awaited before COMMIT.
+      const begun = client.query('BEGIN');
+      begun.catch(() => undefined);
       const result = await work(client);
+      await begun;
       const results: unknown = await client.query(changed(result) ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
       const last = (Array.isArray(results) ? results.at(-1) : results) as QueryResult | undefined;
       // PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not with an error.
@@ -986,17 +990,24 @@ export class PostgresStore implements Store {
           const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
           if (write) {
             const { already, messages, fillPpm, record } = write;
-            appended = await this.#appendOn(client, write.events);
-            await this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]);
-            await this.#exec(client, S.setUsage, [
-              id,
-              enc(already),
-              enc(messages),
-              record.total_hash,
-              enc(record.num_requests),
-              fillPpm,
-              nowMs,
-            ]);
+            // Sent together (the connection pipelines): one round trip for all of them, not one each.
+            const sent = [
+              ...(write.events.length === 0 ? [] : this.#appendStatements(write.events)).map(
+                ([statement, values]) => this.#exec(client, statement, values),
+              ),
+              this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]),
+              this.#exec(client, S.setUsage, [
+                id,
+                enc(already),
+                enc(messages),
+                record.total_hash,
+                enc(record.num_requests),
+                fillPpm,
+                nowMs,
+              ]),
+            ];
+            await Promise.all(sent);
+            appended = write.events.length > 0;
           }
           return outcome;
         },
