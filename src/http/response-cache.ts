@@ -38,6 +38,9 @@ export class ResponseCache {
   readonly #maxBytes: number;
   readonly #entries = new Map<string, Entry>();
   readonly #loading = new Map<string, Promise<Entry>>();
+  /** Topic versions being read or read, for the data version #versionsOf only. */
+  readonly #versions = new Map<string, Promise<number[]>>();
+  #versionsOf: string | undefined;
   #bytes = 0;
   readonly #counted: (outcome: 'hit' | 'miss' | 'not_modified') => void;
 
@@ -82,6 +85,28 @@ export class ResponseCache {
     if (old === undefined) return;
     this.#entries.delete(key);
     this.#bytes -= old.body.length;
+  }
+
+  /**
+   * The topics' versions as of the store's data version `version`, read once for all the requests that
+   * saw that data version (after a commit, every cached response is checked: on PostgreSQL each check
+   * is a round trip, and under load hundreds would otherwise ask the same question at once).
+   */
+  versionsAt(version: string, topics: readonly string[], read: () => Promise<number[]>): Promise<number[]> {
+    if (version !== this.#versionsOf) {
+      this.#versions.clear();
+      this.#versionsOf = version;
+    }
+    const key = topics.join('\n');
+    let pending = this.#versions.get(key);
+    if (!pending) {
+      pending = read();
+      this.#versions.set(key, pending);
+      pending.catch(() => {
+        if (this.#versions.get(key) === pending) this.#versions.delete(key);
+      });
+    }
+    return pending;
   }
 
   /** One load per key at a time: concurrent misses of one key share it. */
@@ -137,7 +162,7 @@ export async function sendCached(
   if (entry !== undefined) {
     const version = await store.dataVersion();
     if (entry.checked !== version) {
-      const now = await store.topicVersions(entry.topics);
+      const now = await cache.versionsAt(version, entry.topics, () => store.topicVersions(entry!.topics));
       if (same(now, entry.versions)) entry.checked = version;
       else {
         cache.delete(key);
@@ -147,10 +172,10 @@ export async function sendCached(
   }
   if (entry === undefined) {
     // The data version first, then the topics' versions, then the data: each no newer than what follows.
-    const [version, storeId, versions] = await Promise.all([
-      store.dataVersion(),
+    const version = await store.dataVersion();
+    const [storeId, versions] = await Promise.all([
       store.storeId(),
-      store.topicVersions(topics),
+      cache.versionsAt(version, topics, () => store.topicVersions(topics)),
     ]);
     const etag = etagOf(storeId, key, topics, versions);
     if (matches(ifNoneMatch, etag)) {
