@@ -30,7 +30,8 @@ interface Entry {
 
 /** A read's body: loaded from the store and serialized, with headers that depend on it. */
 export interface Loaded {
-  body: string;
+  /** The body, as text or already encoded. */
+  body: string | Buffer;
   headers?: Record<string, string>;
 }
 
@@ -189,7 +190,7 @@ export async function sendCached(
     entry = await cache.loadOnce(`${key}\n${etag}`, async () => {
       const loaded = await load();
       return {
-        body: Buffer.from(loaded.body),
+        body: typeof loaded.body === 'string' ? Buffer.from(loaded.body) : loaded.body,
         etag,
         topics,
         versions,

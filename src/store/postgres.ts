@@ -925,8 +925,7 @@ export class PostgresStore implements Store {
     const ready = this.#prefixes.json(state, page.limit);
     if (ready) return ready;
     const found = await this.#arrays(`${statement.name}_arrays`, statement.text, values);
-    this.#prefixes.keep(found);
-    return stacksJson(found, page.limit);
+    return stacksJson(found, page.limit, this.#prefixes);
   }
 
   /** A read whose rows come as arrays of values. */

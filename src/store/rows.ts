@@ -392,55 +392,113 @@ const flagOf = (value: unknown) => (value === true || value === 1 || value === 1
 export const STACK_STATE_COLUMNS = `stack_small_id, already_computed_units, in_settle_period, num_total_messages,
   is_claimed, is_locked_for_claim, user_refund_amount`;
 
+/** What StackPrefixes keeps of one stack: its JSON, encoded, and where its fixed fields end. */
+interface KeptStack {
+  /** The stack's JSON object as bytes (ASCII: hex ids, digits, booleans). */
+  fragment: Buffer;
+  /** Bytes of `fragment` that hold the fixed fields. */
+  headLength: number;
+  confidential: string;
+  /** The changing fields' values as read (STACK_STATE_COLUMNS after the id), as in `fragment`. */
+  values: unknown[];
+}
+
+/** The JSON of a stack's changing fields, from its values (STACK_STATE_COLUMNS order, without the id). */
+function stateSuffix(
+  already: unknown,
+  settling: unknown,
+  messages: unknown,
+  claimed: unknown,
+  locked: unknown,
+  confidential: string,
+  refund: unknown,
+): string {
+  return (
+    `"already_computed_units":${digitsOf(already)},"in_settle_period":${flagOf(settling)},` +
+    `"num_total_messages":${digitsOf(messages)},"is_claimed":${flagOf(claimed)},` +
+    `"is_locked_for_claim":${flagOf(locked)},"is_confidential":${confidential},` +
+    `"user_refund_amount":${refund === null || refund === undefined ? 'null' : digitsOf(refund)}}`
+  );
+}
+
 /**
- * The JSON of each stack's fields that never change once StackCreatedEvent made it, kept per stack id, so
- * that a node's list rebuilt after a usage report reads only the columns that change: half the cost of
- * reading whole rows. Nothing can make an entry wrong (the fields are immutable and the store is one
- * chain's), so there is nothing to invalidate; it is bounded, and starts over when full.
+ * Each listed stack's JSON, kept encoded, so that a node's list rebuilt after a usage report reads only
+ * the columns that change (half the cost of whole rows), re-encodes only the stacks whose values moved,
+ * and is one copy of bytes already encoded (turning a 1,000-piece string into a Buffer costs more than
+ * building it). The fixed fields (owner, ids, task, node, units, price, confidential) never change once
+ * StackCreatedEvent made the stack, and the changing ones are compared on every build, so nothing can
+ * make what is kept wrong and nothing has to invalidate it. Bounded; starts over when full.
  */
 export class StackPrefixes {
   readonly #max: number;
-  readonly #entries = new Map<string, { head: string; confidential: string }>();
+  readonly #entries = new Map<string, KeptStack>();
 
-  constructor(max = 200_000) {
+  constructor(max = 100_000) {
     this.#max = max;
   }
 
-  /** Remembers the fixed fields of whole rows (STACK_COLUMNS, as arrays). */
+  /** Keeps whole rows (STACK_COLUMNS, as arrays). */
   keep(found: readonly unknown[][]): void {
     if (this.#entries.size + found.length > this.#max) this.#entries.clear();
     for (const r of found) {
+      const head =
+        `{"owner_address":"${r[0]}","stack_small_id":${digitsOf(r[1])},"stack_id":"${r[2]}",` +
+        `"task_small_id":${digitsOf(r[3])},"selected_node_id":${digitsOf(r[4])},` +
+        `"num_compute_units":${digitsOf(r[5])},"price_per_one_million_compute_units":${digitsOf(r[6])},`;
+      const confidential = flagOf(r[12]);
+      const suffix = stateSuffix(r[7], r[8], r[9], r[10], r[11], confidential, r[13]);
       this.#entries.set(digitsOf(r[1]), {
-        head:
-          `{"owner_address":"${r[0]}","stack_small_id":${digitsOf(r[1])},"stack_id":"${r[2]}",` +
-          `"task_small_id":${digitsOf(r[3])},"selected_node_id":${digitsOf(r[4])},` +
-          `"num_compute_units":${digitsOf(r[5])},"price_per_one_million_compute_units":${digitsOf(r[6])},`,
-        confidential: flagOf(r[12]),
+        fragment: Buffer.from(head + suffix, 'latin1'),
+        headLength: head.length,
+        confidential,
+        values: [r[7], r[8], r[9], r[10], r[11], r[13]],
       });
     }
   }
 
   /**
-   * The list from rows of STACK_STATE_COLUMNS, or undefined when a stack's fixed fields are not kept (the
-   * caller then reads whole rows, and keeps them).
+   * The list from rows of STACK_STATE_COLUMNS, or undefined when a stack is not kept (the caller then
+   * reads whole rows and keeps them).
    */
   json(state: readonly unknown[][], limit: number | undefined): JsonRows | undefined {
     const count = limit === undefined ? state.length : Math.min(limit, state.length);
-    let body = '[';
+    const parts: Buffer[] = new Array(count);
+    let length = count === 0 ? 2 : count + 1;
     for (let i = 0; i < count; i++) {
       const r = state[i]!;
-      const fixed = this.#entries.get(digitsOf(r[0]));
-      if (fixed === undefined) return undefined;
-      if (i > 0) body += ',';
-      body +=
-        `${fixed.head}"already_computed_units":${digitsOf(r[1])},"in_settle_period":${flagOf(r[2])},` +
-        `"num_total_messages":${digitsOf(r[3])},"is_claimed":${flagOf(r[4])},` +
-        `"is_locked_for_claim":${flagOf(r[5])},"is_confidential":${fixed.confidential},` +
-        `"user_refund_amount":${r[6] === null || r[6] === undefined ? 'null' : digitsOf(r[6])}}`;
+      const kept = this.#entries.get(digitsOf(r[0]));
+      if (kept === undefined) return undefined;
+      const v = kept.values;
+      // The values as read compare exactly (the same driver gives the same types); any change re-encodes.
+      if (
+        v[0] !== r[1] ||
+        v[1] !== r[2] ||
+        v[2] !== r[3] ||
+        v[3] !== r[4] ||
+        v[4] !== r[5] ||
+        v[5] !== r[6]
+      ) {
+        const suffix = stateSuffix(r[1], r[2], r[3], r[4], r[5], kept.confidential, r[6]);
+        const fragment = Buffer.allocUnsafe(kept.headLength + suffix.length);
+        kept.fragment.copy(fragment, 0, 0, kept.headLength);
+        fragment.write(suffix, kept.headLength, 'latin1');
+        kept.fragment = fragment;
+        kept.values = [r[1], r[2], r[3], r[4], r[5], r[6]];
+      }
+      parts[i] = kept.fragment;
+      length += kept.fragment.length;
     }
+    const body = Buffer.allocUnsafe(length);
+    let at = 0;
+    body[at++] = 0x5b; // [
+    for (let i = 0; i < count; i++) {
+      if (i > 0) body[at++] = 0x2c; // ,
+      at += parts[i]!.copy(body, at);
+    }
+    body[at++] = 0x5d; // ]
     const last = count > 0 ? state[count - 1]![0] : null;
     return {
-      body: `${body}]`,
+      body,
       count,
       last: last === null ? null : normalizeU64(BigInt(last as string | number)),
       more: state.length > count,
@@ -448,26 +506,12 @@ export class StackPrefixes {
   }
 }
 
-export function stacksJson(found: unknown[][], limit: number | undefined): JsonRows {
-  const count = limit === undefined ? found.length : Math.min(limit, found.length);
-  let body = '[';
-  for (let i = 0; i < count; i++) {
-    const r = found[i]!;
-    if (i > 0) body += ',';
-    body +=
-      `{"owner_address":"${r[0]}","stack_small_id":${digitsOf(r[1])},"stack_id":"${r[2]}",` +
-      `"task_small_id":${digitsOf(r[3])},"selected_node_id":${digitsOf(r[4])},` +
-      `"num_compute_units":${digitsOf(r[5])},"price_per_one_million_compute_units":${digitsOf(r[6])},` +
-      `"already_computed_units":${digitsOf(r[7])},"in_settle_period":${flagOf(r[8])},` +
-      `"num_total_messages":${digitsOf(r[9])},"is_claimed":${flagOf(r[10])},` +
-      `"is_locked_for_claim":${flagOf(r[11])},"is_confidential":${flagOf(r[12])},` +
-      `"user_refund_amount":${r[13] === null || r[13] === undefined ? 'null' : digitsOf(r[13])}}`;
-  }
-  const last = count > 0 ? found[count - 1]![1] : null;
-  return {
-    body: `${body}]`,
-    count,
-    last: last === null ? null : normalizeU64(BigInt(last as string | number)),
-    more: found.length > count,
-  };
+/**
+ * A list from whole rows (STACK_COLUMNS, as arrays), its stacks kept in `prefixes` for the next time.
+ */
+export function stacksJson(found: unknown[][], limit: number | undefined, prefixes: StackPrefixes): JsonRows {
+  prefixes.keep(found);
+  // Rows of the changing columns, in STACK_STATE_COLUMNS order, from the whole rows.
+  const state = found.map((r) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]]);
+  return prefixes.json(state, limit)!;
 }

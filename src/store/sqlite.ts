@@ -537,8 +537,7 @@ export class SqliteStore implements Store {
         ...args,
         ...pageArgs(probe),
       ) as unknown as unknown[][];
-      this.#prefixes.keep(found);
-      return stacksJson(found, page.limit);
+      return stacksJson(found, page.limit, this.#prefixes);
     });
   }
 

@@ -104,7 +104,8 @@ export interface Page {
  * past the page's limit.
  */
 export interface JsonRows {
-  body: string;
+  /** The JSON array, encoded (UTF-8; in fact ASCII). */
+  body: Buffer;
   count: number;
   last: U64 | null;
   more: boolean;
