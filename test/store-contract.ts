@@ -342,7 +342,7 @@ export function storeContract(
       );
     });
 
-    it('writes a list it has written before exactly as the rows now say: only the fixed fields are kept', async () => {
+    it('writes a list it has written before exactly as the rows now say, whatever changed since', async () => {
       await write(async (tx) => {
         await tx.putTask(newTask(1, 1));
         await tx.putStack(newStack(2, 1, 0));

@@ -28,11 +28,11 @@ import {
   disputedAttestationRow,
   encodeParameters,
   idList,
+  KeptStacks,
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
   STACK_STATE_COLUMNS,
-  StackPrefixes,
   stacksJson,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
@@ -426,8 +426,8 @@ export class PostgresStore implements Store {
   readonly #sessions = new Set<Client>();
   readonly #nodeEvents = new Listeners();
   #storeId: Promise<string> | undefined;
-  /** The fixed fields of stacks already listed, as JSON (see StackPrefixes). */
-  readonly #prefixes = new StackPrefixes();
+  /** The JSON of the stacks already listed, encoded, with the values it shows (see KeptStacks). */
+  readonly #keptStacks = new KeptStacks();
   /** The session that LISTENs for other processes' node events, once someone listens. */
   #listener: Promise<void> | undefined;
 
@@ -916,16 +916,16 @@ export class PostgresStore implements Store {
       minFillFraction === undefined
         ? [S.stacks, [enc(node), ...pageArgs(probe)]]
         : [S.stacksFilled, [enc(node), minFillFraction, ...pageArgs(probe)]];
-    // Only the columns that change, when the others of every stack are kept (see StackPrefixes).
+    // Only the columns that change, when the others of every stack are kept (see KeptStacks).
     const state = await this.#arrays(
       `${statement.name}_state`,
       statement.text.replace(STACK_COLUMNS, STACK_STATE_COLUMNS),
       values,
     );
-    const ready = this.#prefixes.json(state, page.limit);
+    const ready = this.#keptStacks.json(state, page.limit);
     if (ready) return ready;
     const found = await this.#arrays(`${statement.name}_arrays`, statement.text, values);
-    return stacksJson(found, page.limit, this.#prefixes);
+    return stacksJson(found, page.limit, this.#keptStacks);
   }
 
   /** A read whose rows come as arrays of values. */

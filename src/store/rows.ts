@@ -392,7 +392,7 @@ const flagOf = (value: unknown) => (value === true || value === 1 || value === 1
 export const STACK_STATE_COLUMNS = `stack_small_id, already_computed_units, in_settle_period, num_total_messages,
   is_claimed, is_locked_for_claim, user_refund_amount`;
 
-/** What StackPrefixes keeps of one stack: its JSON, encoded, and where its fixed fields end. */
+/** What KeptStacks keeps of one stack: its JSON, encoded, and where its fixed fields end. */
 interface KeptStack {
   /** The stack's JSON object as bytes (ASCII: hex ids, digits, booleans). */
   fragment: Buffer;
@@ -429,7 +429,7 @@ function stateSuffix(
  * StackCreatedEvent made the stack, and the changing ones are compared on every build, so nothing can
  * make what is kept wrong and nothing has to invalidate it. Bounded; starts over when full.
  */
-export class StackPrefixes {
+export class KeptStacks {
   readonly #max: number;
   readonly #entries = new Map<string, KeptStack>();
 
@@ -509,7 +509,7 @@ export class StackPrefixes {
 /**
  * A list from whole rows (STACK_COLUMNS, as arrays), its stacks kept in `prefixes` for the next time.
  */
-export function stacksJson(found: unknown[][], limit: number | undefined, prefixes: StackPrefixes): JsonRows {
+export function stacksJson(found: unknown[][], limit: number | undefined, prefixes: KeptStacks): JsonRows {
   prefixes.keep(found);
   // Rows of the changing columns, in STACK_STATE_COLUMNS order, from the whole rows.
   const state = found.map((r) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]]);

@@ -29,11 +29,11 @@ import {
   disputedAttestationRow,
   encodeParameters,
   idList,
+  KeptStacks,
   parseIdList,
   rowMappers,
   STACK_COLUMNS,
   STACK_STATE_COLUMNS,
-  StackPrefixes,
   stacksJson,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
@@ -158,8 +158,8 @@ export class SqliteStore implements Store {
   readonly #w: Record<string, StatementSync>;
   readonly #r: Record<string, StatementSync>;
   readonly #nodeEventInserts = new Map<number, StatementSync>();
-  /** The fixed fields of stacks already listed, as JSON (see StackPrefixes). */
-  readonly #prefixes = new StackPrefixes();
+  /** The JSON of the stacks already listed, encoded, with the values it shows (see KeptStacks). */
+  readonly #keptStacks = new KeptStacks();
   #version: string | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -187,7 +187,7 @@ export class SqliteStore implements Store {
     this.#r.stacksArrays.setReturnArrays(true);
     this.#r.stacksFilledArrays = this.#reader.prepare(this.#r.stacksFilled!.sourceSQL);
     this.#r.stacksFilledArrays.setReturnArrays(true);
-    // The same lists, only the columns that change (StackPrefixes has the others).
+    // The same lists, only the columns that change (KeptStacks keeps the rest).
     const state = (sql: string) => {
       const statement = this.#reader.prepare(sql.replace(STACK_COLUMNS, STACK_STATE_COLUMNS));
       statement.setReturnArrays(true);
@@ -530,14 +530,14 @@ export class SqliteStore implements Store {
         ...args,
         ...pageArgs(probe),
       );
-      const ready = this.#prefixes.json(state as unknown as unknown[][], page.limit);
+      const ready = this.#keptStacks.json(state as unknown as unknown[][], page.limit);
       if (ready) return ready;
       // A stack seen for the first time: whole rows, whose fixed fields are kept for the next time.
       const found = (filled ? this.#r.stacksFilledArrays! : this.#r.stacksArrays!).all(
         ...args,
         ...pageArgs(probe),
       ) as unknown as unknown[][];
-      return stacksJson(found, page.limit, this.#prefixes);
+      return stacksJson(found, page.limit, this.#keptStacks);
     });
   }
 

@@ -183,7 +183,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: Respon
         const { min_fill_fraction: fraction, ...query } = request.query;
         const key = `stacks:${node}:${fraction ?? ''}:${pageKey(query)}`;
         // The store writes the list's JSON itself, reading only the columns that change once it has
-        // listed a stack (StackPrefixes): no object per stack, no serializer pass.
+        // listed a stack (KeptStacks): no object per stack, no serializer pass.
         return sendCached(request, reply, deps, key, [topics.stacks(node)], async () => {
           const rows = await store.listStacksJson(node, fraction, query);
           return rows.more && rows.last !== null
