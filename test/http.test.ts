@@ -300,6 +300,17 @@ describe('read API', () => {
       'invalid_parameter',
       'min_fill',
     );
+    // A route that declares no query parameters takes none (it used to ignore them).
+    for (const url of ['/health?verbose=1', '/status?x=1', '/earnings/nodes/1?limit=5']) {
+      const res = await app.inject({ url });
+      if (url.startsWith('/earnings')) {
+        assertProblem(res, 400, 'invalid_parameter', 'limit');
+      } else {
+        assertProblem(res, 400, 'invalid_parameter', url.slice(url.indexOf('?') + 1).split('=')[0]);
+      }
+    }
+    // The console's files are not the API: a browser's cache-busting query is fine.
+    assert.equal((await app.inject({ url: '/?v=2' })).statusCode, 200);
   });
 
   it('answers 404 with a problem for an unknown path', async () => {

@@ -266,8 +266,8 @@ function genericProbes(doc: Document): Probe[] {
     }
     for (const query of op.parameters?.filter((p) => p.in === 'query') ?? []) {
       probes.push({ label: `query ${query.name} not a number`, method, path, url: `${url}?${query.name}=x` });
-      probes.push({ label: 'unknown query parameter', method, path, url: `${url}?unknown_parameter=1` });
     }
+    probes.push({ label: 'unknown query parameter', method, path, url: `${url}?unknown_parameter=1` });
     if (hasBody(method)) {
       const json = { 'content-type': 'application/json' };
       probes.push(

@@ -166,8 +166,9 @@ export function finishDocument(document: object, options: DocumentOptions): void
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       const codes = new Set<ErrorCode>([...routeProblems(operation, `${method} ${path}`), ...EVERY_REQUEST]);
-      const parameters = operation.parameters ?? [];
-      if (parameters.some((p) => p.in === 'path' || p.in === 'query')) codes.add('invalid_parameter');
+      // A bad path or query parameter, or a query parameter the operation does not declare (every
+      // operation refuses those, those that declare none included).
+      codes.add('invalid_parameter');
       if (operation.requestBody) codes.add('invalid_body');
       if (method !== 'get' && method !== 'head') for (const code of WITH_BODY) codes.add(code);
       if (needsToken(options.auth, method.toUpperCase(), path)) {

@@ -70,9 +70,34 @@ function parseField(request: FastifyRequest, field: NumericField): void {
   container[field.name] = value;
 }
 
+/**
+ * A route of the API that declares no query parameters takes none: one given is refused, as
+ * docs/ERRORS.md says, rather than silently ignored (a misspelt `limit` would otherwise return the
+ * whole list). Routes hidden from the API document (the console's files, the document itself) are left
+ * alone: a browser may add a cache-busting query.
+ */
+function refuseQuery(route: RouteOptions): ((request: FastifyRequest) => Promise<void>) | undefined {
+  const schema = route.schema as { hide?: boolean; querystring?: unknown } | undefined;
+  if (schema === undefined || schema.hide === true || schema.querystring !== undefined) return undefined;
+  return async (request) => {
+    const names = Object.keys((request.query ?? {}) as Record<string, unknown>);
+    if (names.length === 0) return;
+    throw new ProblemError(
+      'invalid_parameter',
+      `${request.method} ${route.url} takes no query parameters; got ${names.map((n) => JSON.stringify(n)).join(', ')}: remove them`,
+      { parameter: names[0]! },
+    );
+  };
+}
+
 /** Adds the strict parsing step to every route that declares numeric path or query parameters. */
 export function installStrictParams(app: FastifyInstance): void {
   app.addHook('onRoute', (route: RouteOptions) => {
+    const refuse = refuseQuery(route);
+    if (refuse) {
+      const existing = route.preValidation;
+      route.preValidation = existing === undefined ? [refuse] : [refuse, ...[existing].flat()];
+    }
     const fields = [
       ...numericFields(route.schema?.params, 'params'),
       ...numericFields(route.schema?.querystring, 'query'),
