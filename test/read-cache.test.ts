@@ -5,6 +5,7 @@ import type { App } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { buildDaemonApp } from '../src/daemon.ts';
 import { ResponseCache, sendCached } from '../src/http/response-cache.ts';
+import { stringifyJson } from '../src/internal/json.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { topics } from '../src/store/store.ts';
@@ -89,6 +90,16 @@ function scenario(engine: 'sqlite' | 'postgres', flags: () => Record<string, str
           }
         }
         seen.set(url, { etag: String(cached.headers.etag), body: cached.body });
+      }
+      // The stack lists also against the store's rows as objects, a path that keeps nothing between reads
+      // (both apps above share the store, and so whatever it keeps).
+      for (const n of [1, 2, 3]) {
+        const rows = await d.services.store.listStacks(n);
+        assert.equal(
+          (await d.get(`/stacks/nodes/${n}`)).body,
+          stringifyJson(rows),
+          `${step}: node ${n}'s stacks`,
+        );
       }
     };
     try {

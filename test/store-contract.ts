@@ -394,6 +394,52 @@ export function storeContract(
       }
       const filled = await store.listStacksJson(1, 0.5);
       assert.equal(filled.body.toString(), stringifyJson(await store.listStacks(1, 0.5)));
+
+      // Usage reports one after another, read after each, after several, and after an indexer page in
+      // between: the list is always the rows' (a store may read only the stacks its reports changed).
+      const same = async (step: string) =>
+        assert.equal(
+          (await store.listStacksJson(1)).body.toString(),
+          stringifyJson(await store.listStacks(1)),
+          step,
+        );
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await store.addStackUsage(5, 1, new Uint8Array(32).fill(i + 1), 2)).status, 'recorded');
+        await same(`after report ${i}`);
+      }
+      assert.equal((await store.addStackUsage(7, 10, new Uint8Array(32).fill(9), 3)).status, 'recorded');
+      assert.equal((await store.addStackUsage(5, 2, new Uint8Array(32).fill(10), 3)).status, 'recorded');
+      await same('after two reports on two stacks');
+      await write(async (tx) => {
+        await tx.putStack(newStack(6, 1, 50));
+        await tx.putTicket(
+          {
+            stack_small_id: 7,
+            selected_node_id: 1,
+            requested_attestation_nodes: [],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 910,
+          },
+          5,
+        );
+      });
+      assert.equal((await store.addStackUsage(6, 5, new Uint8Array(32).fill(11), 4)).status, 'recorded');
+      await same('after an indexer page and a report');
+      assert.deepEqual(
+        JSON.parse((await store.listStacksJson(1)).body.toString()).map(
+          (s: { stack_small_id: number; already_computed_units: number }) => [
+            s.stack_small_id,
+            s.already_computed_units,
+          ],
+        ),
+        [
+          [2, 0],
+          [5, 5],
+          [6, 5],
+          [7, 910],
+        ],
+      );
     });
 
     it('records usage, refusing unknown stacks and going past capacity', async () => {

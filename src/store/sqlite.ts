@@ -71,6 +71,13 @@ import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord, topics } from './store.ts';
 
 export const SQLITE_FILE = 'node-daemon.sqlite';
 const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
+/** Versions of a node's stacks topic whose usage-report changes are remembered (see #changeLog). */
+const CHANGE_LOG_VERSIONS = 4096;
+/** Nodes whose whole stack list is kept between reads (see #nodeLists). */
+const NODE_LISTS = 100;
+/** A stack id as the changing-columns rows give it, as KeptStacks and the change log key it. */
+const digitsOfId = (value: unknown): string =>
+  String(normalizeU64(BigInt(value as string | number | bigint)));
 /** Node events inserted per statement (5 parameters each). */
 const NODE_EVENT_CHUNK = 100;
 
@@ -166,6 +173,21 @@ export class SqliteStore implements Store {
   #storeId: string | undefined;
   /** Topics of the cached reads the open transaction changed: their versions move as it commits. */
   readonly #touched = new Set<string>();
+  /** The stack a usage report in the open transaction changed, by its topic (the only row it changed). */
+  readonly #rowChange = new Map<string, string>();
+  /**
+   * For each node's stacks topic, the stack that this process's usage reports changed at each version
+   * they gave it. A version missing (an indexer page, another process) means: unknown, read it all.
+   */
+  readonly #changeLog = new Map<string, Map<number, string>>();
+  /**
+   * Each listed node's whole stack list as last read (the changing columns, in order) and the topic
+   * version it was read at: after usage reports of this process only the stacks they changed are read.
+   */
+  readonly #nodeLists = new Map<
+    string,
+    { version: number; state: unknown[][]; index: Map<string, number> }
+  >();
   /** Node events were recorded in the open transaction: tell the listeners once it commits. */
   #appended = false;
   readonly #nodeEvents = new Listeners();
@@ -194,6 +216,7 @@ export class SqliteStore implements Store {
       return statement;
     };
     this.#r.stacksState = state(this.#r.stacks!.sourceSQL);
+    this.#r.stackState = state(this.#r.getStack!.sourceSQL);
     this.#r.stacksFilledState = state(this.#r.stacksFilled!.sourceSQL);
   }
 
@@ -226,11 +249,18 @@ export class SqliteStore implements Store {
       this.#guard(() => this.#writer.exec('BEGIN IMMEDIATE'));
       this.#appended = false;
       this.#touched.clear();
+      this.#rowChange.clear();
       try {
         const result = await fn(this.#tx);
         this.#guard(() => {
-          for (const topic of this.#touched) this.#w.bumpTopic!.run(topic);
+          const versions: [string, number][] = [];
+          for (const topic of this.#touched) {
+            versions.push([topic, Number(this.#w.bumpTopic!.get(topic)!.version)]);
+          }
           this.#writer.exec('COMMIT');
+          // Only once committed: a version of a transaction that rolled back is given again.
+          for (const [topic, version] of versions)
+            this.#logChange(topic, version, this.#rowChange.get(topic));
         });
         this.#version = undefined;
         if (this.#appended) this.#nodeEvents.emit();
@@ -241,6 +271,7 @@ export class SqliteStore implements Store {
       } finally {
         this.#appended = false;
         this.#touched.clear();
+        this.#rowChange.clear();
       }
     };
     const next = this.#queue.then(run, run);
@@ -520,9 +551,78 @@ export class SqliteStore implements Store {
     );
   }
 
+  /** Records what a committed transaction changed in a node's stacks topic (see #changeLog). */
+  #logChange(topic: string, version: number, stack: string | undefined): void {
+    if (!topic.startsWith('stacks:')) return;
+    let log = this.#changeLog.get(topic);
+    if (stack === undefined) {
+      // Not a usage report: unknown changes; what was logged before it can no longer be used either.
+      this.#changeLog.delete(topic);
+      return;
+    }
+    if (!log) {
+      log = new Map();
+      this.#changeLog.set(topic, log);
+    }
+    log.set(version, stack);
+    log.delete(version - CHANGE_LOG_VERSIONS);
+  }
+
+  /**
+   * A node's whole stack list, as rows of the changing columns: the rows kept from the last read when
+   * its topic has not moved, those rows with the stacks this process's usage reports changed read again
+   * when only they moved it, else all the rows read again. The version is read before the rows.
+   */
+  #nodeState(node: U64): unknown[][] {
+    const topic = topics.stacks(node);
+    const version = Number(this.#r.topicVersion!.get(topic)?.version ?? 0);
+    const kept = this.#nodeLists.get(topic);
+    if (kept !== undefined && kept.version === version) return kept.state;
+    if (kept !== undefined && kept.version < version) {
+      const log = this.#changeLog.get(topic);
+      const changed: number[] = [];
+      for (let v = kept.version + 1; v <= version && log !== undefined; v++) {
+        const at = kept.index.get(log.get(v) ?? '');
+        if (at === undefined) break;
+        changed.push(at);
+      }
+      const rows =
+        changed.length === version - kept.version
+          ? changed.map((at) =>
+              this.#r.stackState!.get(enc(BigInt(kept.state[at]![0] as string | number | bigint))),
+            )
+          : [];
+      if (rows.length > 0 && rows.every((row) => row !== undefined)) {
+        changed.forEach((at, i) => {
+          kept.state[at] = rows[i] as unknown as unknown[];
+        });
+        kept.version = version;
+        return kept.state;
+      }
+    }
+    const state = this.#r.stacksState!.all(enc(node), -1n, -1) as unknown as unknown[][];
+    if (this.#nodeLists.size >= NODE_LISTS && kept === undefined) {
+      this.#nodeLists.delete(this.#nodeLists.keys().next().value!);
+    }
+    this.#nodeLists.set(topic, {
+      version,
+      state,
+      index: new Map(state.map((r, i) => [digitsOfId(r[0]), i])),
+    });
+    return state;
+  }
+
   async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
     // One row past the limit tells whether more remain.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
+    if (minFillFraction === undefined && page.limit === undefined && page.after === undefined) {
+      return this.#guard(() => {
+        const ready = this.#keptStacks.json(this.#nodeState(node), undefined);
+        if (ready) return ready;
+        const found = this.#r.stacksArrays!.all(enc(node), -1n, -1) as unknown as unknown[][];
+        return stacksJson(found, undefined, this.#keptStacks);
+      });
+    }
     return this.#guard(() => {
       const args = minFillFraction === undefined ? [enc(node)] : [enc(node), minFillFraction];
       const filled = minFillFraction !== undefined;
@@ -576,7 +676,9 @@ export class SqliteStore implements Store {
         const previous = this.#w.getStackHash!.get(enc(stackSmallId));
         const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
         if (write) {
-          this.#touched.add(topics.stacks(dec(row.selected_node_id)));
+          const topic = topics.stacks(dec(row.selected_node_id));
+          this.#touched.add(topic);
+          this.#rowChange.set(topic, String(normalizeU64(BigInt(stackSmallId))));
           this.#append(write.events);
           this.#w.setUsage!.run(
             enc(write.already),
@@ -998,7 +1100,7 @@ function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
     invalidateSubscriptions: db.prepare('UPDATE node_subscriptions SET valid = 0 WHERE task_small_id = ?'),
     subscribersOf: db.prepare('SELECT node_small_id FROM node_subscriptions WHERE task_small_id = ?'),
     bumpTopic: db.prepare(`INSERT INTO topic_versions (topic, version) VALUES (?, 1)
-      ON CONFLICT (topic) DO UPDATE SET version = version + 1`),
+      ON CONFLICT (topic) DO UPDATE SET version = version + 1 RETURNING version`),
     chainStateW: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),
     putNode: db.prepare('INSERT INTO nodes VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
     putNodeModel: db.prepare(`INSERT INTO node_models VALUES (?, ?, ?)
