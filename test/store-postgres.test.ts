@@ -471,6 +471,8 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           subscriptions: 'node_subscriptions_pkey',
           stacks: 'stacks_pkey',
           stacksFilled: 'stacks_pkey',
+          stacksState: 'stacks_pkey',
+          stacksFilledState: 'stacks_pkey',
           claimed: 'stack_settlement_tickets_claimed_by_node',
           disputesAgainst: 'stack_attestation_disputes_against',
           disputesOwn: 'stack_attestation_disputes_own',

@@ -147,17 +147,22 @@ function statements<K extends string>(texts: Record<K, string>): Record<K, State
 
 /** The list queries, exported for the test that checks their plans use the indexes. */
 // The lists take a page: rows after an id ($n-1 = -1: from the first), at most $n rows (NULL: all).
+const STACKS_OF_NODE = `FROM stacks WHERE selected_node_id = $1 AND stack_small_id > $2
+    ORDER BY stack_small_id LIMIT $3`;
+// Like SQLite's REAL arithmetic: double division, zero capacity counting as full (CASE keeps the
+// division from running on it).
+const FILLED_STACKS_OF_NODE = `FROM stacks WHERE selected_node_id = $1
+    AND CASE WHEN num_compute_units = 0 THEN true
+      ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
+    AND stack_small_id > $3 ORDER BY stack_small_id LIMIT $4`;
 export const LIST_QUERIES = {
   subscriptions: `SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id > $2
     ORDER BY task_small_id LIMIT $3`,
-  stacks: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1 AND stack_small_id > $2
-    ORDER BY stack_small_id LIMIT $3`,
-  // Like SQLite's REAL arithmetic: double division, zero capacity counting as full (CASE keeps the
-  // division from running on it).
-  stacksFilled: `SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1
-    AND CASE WHEN num_compute_units = 0 THEN true
-      ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
-    AND stack_small_id > $3 ORDER BY stack_small_id LIMIT $4`,
+  stacks: `SELECT ${STACK_COLUMNS} ${STACKS_OF_NODE}`,
+  stacksFilled: `SELECT ${STACK_COLUMNS} ${FILLED_STACKS_OF_NODE}`,
+  // The same lists, only the columns that change (KeptStacks keeps the rest).
+  stacksState: `SELECT ${STACK_STATE_COLUMNS} ${STACKS_OF_NODE}`,
+  stacksFilledState: `SELECT ${STACK_STATE_COLUMNS} ${FILLED_STACKS_OF_NODE}`,
   claimed: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets
     WHERE selected_node_id = $1 AND is_claimed AND stack_small_id > $2 ORDER BY stack_small_id LIMIT $3`,
   disputesAgainst: `SELECT ${DISPUTE_COLUMNS} FROM stack_attestation_disputes
@@ -496,10 +501,19 @@ export class PostgresStore implements Store {
   }
 
   /** Runs one statement: the single place where a query meets the driver. */
-  async #exec(client: ClientBase, statement: Statement, values: unknown[]): Promise<QueryResult<Row>> {
+  async #exec(
+    client: ClientBase,
+    statement: Statement,
+    values: unknown[],
+    rowMode?: 'array',
+  ): Promise<QueryResult<Row>> {
     if (this.#closed) throw closedError();
     try {
-      return await client.query<Row>({ name: statement.name, text: statement.text, values });
+      const config = { name: statement.name, text: statement.text, values };
+      // Rows as arrays of values (rowMode 'array') come typed apart in pg: one result type here.
+      return await (rowMode === 'array'
+        ? (client.query({ ...config, rowMode }) as unknown as Promise<QueryResult<Row>>)
+        : client.query<Row>(config));
     } catch (error) {
       throw statementError(error);
     }
@@ -524,11 +538,11 @@ export class PostgresStore implements Store {
   }
 
   /** One statement on any pooled connection. */
-  async #query(statement: Statement, values: unknown[]): Promise<QueryResult<Row>> {
+  async #query(statement: Statement, values: unknown[], rowMode?: 'array'): Promise<QueryResult<Row>> {
     return this.#op(async () => {
       const client = await this.#connect();
       try {
-        return await this.#exec(client, statement, values);
+        return await this.#exec(client, statement, values, rowMode);
       } finally {
         // pg-pool drops a connection that broke during the query instead of reusing it.
         client.release();
@@ -912,35 +926,19 @@ export class PostgresStore implements Store {
   async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
     // One row past the limit tells whether more remain; the rows as arrays, for the JSON built from them.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
-    const [statement, values] =
+    const [whole, state, values] =
       minFillFraction === undefined
-        ? [S.stacks, [enc(node), ...pageArgs(probe)]]
-        : [S.stacksFilled, [enc(node), minFillFraction, ...pageArgs(probe)]];
+        ? [S.stacks, S.stacksState, [enc(node), ...pageArgs(probe)]]
+        : [S.stacksFilled, S.stacksFilledState, [enc(node), minFillFraction, ...pageArgs(probe)]];
     // Only the columns that change, when the others of every stack are kept (see KeptStacks).
-    const state = await this.#arrays(
-      `${statement.name}_state`,
-      statement.text.replace(STACK_COLUMNS, STACK_STATE_COLUMNS),
-      values,
-    );
-    const ready = this.#keptStacks.json(state, page.limit);
+    const ready = this.#keptStacks.json(await this.#arrays(state, values), page.limit);
     if (ready) return ready;
-    const found = await this.#arrays(`${statement.name}_arrays`, statement.text, values);
-    return stacksJson(found, page.limit, this.#keptStacks);
+    return stacksJson(await this.#arrays(whole, values), page.limit, this.#keptStacks);
   }
 
   /** A read whose rows come as arrays of values. */
-  #arrays(name: string, text: string, values: unknown[]): Promise<unknown[][]> {
-    return this.#op(async () => {
-      const client = await this.#connect();
-      try {
-        if (this.#closed) throw closedError();
-        return (await client.query<unknown[]>({ name, text, values, rowMode: 'array' })).rows;
-      } catch (error) {
-        throw statementError(error);
-      } finally {
-        client.release();
-      }
-    });
+  async #arrays(statement: Statement, values: unknown[]): Promise<unknown[][]> {
+    return (await this.#query(statement, values, 'array')).rows as unknown as unknown[][];
   }
 
   async listClaimedStacks(node: U64, page: Page = {}): Promise<StackSettlementTicket[]> {
