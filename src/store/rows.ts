@@ -371,8 +371,11 @@ export function usageChange(
   };
 }
 
-/** A u64 column as JSON digits: SQLite gives a number, or 20-digit TEXT above 2^53; PostgreSQL NUMERIC text. */
-function digitsOf(value: unknown): string {
+/**
+ * A u64 column as JSON digits: SQLite gives a number, or 20-digit TEXT above 2^53; PostgreSQL NUMERIC text
+ * (a U64 value gives its digits too). KeptStacks keys stacks by it.
+ */
+export function digitsOf(value: unknown): string {
   if (typeof value === 'string')
     return value.length > 1 && value[0] === '0' ? value.replace(/^0+(?=\d)/, '') : value;
   return String(value);

@@ -26,6 +26,7 @@ import {
 import {
   attestedRow,
   DISPUTE_COLUMNS,
+  digitsOf,
   disputedAttestationRow,
   encodeParameters,
   idList,
@@ -75,9 +76,6 @@ const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
 const CHANGE_LOG_VERSIONS = 4096;
 /** Nodes whose whole stack list is kept between reads (see #nodeLists). */
 const NODE_LISTS = 100;
-/** A stack id as the changing-columns rows give it, as KeptStacks and the change log key it. */
-const digitsOfId = (value: unknown): string =>
-  String(normalizeU64(BigInt(value as string | number | bigint)));
 /** Node events inserted per statement (5 parameters each). */
 const NODE_EVENT_CHUNK = 100;
 
@@ -607,7 +605,7 @@ export class SqliteStore implements Store {
     this.#nodeLists.set(topic, {
       version,
       state,
-      index: new Map(state.map((r, i) => [digitsOfId(r[0]), i])),
+      index: new Map(state.map((r, i) => [digitsOf(r[0]), i])),
     });
     return state;
   }
@@ -678,7 +676,7 @@ export class SqliteStore implements Store {
         if (write) {
           const topic = topics.stacks(dec(row.selected_node_id));
           this.#touched.add(topic);
-          this.#rowChange.set(topic, String(normalizeU64(BigInt(stackSmallId))));
+          this.#rowChange.set(topic, digitsOf(stackSmallId));
           this.#append(write.events);
           this.#w.setUsage!.run(
             enc(write.already),
