@@ -90,23 +90,27 @@ function refuseQuery(route: RouteOptions): ((request: FastifyRequest) => Promise
   };
 }
 
-/** Adds the strict parsing step to every route that declares numeric path or query parameters. */
+/** Runs step before the route's own preValidation hooks. */
+function first(route: RouteOptions, step: (request: FastifyRequest) => Promise<void>): void {
+  const existing = route.preValidation;
+  route.preValidation = existing === undefined ? [step] : [step, ...[existing].flat()];
+}
+
+/**
+ * Adds the strict parsing step to every route that declares numeric path or query parameters, and the
+ * refusal of any query parameter to the API routes that declare none.
+ */
 export function installStrictParams(app: FastifyInstance): void {
   app.addHook('onRoute', (route: RouteOptions) => {
     const refuse = refuseQuery(route);
-    if (refuse) {
-      const existing = route.preValidation;
-      route.preValidation = existing === undefined ? [refuse] : [refuse, ...[existing].flat()];
-    }
+    if (refuse) first(route, refuse);
     const fields = [
       ...numericFields(route.schema?.params, 'params'),
       ...numericFields(route.schema?.querystring, 'query'),
     ];
     if (fields.length === 0) return;
-    const parse = async (request: FastifyRequest) => {
+    first(route, async (request: FastifyRequest) => {
       for (const field of fields) parseField(request, field);
-    };
-    const existing = route.preValidation;
-    route.preValidation = existing === undefined ? [parse] : [parse, ...[existing].flat()];
+    });
   });
 }
