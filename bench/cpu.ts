@@ -60,10 +60,11 @@ function databaseTicks(): number {
   return sum;
 }
 
-const TICKS_PER_SECOND = 100;
+/** Clock ticks per second of /proc/PID/stat's times (USER_HZ; 100 on Linux). */
+export const TICKS_PER_SECOND = 100;
 
-/** [own, reaped children's] CPU ticks of a process. */
-function procTicks(pid: number | 'self'): [number, number] {
+/** [own, reaped children's] CPU ticks of a process (0 when it cannot be read). */
+export function procTicks(pid: number | 'self'): [number, number] {
   try {
     const line = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = line.slice(line.lastIndexOf(')') + 2).split(' ');

@@ -25,8 +25,10 @@ import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
+import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
 import { type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
+import { percentile } from './report.ts';
 import { freePort, SERVER_CPU } from './servers.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -48,11 +50,6 @@ const BACKGROUND_STACKS = quick ? 2000 : 20_000;
 const STREAM_PER_SECOND = 1000;
 const REPORT_RATES = flags.rates ? flags.rates.split(',').map(Number) : [0, 100, 500];
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 /** One HTTP request to the daemon; the answer's status and body. */
 function call(
@@ -137,16 +134,6 @@ function usageBuckets(after: string, before: string): { within1ms: number; withi
   return total === 0
     ? { within1ms: Number.NaN, within5ms: Number.NaN }
     : { within1ms: delta('0.001') / total, within5ms: delta('0.005') / total };
-}
-
-/** Clock ticks per second of /proc/PID/stat's times (USER_HZ; 100 on Linux). */
-const TICKS_PER_SECOND = 100;
-
-/** utime + stime of a process, in clock ticks. */
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
 }
 
 interface Row {
@@ -369,11 +356,13 @@ async function main(): Promise<void> {
       const before = await lookups();
       const appliedBefore = await indexedEvents();
       trace('counted');
-      const cpuBefore = cpuTicks(daemon.pid!);
+      const [cpuBefore] = procTicks(daemon.pid!);
       const wallBefore = performance.now();
       const reads = await runOnce(ctx, readSpec(SECONDS));
       const daemonCpu =
-        (cpuTicks(daemon.pid!) - cpuBefore) / TICKS_PER_SECOND / ((performance.now() - wallBefore) / 1000);
+        (procTicks(daemon.pid!)[0] - cpuBefore) /
+        TICKS_PER_SECOND /
+        ((performance.now() - wallBefore) / 1000);
       trace('measured');
       const appliedAfter = await indexedEvents();
       const after = await lookups();

@@ -9,6 +9,12 @@ import { cpus, release, totalmem } from 'node:os';
 import { DISTURBED_PERCENT, type ForeignLoad } from './cpu.ts';
 import type { HttpRow, MeasuredIngest } from './measure.ts';
 
+/** The p-th percentile of ascending samples: the sample at floor(p% of n), NaN for none. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
 export const log = (line: string) => process.stdout.write(`${line}\n`);
 export const warn = (line: string) => process.stderr.write(`${line}\n`);
 
