@@ -1,11 +1,10 @@
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import type { ProtocolParameters } from '../protocol/constants.ts';
-import { SecurityLevel } from '../protocol/constants.ts';
 import { claimableFromEpoch } from '../protocol/epochs.ts';
 import type { DecodedEvent } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
 import type { NewNodeEvent } from '../store/node-events.ts';
-import type { IndexerTx, StackClaimed } from '../store/store.ts';
+import type { IndexerTx } from '../store/store.ts';
 
 /**
  * The node events of one page (GET /events), derived from the chain events as the page applies them and
@@ -22,7 +21,7 @@ export interface AppliedEvent {
   epoch: U64 | undefined;
   /** When it happened (ms), when the source says. */
   at: number | undefined;
-  /** A claim's node fee as the indexer recorded it (null: unpriced), so that it is not looked up twice. */
+  /** For a claim: the node fee the indexer recorded (null: unpriced), so that it is not looked up twice. */
   fee?: bigint | null;
 }
 
@@ -214,7 +213,9 @@ export class PageEvents {
         const p = event.payload;
         this.#closed.add(String(p.stack_small_id));
         const direct = event.name === 'ClaimedStackEvent';
-        const fee = recordedFee !== undefined ? recordedFee : await this.#claimFee(tx, p, direct);
+        // The fee the indexer recorded for this claim, computed once (applyPage passes it).
+        if (recordedFee === undefined) throw new Error(`${event.name} came without the fee recorded for it`);
+        const fee = recordedFee;
         const path = direct ? 'confidential_compute' : 'settlement_ticket';
         const key = `${digest}:${path}:${p.selected_node_id}`;
         let group = this.#claims.get(key);
@@ -244,16 +245,6 @@ export class PageEvents {
       default:
         return;
     }
-  }
-
-  async #claimFee(tx: IndexerTx, p: StackClaimed, direct: boolean): Promise<bigint | null> {
-    const { terms } = await tx.claimContext(p.stack_small_id);
-    return knownFee(
-      this.#parameters,
-      direct ? SecurityLevel.ConfidentialCompute : terms?.security_level,
-      terms?.price_per_one_million_compute_units,
-      p.num_claimed_compute_units,
-    );
   }
 
   /**
