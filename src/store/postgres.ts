@@ -145,8 +145,6 @@ function statements<K extends string>(texts: Record<K, string>): Record<K, State
   return out;
 }
 
-/** The list queries, exported for the test that checks their plans use the indexes. */
-// The lists take a page: rows after an id ($n-1 = -1: from the first), at most $n rows (NULL: all).
 const STACKS_OF_NODE = `FROM stacks WHERE selected_node_id = $1 AND stack_small_id > $2
     ORDER BY stack_small_id LIMIT $3`;
 // Like SQLite's REAL arithmetic: double division, zero capacity counting as full (CASE keeps the
@@ -155,6 +153,8 @@ const FILLED_STACKS_OF_NODE = `FROM stacks WHERE selected_node_id = $1
     AND CASE WHEN num_compute_units = 0 THEN true
       ELSE already_computed_units::float8 / num_compute_units::float8 >= $2::float8 END
     AND stack_small_id > $3 ORDER BY stack_small_id LIMIT $4`;
+/** The list queries, exported for the test that checks their plans use the indexes. */
+// The lists take a page: rows after an id ($n-1 = -1: from the first), at most $n rows (NULL: all).
 export const LIST_QUERIES = {
   subscriptions: `SELECT * FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id > $2
     ORDER BY task_small_id LIMIT $3`,
@@ -654,11 +654,15 @@ export class PostgresStore implements Store {
         batch.map((s) => enc(s.price_per_one_million_compute_units)),
       ]);
     };
-    const send = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
+    /** Refuses a statement once the transaction has ended, or once one of its statements failed. */
+    const usable = (): void => {
       if (!open) {
         throw new StoreError('store_transaction_ended', 'the indexer transaction has already ended', false);
       }
       if (failure !== undefined) throw failure;
+    };
+    const send = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
+      usable();
       // Statements run in the order of the calls: the stacks waiting go first.
       if (statement !== S.putStacks) sendStacks();
       const sent = this.#exec(client, statement, values);
@@ -729,9 +733,7 @@ export class PostgresStore implements Store {
         return ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0;
       },
       putStack: async (s: NewStack) => {
-        if (!open) {
-          throw new StoreError('store_transaction_ended', 'the indexer transaction has already ended', false);
-        }
+        usable();
         touched.add(topics.stacks(s.selected_node_id));
         stacks.push(s);
         if (stacks.length >= STACK_BATCH) sendStacks();
