@@ -202,17 +202,16 @@ export class SqliteStore implements Store {
     }
     this.#w = prepareWrites(this.#writer);
     this.#r = prepareReads(this.#reader);
-    // The stack lists as rows of values (arrays), for the JSON built straight from them.
-    this.#r.stacksArrays = this.#reader.prepare(this.#r.stacks!.sourceSQL);
-    this.#r.stacksArrays.setReturnArrays(true);
-    this.#r.stacksFilledArrays = this.#reader.prepare(this.#r.stacksFilled!.sourceSQL);
-    this.#r.stacksFilledArrays.setReturnArrays(true);
-    // The same lists, only the columns that change (KeptStacks keeps the rest).
-    const state = (sql: string) => {
-      const statement = this.#reader.prepare(sql.replace(STACK_COLUMNS, STACK_STATE_COLUMNS));
+    // The stack lists as rows of values (arrays), for the JSON built straight from them; and the same
+    // with only the columns that change (KeptStacks keeps the rest).
+    const arrays = (sql: string) => {
+      const statement = this.#reader.prepare(sql);
       statement.setReturnArrays(true);
       return statement;
     };
+    const state = (sql: string) => arrays(sql.replace(STACK_COLUMNS, STACK_STATE_COLUMNS));
+    this.#r.stacksArrays = arrays(this.#r.stacks!.sourceSQL);
+    this.#r.stacksFilledArrays = arrays(this.#r.stacksFilled!.sourceSQL);
     this.#r.stacksState = state(this.#r.stacks!.sourceSQL);
     this.#r.stackState = state(this.#r.getStack!.sourceSQL);
     this.#r.stacksFilledState = state(this.#r.stacksFilled!.sourceSQL);
@@ -613,22 +612,18 @@ export class SqliteStore implements Store {
   async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
     // One row past the limit tells whether more remain.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
-    if (minFillFraction === undefined && page.limit === undefined && page.after === undefined) {
-      return this.#guard(() => {
-        const ready = this.#keptStacks.json(this.#nodeState(node), undefined);
-        if (ready) return ready;
-        const found = this.#r.stacksArrays!.all(enc(node), -1n, -1) as unknown as unknown[][];
-        return stacksJson(found, undefined, this.#keptStacks);
-      });
-    }
     return this.#guard(() => {
       const args = minFillFraction === undefined ? [enc(node)] : [enc(node), minFillFraction];
       const filled = minFillFraction !== undefined;
-      const state = (filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
-        ...args,
-        ...pageArgs(probe),
-      );
-      const ready = this.#keptStacks.json(state as unknown as unknown[][], page.limit);
+      // A node's whole list comes from #nodeState (kept between reads); a filtered list or a page is read.
+      const state =
+        !filled && page.limit === undefined && page.after === undefined
+          ? this.#nodeState(node)
+          : ((filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
+              ...args,
+              ...pageArgs(probe),
+            ) as unknown as unknown[][]);
+      const ready = this.#keptStacks.json(state, page.limit);
       if (ready) return ready;
       // A stack seen for the first time: whole rows, whose fixed fields are kept for the next time.
       const found = (filled ? this.#r.stacksFilledArrays! : this.#r.stacksArrays!).all(
