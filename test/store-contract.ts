@@ -442,6 +442,33 @@ export function storeContract(
       );
     });
 
+    it('lists a kept list again after many stacks arrive at once, and after a stack changes size', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        for (let id = 1; id <= 3; id++) await tx.putStack(newStack(id, 1, 1000));
+      });
+      const same = async (step: string) =>
+        assert.equal(
+          (await store.listStacksJson(1)).body.toString(),
+          stringifyJson(await store.listStacks(1)),
+          step,
+        );
+      await same('first listing');
+      // More new stacks than a store may read one by one, some before the kept ones, in one page.
+      await write(async (tx) => {
+        for (let id = 100; id < 140; id++) await tx.putStack(newStack(id, 1, 1000));
+        await tx.putStack(newStack(0, 1, 5));
+      });
+      await same('after 41 new stacks');
+      // A value that grows its stack's JSON by many digits, in the middle of the list.
+      assert.equal((await store.addStackUsage(2, 999, REQUEST, 1)).status, 'recorded');
+      await same('after a report that lengthens a stack');
+      assert.equal((await store.addStackUsage(120, 1, REQUEST, 1)).status, 'recorded');
+      assert.equal((await store.addStackUsage(0, 5, REQUEST, 1)).status, 'recorded');
+      await same('after reports on the first stack and one in the middle');
+      assert.equal((await store.listStacksJson(1)).count, 44);
+    });
+
     it('records usage, refusing unknown stacks and going past capacity', async () => {
       await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
       assert.deepEqual(await store.addStackUsage(1, 60, REQUEST, Date.now()), {

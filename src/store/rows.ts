@@ -424,6 +424,22 @@ function stateSuffix(
   );
 }
 
+/** A stack's JSON from its whole row (STACK_COLUMNS, as an array), with what KeptStacks keeps of it. */
+function keptStack(r: readonly unknown[]): KeptStack {
+  const head =
+    `{"owner_address":"${r[0]}","stack_small_id":${digitsOf(r[1])},"stack_id":"${r[2]}",` +
+    `"task_small_id":${digitsOf(r[3])},"selected_node_id":${digitsOf(r[4])},` +
+    `"num_compute_units":${digitsOf(r[5])},"price_per_one_million_compute_units":${digitsOf(r[6])},`;
+  const confidential = flagOf(r[12]);
+  const suffix = stateSuffix(r[7], r[8], r[9], r[10], r[11], confidential, r[13]);
+  return {
+    fragment: Buffer.from(head + suffix, 'latin1'),
+    headLength: head.length,
+    confidential,
+    values: [r[7], r[8], r[9], r[10], r[11], r[13]],
+  };
+}
+
 /**
  * Each listed stack's JSON, kept encoded, so that a node's list rebuilt after a usage report reads only
  * the columns that change (half the cost of whole rows), re-encodes only the stacks whose values moved,
@@ -443,20 +459,7 @@ export class KeptStacks {
   /** Keeps whole rows (STACK_COLUMNS, as arrays). */
   keep(found: readonly unknown[][]): void {
     if (this.#entries.size + found.length > this.#max) this.#entries.clear();
-    for (const r of found) {
-      const head =
-        `{"owner_address":"${r[0]}","stack_small_id":${digitsOf(r[1])},"stack_id":"${r[2]}",` +
-        `"task_small_id":${digitsOf(r[3])},"selected_node_id":${digitsOf(r[4])},` +
-        `"num_compute_units":${digitsOf(r[5])},"price_per_one_million_compute_units":${digitsOf(r[6])},`;
-      const confidential = flagOf(r[12]);
-      const suffix = stateSuffix(r[7], r[8], r[9], r[10], r[11], confidential, r[13]);
-      this.#entries.set(digitsOf(r[1]), {
-        fragment: Buffer.from(head + suffix, 'latin1'),
-        headLength: head.length,
-        confidential,
-        values: [r[7], r[8], r[9], r[10], r[11], r[13]],
-      });
-    }
+    for (const r of found) this.#entries.set(digitsOf(r[1]), keptStack(r));
   }
 
   /**
@@ -517,4 +520,96 @@ export function stacksJson(found: unknown[][], limit: number | undefined, prefix
   // Rows of the changing columns, in STACK_STATE_COLUMNS order, from the whole rows.
   const state = found.map((r) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]]);
   return prefixes.json(state, limit)!;
+}
+
+/**
+ * A node's whole stack list as one encoded JSON array, and where each stack's object starts in it: kept
+ * between reads, it is answered as it is while nothing changed, and patched, not rebuilt, when a few
+ * stacks did (a usage report changes one).
+ */
+export interface ListBody {
+  body: Buffer;
+  /** Where stack i's object starts; the last entry is body.length. Object i ends one byte before i + 1. */
+  starts: Int32Array;
+}
+
+/** The JSON array of these objects, and where each starts. */
+export function joinFragments(parts: readonly Buffer[]): ListBody {
+  const count = parts.length;
+  let length = count === 0 ? 2 : count + 1;
+  for (const part of parts) length += part.length;
+  const body = Buffer.allocUnsafe(length);
+  const starts = new Int32Array(count + 1);
+  let at = 0;
+  body[at++] = 0x5b; // [
+  for (let i = 0; i < count; i++) {
+    if (i > 0) body[at++] = 0x2c; // ,
+    starts[i] = at;
+    at += parts[i]!.copy(body, at);
+  }
+  body[at++] = 0x5d; // ]
+  starts[count] = at;
+  return { body, starts };
+}
+
+/** Stack i's object in the list (a view: no copy). */
+export function fragmentAt(list: ListBody, i: number): Buffer {
+  return list.body.subarray(list.starts[i]!, list.starts[i + 1]! - 1);
+}
+
+/**
+ * The list with some stacks' objects replaced, by index, as a new body: the old one may be in a response
+ * cache or still being sent. Unchanged bytes are copied in as few pieces as there are changes.
+ */
+export function patchBody(list: ListBody, changes: ReadonlyMap<number, Buffer>): ListBody {
+  const order = [...changes.keys()].sort((a, b) => a - b);
+  let length = list.body.length;
+  for (const i of order) length += changes.get(i)!.length - fragmentAt(list, i).length;
+  const body = Buffer.allocUnsafe(length);
+  const starts = new Int32Array(list.starts.length);
+  let from = 0;
+  let at = 0;
+  let shift = 0;
+  let next = 0;
+  for (const i of order) {
+    const start = list.starts[i]!;
+    const end = list.starts[i + 1]! - 1;
+    at += list.body.copy(body, at, from, start);
+    for (; next <= i; next++) starts[next] = list.starts[next]! + shift;
+    const fragment = changes.get(i)!;
+    at += fragment.copy(body, at);
+    shift += fragment.length - (end - start);
+    from = end;
+  }
+  list.body.copy(body, at, from);
+  for (; next < starts.length; next++) starts[next] = list.starts[next]! + shift;
+  return { body, starts };
+}
+
+const STATE_START = Buffer.from('"already_computed_units":');
+const CONFIDENTIAL = Buffer.from('"is_confidential":true');
+
+/**
+ * A stack's object with its changing fields set from a row of STACK_STATE_COLUMNS. The fixed fields are
+ * the object's own bytes up to the first changing one (they are hex ids and digits: the name cannot occur
+ * in them), and is_confidential, which never changes, is read from the object too.
+ */
+export function restated(fragment: Buffer, r: readonly unknown[]): Buffer {
+  const head = fragment.indexOf(STATE_START);
+  const confidential = fragment.includes(CONFIDENTIAL, head) ? 'true' : 'false';
+  const suffix = stateSuffix(r[1], r[2], r[3], r[4], r[5], confidential, r[6]);
+  const out = Buffer.allocUnsafe(head + suffix.length);
+  fragment.copy(out, 0, 0, head);
+  out.write(suffix, head, 'latin1');
+  return out;
+}
+
+/** Whether two rows of STACK_STATE_COLUMNS show the same values (the same driver gives the same types). */
+export function sameState(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a[1] === b[1] && a[2] === b[2] && a[3] === b[3] && a[4] === b[4] && a[5] === b[5] && a[6] === b[6];
+}
+
+/** A stack's object from its whole row (STACK_COLUMNS, as an array). */
+export function stackFragment(r: readonly unknown[]): Buffer {
+  return keptStack(r).fragment;
 }

@@ -29,12 +29,19 @@ import {
   digitsOf,
   disputedAttestationRow,
   encodeParameters,
+  fragmentAt,
   idList,
+  joinFragments,
   KeptStacks,
+  type ListBody,
   parseIdList,
+  patchBody,
+  restated,
   rowMappers,
   STACK_COLUMNS,
   STACK_STATE_COLUMNS,
+  sameState,
+  stackFragment,
   stacksJson,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
@@ -74,8 +81,21 @@ export const SQLITE_FILE = 'node-daemon.sqlite';
 const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
 /** Versions of a node's stacks topic whose usage-report changes are remembered (see #changeLog). */
 const CHANGE_LOG_VERSIONS = 4096;
-/** Nodes whose whole stack list is kept between reads (see #nodeLists). */
-const NODE_LISTS = 100;
+/** Stacks of the whole lists kept between reads, over all nodes (see #nodeLists): about 100 MB at most. */
+const NODE_LIST_STACKS = 200_000;
+/** Stacks new to a kept list read one by one; more than this, the node's whole rows are read. */
+const NEW_STACKS_BY_ID = 16;
+
+/** A node's whole stack list as kept between reads (see #nodeList). */
+interface NodeList {
+  /** The version of the node's stacks topic the list shows (at least). */
+  version: number;
+  /** Each stack's changing columns (STACK_STATE_COLUMNS), in list order. */
+  state: unknown[][];
+  /** Each stack's place in the list, by its small id's digits. */
+  index: Map<string, number>;
+  list: ListBody;
+}
 /** Node events inserted per statement (5 parameters each). */
 const NODE_EVENT_CHUNK = 100;
 
@@ -182,10 +202,9 @@ export class SqliteStore implements Store {
    * Each listed node's whole stack list as last read (the changing columns, in order) and the topic
    * version it was read at: after usage reports of this process only the stacks they changed are read.
    */
-  readonly #nodeLists = new Map<
-    string,
-    { version: number; state: unknown[][]; index: Map<string, number> }
-  >();
+  readonly #nodeLists = new Map<string, NodeList>();
+  /** Stacks in #nodeLists, bounded by NODE_LIST_STACKS. */
+  #nodeListStacks = 0;
   /** Node events were recorded in the open transaction: tell the listeners once it commits. */
   #appended = false;
   readonly #nodeEvents = new Listeners();
@@ -214,6 +233,7 @@ export class SqliteStore implements Store {
     this.#r.stacksFilledArrays = arrays(this.#r.stacksFilled!.sourceSQL);
     this.#r.stacksState = state(this.#r.stacks!.sourceSQL);
     this.#r.stackState = state(this.#r.getStack!.sourceSQL);
+    this.#r.stackArrays = arrays(this.#r.getStack!.sourceSQL);
     this.#r.stacksFilledState = state(this.#r.stacksFilled!.sourceSQL);
   }
 
@@ -566,63 +586,118 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * A node's whole stack list, as rows of the changing columns: the rows kept from the last read when
-   * its topic has not moved, those rows with the stacks this process's usage reports changed read again
-   * when only they moved it, else all the rows read again. The version is read before the rows.
+   * A node's whole stack list, encoded, kept with the topic version it shows (#nodeLists): answered as it
+   * is while the topic has not moved; patched when only this process's usage reports moved it (their
+   * stacks read again by id); else its changing columns read again, each stack's object reused from the
+   * kept list when its values are the same. The version is read before the rows, so the list is never
+   * older than the version it is kept with (it can be newer: the next read looks again).
    */
-  #nodeState(node: U64): unknown[][] {
+  #nodeList(node: U64): JsonRows {
     const topic = topics.stacks(node);
     const version = Number(this.#r.topicVersion!.get(topic)?.version ?? 0);
-    const kept = this.#nodeLists.get(topic);
-    if (kept !== undefined && kept.version === version) return kept.state;
-    if (kept !== undefined && kept.version < version) {
-      const log = this.#changeLog.get(topic);
-      const changed: number[] = [];
-      for (let v = kept.version + 1; v <= version && log !== undefined; v++) {
-        const at = kept.index.get(log.get(v) ?? '');
-        if (at === undefined) break;
-        changed.push(at);
-      }
-      const rows =
-        changed.length === version - kept.version
-          ? changed.map((at) =>
-              this.#r.stackState!.get(enc(BigInt(kept.state[at]![0] as string | number | bigint))),
-            )
-          : [];
-      if (rows.length > 0 && rows.every((row) => row !== undefined)) {
-        changed.forEach((at, i) => {
-          kept.state[at] = rows[i] as unknown as unknown[];
-        });
-        kept.version = version;
-        return kept.state;
+    let kept = this.#nodeLists.get(topic);
+    if (kept === undefined || kept.version !== version) {
+      kept =
+        (kept !== undefined && kept.version < version && this.#patchedList(topic, kept, version)) ||
+        this.#readList(node, topic, version, kept);
+    }
+    const { state, list } = kept;
+    const last = state.length > 0 ? state[state.length - 1]![0] : null;
+    return {
+      body: list.body,
+      count: state.length,
+      last: last === null ? null : normalizeU64(BigInt(last as string | number)),
+      more: false,
+    };
+  }
+
+  /** The kept list brought to `version` by its usage-report changes, or undefined when they are not known. */
+  #patchedList(topic: string, kept: NodeList, version: number): NodeList | undefined {
+    const log = this.#changeLog.get(topic);
+    if (log === undefined) return undefined;
+    const rows = new Map<number, unknown[]>();
+    for (let v = kept.version + 1; v <= version; v++) {
+      const at = kept.index.get(log.get(v) ?? '');
+      if (at === undefined) return undefined;
+      if (rows.has(at)) continue;
+      const row = this.#r.stackState!.get(enc(BigInt(kept.state[at]![0] as string | number)));
+      if (row === undefined) return undefined;
+      rows.set(at, row as unknown as unknown[]);
+    }
+    const changes = new Map<number, Buffer>();
+    for (const [at, row] of rows) {
+      if (!sameState(row, kept.state[at]!)) changes.set(at, restated(fragmentAt(kept.list, at), row));
+      kept.state[at] = row;
+    }
+    if (changes.size > 0) kept.list = patchBody(kept.list, changes);
+    kept.version = version;
+    return kept;
+  }
+
+  /**
+   * The node's list read again: its changing columns, each stack's object taken from the old list (as it is,
+   * or restated when its values moved); whole rows only for stacks it did not have, all of them at once
+   * (one snapshot) when there are many.
+   */
+  #readList(node: U64, topic: string, version: number, old: NodeList | undefined, whole = false): NodeList {
+    let state = whole ? [] : (this.#r.stacksState!.all(enc(node), -1n, -1) as unknown as unknown[][]);
+    let parts: Buffer[] = new Array(state.length);
+    const missing: number[] = [];
+    for (let i = 0; i < state.length; i++) {
+      const r = state[i]!;
+      const at = old?.index.get(digitsOf(r[0]));
+      if (at === undefined) missing.push(i);
+      else {
+        const fragment = fragmentAt(old!.list, at);
+        parts[i] = sameState(r, old!.state[at]!) ? fragment : restated(fragment, r);
       }
     }
-    const state = this.#r.stacksState!.all(enc(node), -1n, -1) as unknown as unknown[][];
-    if (this.#nodeLists.size >= NODE_LISTS && kept === undefined) {
-      this.#nodeLists.delete(this.#nodeLists.keys().next().value!);
+    if (whole || missing.length > NEW_STACKS_BY_ID) {
+      const whole = this.#r.stacksArrays!.all(enc(node), -1n, -1) as unknown as unknown[][];
+      state = whole.map((r) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]]);
+      parts = whole.map(stackFragment);
+    } else {
+      for (const i of missing) {
+        const whole = this.#r.stackArrays!.get(enc(BigInt(state[i]![0] as string | number)));
+        if (whole === undefined) {
+          // Gone since the list was read (a store rewound by replay): read it all again, one snapshot.
+          return this.#readList(node, topic, version, old, true);
+        }
+        const r = whole as unknown as unknown[];
+        state[i] = [r[1], r[7], r[8], r[9], r[10], r[11], r[13]];
+        parts[i] = stackFragment(r);
+      }
     }
-    this.#nodeLists.set(topic, {
+    const list: NodeList = {
       version,
       state,
       index: new Map(state.map((r, i) => [digitsOf(r[0]), i])),
-    });
-    return state;
+      list: joinFragments(parts),
+    };
+    if (old !== undefined) this.#nodeListStacks -= old.state.length;
+    this.#nodeLists.delete(topic);
+    this.#nodeLists.set(topic, list);
+    this.#nodeListStacks += state.length;
+    for (const [oldest, value] of this.#nodeLists) {
+      if (this.#nodeListStacks <= NODE_LIST_STACKS || oldest === topic) break;
+      this.#nodeLists.delete(oldest);
+      this.#nodeListStacks -= value.state.length;
+    }
+    return list;
   }
 
   async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
     // One row past the limit tells whether more remain.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
     return this.#guard(() => {
-      const args = minFillFraction === undefined ? [enc(node)] : [enc(node), minFillFraction];
       const filled = minFillFraction !== undefined;
-      // A node's whole list comes from #nodeState (kept between reads); a filtered list or a page is read.
-      const state =
-        !filled && page.limit === undefined && page.after === undefined
-          ? this.#nodeState(node)
-          : ((filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
-              ...args,
-              ...pageArgs(probe),
-            ) as unknown as unknown[][]);
+      // A node's whole list is kept between reads (#nodeList); a filtered list or a page is read.
+      if (!filled && page.limit === undefined && page.after === undefined) return this.#nodeList(node);
+      const args = filled ? [enc(node), minFillFraction] : [enc(node)];
+      const state = (filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
+        ...args,
+        ...pageArgs(probe),
+      ) as unknown as unknown[][];
       const ready = this.#keptStacks.json(state, page.limit);
       if (ready) return ready;
       // A stack seen for the first time: whole rows, whose fixed fields are kept for the next time.

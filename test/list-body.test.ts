@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  fragmentAt,
+  joinFragments,
+  patchBody,
+  restated,
+  sameState,
+  stackFragment,
+} from '../src/store/rows.ts';
+
+/** A deterministic generator (mulberry32), so a failure names its seed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const object = (rand: () => number, i: number) =>
+  Buffer.from(JSON.stringify({ id: i, pad: 'x'.repeat(Math.floor(rand() * 40)) }));
+
+describe('a kept stack list body', () => {
+  it('joins objects into the JSON array and knows where each starts', () => {
+    for (const n of [0, 1, 2, 7]) {
+      const parts = Array.from({ length: n }, (_, i) => object(random(n), i));
+      const list = joinFragments(parts);
+      assert.equal(list.body.toString(), `[${parts.map(String).join(',')}]`);
+      assert.equal(list.starts.length, n + 1);
+      assert.equal(list.starts[n], list.body.length);
+      for (const [i, part] of parts.entries()) assert.deepEqual(fragmentAt(list, i), part);
+    }
+  });
+
+  it('patches any set of objects, longer or shorter, as a rebuild would, and leaves the old body alone', () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const rand = random(seed);
+      const n = 1 + Math.floor(rand() * 30);
+      const parts = Array.from({ length: n }, (_, i) => object(rand, i));
+      const list = joinFragments(parts);
+      const before = Buffer.from(list.body);
+      const changes = new Map<number, Buffer>();
+      const k = Math.floor(rand() * Math.min(n, 5)) + 1;
+      for (let c = 0; c < k; c++) {
+        const i = Math.floor(rand() * n);
+        changes.set(i, object(rand, 1000 + i));
+      }
+      const patched = patchBody(list, changes);
+      const expected = joinFragments(parts.map((part, i) => changes.get(i) ?? part));
+      assert.deepEqual(patched.body, expected.body, `seed ${seed}`);
+      assert.deepEqual(patched.starts, expected.starts, `seed ${seed}`);
+      assert.deepEqual(list.body, before, `seed ${seed}: the old body is unchanged`);
+    }
+  });
+
+  it("restates a stack's changing fields and keeps its fixed ones", () => {
+    const row = (already: unknown, confidential: unknown, refund: unknown) => [
+      `0x${'a'.repeat(64)}`,
+      12,
+      `0x${'b'.repeat(64)}`,
+      3,
+      4,
+      1000,
+      250,
+      already,
+      0,
+      1,
+      0,
+      0,
+      confidential,
+      refund,
+    ];
+    for (const confidential of [0, 1]) {
+      const before = row(10, confidential, null);
+      const after = row('18446744073709551615', confidential, 77);
+      const state = (r: unknown[]) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]];
+      const fragment = restated(stackFragment(before), state(after));
+      assert.deepEqual(fragment, stackFragment(after));
+      assert.equal(JSON.parse(fragment.toString()).is_confidential, confidential === 1);
+      assert.match(fragment.toString(), /"already_computed_units":18446744073709551615,/);
+      assert.equal(sameState(state(before), state(before)), true);
+      assert.equal(sameState(state(before), state(after)), false);
+    }
+  });
+});
