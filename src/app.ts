@@ -23,6 +23,7 @@ import {
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { finishDocument } from './http/openapi.ts';
+import { ReadTurns } from './http/read-turns.ts';
 import { ResponseCache } from './http/response-cache.ts';
 import { autopilotRoutes } from './http/routes/autopilot.ts';
 import { consoleRoutes, isConsolePath } from './http/routes/console.ts';
@@ -261,7 +262,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const cache = new ResponseCache(config.cacheMb * 1024 * 1024, (outcome) =>
     metrics.httpCacheLookups.inc({ outcome }),
   );
-  await app.register(readRoutes, { store, cache });
+  await app.register(readRoutes, { store, cache, turns: new ReadTurns() });
   await app.register(writeRoutes, { network: config.network, writes, store });
   await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
   if (deps.events) {

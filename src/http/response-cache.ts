@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { VERSION } from '../internal/version.ts';
 import type { Store } from '../store/store.ts';
+import type { ReadTurns } from './read-turns.ts';
 
 /**
  * Read responses, serialized once and kept until what they show changes. Each response depends on a few
@@ -151,7 +152,7 @@ const same = (a: readonly number[], b: readonly number[]) => a.every((v, i) => v
 export async function sendCached(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { cache: ResponseCache; store: Store },
+  deps: { cache: ResponseCache; store: Store; turns?: ReadTurns | undefined },
   key: string,
   topics: readonly string[],
   load: () => Promise<Loaded>,
@@ -207,6 +208,8 @@ export async function sendCached(
     reply.code(304).send();
     return;
   }
+  // Writes first under load (read-turns.ts); from here to the send, nothing awaits.
+  if (deps.turns) await deps.turns.turn();
   reply.headers(entry.headers);
   reply.type('application/json; charset=utf-8').send(entry.body);
 }

@@ -19,6 +19,7 @@ import {
 } from '../../schemas/model.ts';
 import { type Page, type Store, topics } from '../../store/store.ts';
 import { problems } from '../openapi.ts';
+import type { ReadTurns } from '../read-turns.ts';
 import { type Loaded, type ResponseCache, sendCached } from '../response-cache.ts';
 import { serialized } from '../serialized.ts';
 
@@ -101,11 +102,12 @@ async function disputesPage(
 }
 
 /** The read API: every list comes from the store, sorted by its small id, wire-compatible with upstream. */
-export const readRoutes: FastifyPluginAsyncTypebox<{ store: Store; cache: ResponseCache }> = async (
-  app,
-  { store, cache },
-) => {
-  const deps = { store, cache };
+export const readRoutes: FastifyPluginAsyncTypebox<{
+  store: Store;
+  cache: ResponseCache;
+  turns?: ReadTurns | undefined;
+}> = async (app, { store, cache, turns }) => {
+  const deps = { store, cache, turns };
 
   // Every route also answers with a trailing slash (/tasks/ as upstream's spec has it).
   app.get('/tasks', {
