@@ -12,7 +12,7 @@
 // ratio to it, measured in the same pass.
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -26,7 +26,7 @@ import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
 import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
-import { type LoadResult, runOnce } from './load.ts';
+import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
 import { percentile } from './report.ts';
 import { freePort, SERVER_CPU } from './servers.ts';
@@ -155,9 +155,18 @@ interface Row {
   cacheHitRate: number;
   /** The daemon's CPU time over the measured seconds, in cores (1.0: its core was never idle). */
   daemonCpu: number;
+  /** The same for wrk, and for this process (the fullnode double and the reporter), both on CPU 1. */
+  wrkCpu: number;
+  benchCpu: number;
 }
 
 async function main(): Promise<void> {
+  // This process (the fullnode double, the reporter) is outside the daemon, like wrk: it runs on the load
+  // generator's core, every thread of it, so that the daemon's core is the daemon's alone.
+  const pinned = spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)], {
+    encoding: 'utf8',
+  });
+  if (pinned.status !== 0) log(`could not pin the bench to CPU ${LOAD_CPU}: ${pinned.stderr.trim()}`);
   const dir = mkdtempSync(join(tmpdir(), 'node-daemon-bench-mixed-'));
   const dbs = new ThrowawayDatabases(flags['database-url'] ?? DEFAULT_SERVER_URL);
   const children: ReturnType<typeof spawn>[] = [];
@@ -357,12 +366,12 @@ async function main(): Promise<void> {
       const appliedBefore = await indexedEvents();
       trace('counted');
       const [cpuBefore] = procTicks(daemon.pid!);
+      const [benchBefore, wrkBefore] = procTicks('self');
       const wallBefore = performance.now();
       const reads = await runOnce(ctx, readSpec(SECONDS));
-      const daemonCpu =
-        (procTicks(daemon.pid!)[0] - cpuBefore) /
-        TICKS_PER_SECOND /
-        ((performance.now() - wallBefore) / 1000);
+      const cores = (ticks: number) => ticks / TICKS_PER_SECOND / ((performance.now() - wallBefore) / 1000);
+      const daemonCpu = cores(procTicks(daemon.pid!)[0] - cpuBefore);
+      const [benchAfter, wrkAfter] = procTicks('self');
       trace('measured');
       const appliedAfter = await indexedEvents();
       const after = await lookups();
@@ -395,12 +404,15 @@ async function main(): Promise<void> {
         streamApplied: (appliedAfter - appliedBefore) / SECONDS,
         cacheHitRate: total === 0 ? Number.NaN : delta('hit') / total,
         daemonCpu,
+        wrkCpu: cores(wrkAfter - wrkBefore),
+        benchCpu: cores(benchAfter - benchBefore),
       };
       log(
         `  ${label}: ${Math.round(reads.requestsPerSecond)} req/s, p99 ${reads.p99ms.toFixed(2)} ms; ` +
           `reports p50 ${row.reports.p50ms.toFixed(2)} / p99 ${row.reports.p99ms.toFixed(2)} ms; ` +
           `indexer ${Math.round(row.streamApplied)} ev/s; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
-          `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %`,
+          `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %, wrk ${(row.wrkCpu * 100).toFixed(0)} %, ` +
+          `bench ${(row.benchCpu * 100).toFixed(0)} %`,
       );
       // Let the indexer finish what the stream left before the next row.
       await until('the indexer has caught up', async () => {
@@ -425,10 +437,10 @@ async function main(): Promise<void> {
         `[${tasksBytes.toLocaleString('en-US')} B])\n`,
     );
     console.log(
-      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits | Daemon CPU |',
+      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits | Daemon CPU | wrk CPU | Bench CPU |',
     );
     console.log(
-      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ---------: |',
+      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ---------: | ------: | --------: |',
     );
     for (const r of rows) {
       const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
@@ -438,7 +450,8 @@ async function main(): Promise<void> {
           `${String(r.reports.sent).padStart(12)} | ${cell(r.reports.p50ms).padStart(13)} | ` +
           `${cell(r.reports.p99ms).padStart(13)} | ${`${cell(r.reports.servedWithin1ms * 100, 1)} %`.padStart(14)} | ` +
           `${`${cell(r.reports.servedWithin5ms * 100, 1)} %`.padStart(14)} | ${String(Math.round(r.streamApplied)).padStart(12)} | ` +
-          `${`${cell(r.cacheHitRate * 100, 1)} %`.padStart(10)} | ${`${cell(r.daemonCpu * 100, 0)} %`.padStart(10)} |`,
+          `${`${cell(r.cacheHitRate * 100, 1)} %`.padStart(10)} | ${`${cell(r.daemonCpu * 100, 0)} %`.padStart(10)} | ` +
+          `${`${cell(r.wrkCpu * 100, 0)} %`.padStart(7)} | ${`${cell(r.benchCpu * 100, 0)} %`.padStart(9)} |`,
       );
       if (r.reports.failed > 0 || r.reads.non2xx > 0)
         console.log(`  (${r.reports.failed} reports failed, ${r.reads.non2xx} reads not 2xx)`);
