@@ -46,6 +46,7 @@ import type {
   AutopilotAction,
   ChainState,
   ClaimableTicket,
+  ClaimContext,
   ClaimRecord,
   CursorState,
   Dispute,
@@ -337,6 +338,12 @@ const S = statements({
     WHERE stack_small_id = $1 AND node_small_id = $2`,
   stackTerms: `SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
   ticketAttesters: 'SELECT already_attested_nodes FROM stack_settlement_tickets WHERE stack_small_id = $1',
+  // The same for a page's stacks at once (readAhead), and the security levels of the tasks it names.
+  stacksTerms: `SELECT stack_small_id, selected_node_id, ${TERMS_COLUMNS} FROM stacks
+    WHERE stack_small_id = ANY($1::numeric[])`,
+  ticketsAttesters: `SELECT stack_small_id, already_attested_nodes FROM stack_settlement_tickets
+    WHERE stack_small_id = ANY($1::numeric[])`,
+  taskLevels: 'SELECT task_small_id, security_level FROM tasks WHERE task_small_id = ANY($1::numeric[])',
   putRewards: `INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
     SELECT * FROM unnest($1::numeric[], $2::int[], $3::numeric[], $4::numeric[], $5::numeric[])
     ON CONFLICT DO NOTHING`,
@@ -388,6 +395,84 @@ const S = statements({
       unknown = c.unknown + excluded.unknown, malformed = c.malformed + excluded.malformed,
       orphaned = c.orphaned + excluded.orphaned, updated_at = excluded.updated_at`,
 });
+
+/**
+ * The claim contexts of a page's stacks, read ahead in one round trip (IndexerTx.readAhead) and then kept as
+ * a read would find them after each of the transaction's writes. That takes little: a stack's terms and
+ * node never change once it exists (the first insert wins, as a task's security level does), a new ticket
+ * has no attesters, and only recordAttestation and putDispute change them, after reading the locked row.
+ * The indexer of a source holds its lease, so no other process changes them meanwhile.
+ */
+class ReadAhead {
+  /** Each stack read ahead: its context's stack half; null while it does not exist; 'ask' when unknown. */
+  readonly #stacks = new Map<string, { terms: StackTerms; node: U64 } | null | 'ask'>();
+  /** The already_attested_nodes of each stack's ticket read ahead ([]: no ticket). */
+  readonly #attested = new Map<string, U64[]>();
+  /** The security level of each task read ahead (null: no such task). */
+  readonly #levels = new Map<string, number | null>();
+  /** How many writes it has followed: one made while a read-ahead's rows were on their way is not in them. */
+  changes = 0;
+
+  /** Adds what the read-ahead statements found for these stacks and tasks (ids already known stay). */
+  add(stackIds: readonly string[], taskIds: readonly string[], stacks: Row[], tickets: Row[], tasks: Row[]) {
+    const found = new Map(stacks.map((r) => [enc(dec(r.stack_small_id)), r]));
+    const attested = new Map(tickets.map((r) => [enc(dec(r.stack_small_id)), r]));
+    const levels = new Map(tasks.map((r) => [enc(dec(r.task_small_id)), Number(r.security_level)]));
+    for (const id of stackIds) {
+      if (this.#stacks.has(id)) continue;
+      const row = found.get(id);
+      this.#stacks.set(id, row ? { terms: rows.terms(row)!, node: dec(row.selected_node_id) } : null);
+      const ticket = attested.get(id);
+      this.#attested.set(id, ticket ? parseIdList(ticket.already_attested_nodes as string).map(dec) : []);
+    }
+    for (const id of taskIds) if (!this.#levels.has(id)) this.#levels.set(id, levels.get(id) ?? null);
+  }
+
+  /** The context, when the stack was read ahead and what a read would find is known. */
+  context(id: U64): ClaimContext | undefined {
+    const key = enc(id);
+    const stack = this.#stacks.get(key);
+    const attested = this.#attested.get(key);
+    if (stack === undefined || stack === 'ask' || attested === undefined) return undefined;
+    return {
+      terms: stack === null ? undefined : { ...stack.terms },
+      selected_node_id: stack === null ? null : stack.node,
+      already_attested: [...attested],
+    };
+  }
+
+  /** A task inserted (kept only if none was there: ON CONFLICT DO NOTHING). */
+  putTask(task: NewTask): void {
+    this.changes += 1;
+    const key = enc(task.task_small_id);
+    if (this.#levels.get(key) === null) this.#levels.set(key, task.security_level);
+  }
+
+  /** A stack inserted with its task's level (kept only if none was there, as putStacks does). */
+  putStack(s: NewStack): void {
+    this.changes += 1;
+    const key = enc(s.stack_small_id);
+    if (this.#stacks.get(key) !== null) return;
+    const level = this.#levels.get(enc(s.task_small_id));
+    // The row as putStacks writes it: its task's level, or null when there is no such task.
+    const row = {
+      price_per_one_million_compute_units: enc(s.price_per_one_million_compute_units),
+      num_compute_units: enc(s.num_compute_units),
+      security_level: level ?? null,
+    };
+    this.#stacks.set(
+      key,
+      level === undefined ? 'ask' : { terms: rows.terms(row)!, node: dec(enc(s.selected_node_id)) },
+    );
+  }
+
+  /** A ticket's attesters written by this transaction (idList text, as stored). */
+  setAttested(id: U64, attested: string): void {
+    this.changes += 1;
+    const key = enc(id);
+    if (this.#attested.has(key)) this.#attested.set(key, parseIdList(attested).map(dec));
+  }
+}
 
 function closedError(): StoreError {
   return new StoreError('store_closed', 'the store is closed', false);
@@ -638,6 +723,8 @@ export class PostgresStore implements Store {
     const touched = new Set<string>();
     let failure: unknown;
     let last: Promise<unknown> = Promise.resolve();
+    /** The claim contexts of the page's stacks, when read ahead. */
+    const ahead = new ReadAhead();
     /** Stacks not yet sent: consecutive putStack calls go as one INSERT, before any other statement. */
     let stacks: NewStack[] = [];
     const sendStacks = (): void => {
@@ -691,6 +778,8 @@ export class PostgresStore implements Store {
         return fresh;
       },
       putTask: async (t: NewTask) => {
+        usable();
+        ahead.putTask(t);
         touched.add(topics.tasks);
         await write(S.putTask, [
           enc(t.task_small_id),
@@ -734,6 +823,7 @@ export class PostgresStore implements Store {
       },
       putStack: async (s: NewStack) => {
         usable();
+        ahead.putStack(s);
         touched.add(topics.stacks(s.selected_node_id));
         stacks.push(s);
         if (stacks.length >= STACK_BATCH) sendStacks();
@@ -761,6 +851,7 @@ export class PostgresStore implements Store {
         if (!row) return 'no_ticket';
         const attested = attestedRow(row, a);
         if (attested === 'not_requested') return attested;
+        ahead.setAttested(a.stack_small_id, attested.attested);
         await write(S.attest, [attested.leaves, attested.attested, enc(a.stack_small_id)]);
         await write(S.requestAttested, [enc(a.stack_small_id), enc(a.attestation_node_id)]);
         return 'applied';
@@ -776,7 +867,24 @@ export class PostgresStore implements Store {
           enc(t.dispute_settled_at_epoch),
         ]);
       },
+      readAhead: async (stackIds, taskIds) => {
+        if (stackIds.length === 0) return;
+        const [ids, tasks] = [stackIds.map(enc), taskIds.map(enc)];
+        const changes = ahead.changes;
+        // Pipelined: one round trip, and each read sees everything the transaction sent before it.
+        const [stacks, tickets, levels] = await Promise.all([
+          send(S.stacksTerms, [ids]),
+          send(S.ticketsAttesters, [ids]),
+          tasks.length === 0 ? undefined : send(S.taskLevels, [tasks]),
+        ]);
+        // Rows that a write may have changed on their way are left out: those stacks are read when asked.
+        if (ahead.changes !== changes) return;
+        ahead.add(ids, tasks, stacks.rows, tickets.rows, levels?.rows ?? []);
+      },
       claimContext: async (id) => {
+        usable();
+        const known = ahead.context(id);
+        if (known) return known;
         // Pipelined: both reads in one round trip, after everything the page sent before them.
         const stack = send(S.stackTerms, [enc(id)]);
         const [ticket] = (await run(S.ticketAttesters, [enc(id)])).rows;
@@ -800,6 +908,7 @@ export class PostgresStore implements Store {
         const [ticket] = (await run(S.lockDisputedTicket, [enc(d.stack_small_id)])).rows;
         const attesting = ticket && disputedAttestationRow(ticket, dec, d, epoch);
         if (attesting) {
+          ahead.setAttested(d.stack_small_id, attesting.attested);
           await write(S.disputeAttested, [attesting.attested, enc(d.stack_small_id)]);
           await write(S.requestAttested, [enc(d.stack_small_id), enc(d.attestation_node_id)]);
         }
