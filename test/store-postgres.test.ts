@@ -21,7 +21,7 @@ import {
   type TestDatabase,
   withClient,
 } from './helpers/postgres.ts';
-import { bytes, event, inner, node, stack, task, trySettle } from './helpers/sui-events.ts';
+import { bytes, event, inner, node, stack, subscribe, task, trySettle } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
@@ -777,6 +777,22 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         claimed(13, 3, [6]),
         claimed(1, 1, [4, 5]),
         claimed(404, 4),
+        // The same rows written twice in a page, in an order that matters: a subscription and its update;
+        // a stack claimed, then try-settled again asking one more attester (a request that stays open);
+        // a claim repeated.
+        subscribe(5, 1, 1_000_000),
+        subscribe(5, 2),
+        event('NodeSubscriptionUpdatedEvent', {
+          task_small_id: inner(1),
+          node_small_id: inner(5),
+          price_per_one_million_compute_units: '3000000',
+          max_num_compute_units: '5000',
+        }),
+        stack(20, 2),
+        trySettle(20, 2, [4]),
+        claimed(20, 2, [4]),
+        trySettle(20, 2, [4, 6]),
+        claimed(10, 1, [4, 5]),
       ];
       for (let s = 100; s < 140; s++) {
         const n = 1 + (s % 6);
@@ -819,6 +835,30 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         assert.deepEqual(
           (await postgres.listAttesterRewards(6)).map((r) => [r.stack_small_id, r.amount]),
           [[13, 1000]],
+        );
+        // The requests no list shows (those of claimed tickets): both slots of stack 20's second try-settle.
+        const requestsSql =
+          'SELECT stack_small_id, slot, node_small_id FROM attestation_requests ORDER BY 1, 2';
+        const file = new DatabaseSync(join(tmp.dir, SQLITE_FILE), { readOnly: true });
+        const inSqlite = file
+          .prepare(requestsSql)
+          .all()
+          .map((r) => Object.values(r).map(Number));
+        file.close();
+        const inPostgres = await withClient(db.url, async (client) =>
+          (await client.query(requestsSql)).rows.map((r) => Object.values(r).map(Number)),
+        );
+        assert.deepEqual(inPostgres, inSqlite);
+        assert.deepEqual(
+          inPostgres.filter(([id]) => id === 20),
+          [
+            [20, 0, 4],
+            [20, 1, 6],
+          ],
+        );
+        assert.deepEqual(
+          (await postgres.listSubscriptions(5)).map((s) => s.price_per_one_million_compute_units),
+          [3_000_000, 1_000_000],
         );
       } finally {
         await postgres.close();
