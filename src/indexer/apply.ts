@@ -72,12 +72,13 @@ export async function applyPage(
   };
   await store.indexerTransaction(async (tx) => {
     const derived = new PageEvents(context.parameters);
-    const asked = contextsAsked(decoded);
-    // Together: on PostgreSQL both go in one round trip, and no claim context costs one of its own after.
-    const [fresh] = await Promise.all([
-      tx.claimEvents(decoded.map((d) => d.envelope.key)),
-      tx.readAhead?.(asked.stacks, asked.tasks),
-    ]);
+    const keys = tx.claimEvents(decoded.map((d) => d.envelope.key));
+    if (tx.readAhead) {
+      // Together: on PostgreSQL both go in one round trip, and no claim context costs one of its own after.
+      const asked = contextsAsked(decoded);
+      await Promise.all([keys, tx.readAhead(asked.stacks, asked.tasks)]);
+    }
+    const fresh = await keys;
     for (const item of decoded) {
       // A key appears in `fresh` once even if the page repeats it; delete it so the repeat is a duplicate.
       if (!fresh.delete(item.envelope.key)) {
