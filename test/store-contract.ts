@@ -4,6 +4,7 @@ import { stringifyJson } from '../src/internal/json.ts';
 import type { U64 } from '../src/internal/u64.ts';
 import { EMPTY_HASH, extendHash } from '../src/protocol/proofs.ts';
 import {
+  type ClaimContext,
   IDEMPOTENCY_TTL_MS,
   type IndexerTx,
   type NewStack,
@@ -1043,6 +1044,82 @@ export function storeContract(
           [3, true, 20, 13],
         ],
       );
+    });
+
+    it("answers the claim contexts it read ahead as a read would, after the transaction's own writes", async () => {
+      const settle = (tx: IndexerTx, id: U64, node: U64, requested: U64[]) =>
+        tx.putTicket(
+          {
+            stack_small_id: id,
+            selected_node_id: node,
+            requested_attestation_nodes: requested,
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 700,
+          },
+          7,
+        );
+      const attest = (tx: IndexerTx, id: U64, node: U64) =>
+        tx.recordAttestation({
+          stack_small_id: id,
+          attestation_node_id: node,
+          committed_stack_proof: proof,
+          stack_merkle_leaf: leaf,
+        });
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 2));
+        await tx.putTask(newTask(9, 1));
+        await tx.putStack(newStack(1, 1));
+        await settle(tx, 1, 1, [4, 5]);
+        await attest(tx, 1, 5);
+      });
+      const terms = (level: number | null) => ({
+        price_per_one_million_compute_units: 2_000_000,
+        num_compute_units: 1000,
+        security_level: level,
+      });
+      const none = { terms: undefined, selected_node_id: null, already_attested: [] };
+      const expected = new Map<U64, ClaimContext>([
+        [1, { terms: terms(2), selected_node_id: 1, already_attested: [5, 4] }],
+        [2, { terms: terms(1), selected_node_id: 2, already_attested: [6, 5] }],
+        [3, { terms: terms(null), selected_node_id: 3, already_attested: [] }],
+        [4, { terms: terms(1), selected_node_id: 4, already_attested: [] }],
+        [5, { terms: terms(2), selected_node_id: 5, already_attested: [] }],
+        [404, none],
+      ]);
+      await write(async (tx) => {
+        // Stack 4's task (9) is not named: that stack is read when asked.
+        await tx.readAhead?.([...expected.keys()], [1, 7, 8]);
+        await tx.putTask(newTask(7, 1));
+        await tx.putTask(newTask(1, 0));
+        await tx.putStack(newStack(2, 2, 1000, 7));
+        await tx.putStack(newStack(3, 3, 1000, 8));
+        await tx.putStack(newStack(4, 4, 1000, 9));
+        await tx.putStack({ ...newStack(1, 6, 5), price_per_one_million_compute_units: 1 });
+        assert.deepEqual(await tx.claimContext(5), none, 'not created yet');
+        await tx.putStack(newStack(5, 5));
+        await settle(tx, 2, 2, [5, 6]);
+        assert.deepEqual((await tx.claimContext(2)).already_attested, [], 'a new ticket');
+        await attest(tx, 2, 6);
+        await attest(tx, 1, 4);
+        // The last attester's failed final check: the chain counts it as attested.
+        await tx.putDispute(
+          {
+            stack_small_id: 2,
+            attestation_commitment: proof,
+            attestation_node_id: 5,
+            original_node_id: 2,
+            original_commitment: proof,
+          },
+          7,
+        );
+        for (const [id, context] of expected)
+          assert.deepEqual(await tx.claimContext(id), context, `stack ${id}`);
+      });
+      await write(async (tx) => {
+        for (const [id, context] of expected)
+          assert.deepEqual(await tx.claimContext(id), context, `stack ${id}`);
+      });
     });
 
     it('finds what the autopilot may act on in one index range each', async () => {

@@ -2,13 +2,18 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, it } from 'node:test';
+import { Client } from 'pg';
+import type { EventPage } from '../src/chain/chain.ts';
 import type { Config } from '../src/config.ts';
+import { applyPage } from '../src/indexer/apply.ts';
 import { CliError } from '../src/internal/exit-codes.ts';
+import { createLogger } from '../src/internal/logger.ts';
 import { fromPostgresError, StoreError } from '../src/store/errors.ts';
 import { openStore } from '../src/store/open.ts';
 import { AUTOPILOT_QUERIES, LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
 import { migrate, migrationStatus, redactUrl } from '../src/store/postgres-migrations.ts';
 import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import type { Store } from '../src/store/store.ts';
 import {
   createTestDatabase,
   databaseUrl,
@@ -16,6 +21,7 @@ import {
   type TestDatabase,
   withClient,
 } from './helpers/postgres.ts';
+import { bytes, event, inner, node, stack, subscribe, task, trySettle } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
@@ -45,6 +51,34 @@ async function freshDatabase(): Promise<TestDatabase> {
   const db = await createTestDatabase();
   assert.ok(db, 'PostgreSQL went away during the run');
   return db;
+}
+
+/**
+ * How many round trips the PostgreSQL clients make while fn runs: statements sent while no other was in
+ * flight (pipelined statements ride along with the one before them).
+ */
+async function countRoundTrips(fn: () => Promise<unknown>): Promise<number> {
+  const query = Client.prototype.query as (...args: unknown[]) => unknown;
+  let inFlight = 0;
+  let roundTrips = 0;
+  const counted = function (this: Client, ...args: unknown[]) {
+    if (inFlight === 0) roundTrips += 1;
+    inFlight += 1;
+    const sent = query.apply(this, args);
+    const done = () => {
+      inFlight -= 1;
+    };
+    if (sent instanceof Promise) sent.then(done, done);
+    else done();
+    return sent;
+  };
+  Client.prototype.query = counted as unknown as typeof Client.prototype.query;
+  try {
+    await fn();
+  } finally {
+    Client.prototype.query = query as unknown as typeof Client.prototype.query;
+  }
+  return roundTrips;
 }
 
 if (await postgresAvailable('PostgreSQL store suite')) {
@@ -682,6 +716,155 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       } finally {
         await store.close();
         await db.drop();
+      }
+    });
+
+    it('applies a page that settles, attests and claims the stacks it creates as SQLite does, in a few round trips', async () => {
+      const db = await freshDatabase();
+      const postgres = await PostgresStore.open({ url: db.url });
+      const tmp = tempDir();
+      const sqlite = new SqliteStore({ dataDir: tmp.dir });
+      const log = createLogger('silent');
+      const attestation = (id: number, node: number) =>
+        event('NewStackSettlementAttestationEvent', {
+          stack_small_id: inner(id),
+          attestation_node_id: inner(node),
+          committed_stack_proof: bytes(32, 7),
+          stack_merkle_leaf: bytes(32, node),
+        });
+      const claimed = (id: number, node: number, attesters: number[] = [], units = 500) =>
+        event('StackSettlementTicketClaimedEvent', {
+          stack_small_id: inner(id),
+          selected_node_id: inner(node),
+          attestation_nodes: attesters.map(inner),
+          num_claimed_compute_units: String(units),
+          user_refund_amount: String(id),
+        });
+      const claimedDirectly = (id: number, node: number) =>
+        event('ClaimedStackEvent', {
+          stack_small_id: inner(id),
+          selected_node_id: inner(node),
+          num_claimed_compute_units: '300',
+          user_refund_amount: '7',
+        });
+      const earlier = [task(1, 2), task(2, 1), ...[1, 2, 3, 4, 5, 6].map((n) => node(n)), stack(1, 1)];
+      const busy = [
+        // A stack of an earlier page, settled, attested and claimed in this one.
+        trySettle(1, 1, [4, 5]),
+        attestation(1, 5),
+        // Stacks created, settled, attested and claimed in this page.
+        stack(10, 1),
+        trySettle(10, 1, [4, 5]),
+        attestation(10, 4),
+        attestation(10, 5),
+        claimed(10, 1, [4, 5]),
+        stack(11, 2, 2),
+        claimedDirectly(11, 2),
+        // Claimed before it is created: unpriced.
+        claimedDirectly(12, 3),
+        stack(12, 3, 2),
+        // Its task is of this page too, and its only attester's dispute counts as its attestation.
+        task(3, 0),
+        stack(13, 3, 3),
+        trySettle(13, 3, [6]),
+        event('StackAttestationDisputeEvent', {
+          stack_small_id: inner(13),
+          attestation_commitment: bytes(32, 7),
+          attestation_node_id: inner(6),
+          original_node_id: inner(3),
+          original_commitment: bytes(32, 7),
+        }),
+        claimed(13, 3, [6]),
+        claimed(1, 1, [4, 5]),
+        claimed(404, 4),
+        // The same rows written twice in a page, in an order that matters: a subscription and its update;
+        // a stack claimed, then try-settled again asking one more attester (a request that stays open);
+        // a claim repeated.
+        subscribe(5, 1, 1_000_000),
+        subscribe(5, 2),
+        event('NodeSubscriptionUpdatedEvent', {
+          task_small_id: inner(1),
+          node_small_id: inner(5),
+          price_per_one_million_compute_units: '3000000',
+          max_num_compute_units: '5000',
+        }),
+        stack(20, 2),
+        trySettle(20, 2, [4]),
+        claimed(20, 2, [4]),
+        trySettle(20, 2, [4, 6]),
+        claimed(10, 1, [4, 5]),
+      ];
+      for (let s = 100; s < 140; s++) {
+        const n = 1 + (s % 6);
+        busy.push(stack(s, n, 1 + (s % 3)), trySettle(s, n, [], 400), claimed(s, n, [], 400));
+      }
+      const page = (events: unknown[], cursor: string): EventPage => ({
+        events: events.map((raw, i) => ({ position: `test:${i + 1}`, raw, epoch: 5 })),
+        nextCursor: cursor,
+        hasMore: false,
+        epoch: 5,
+      });
+      const view = async (store: Store) => {
+        const nodes: unknown[] = [];
+        for (const n of [1, 2, 3, 4, 5, 6]) {
+          nodes.push(
+            await store.listLedger(n),
+            await store.listAttesterRewards(n),
+            await store.listClaimedStacks(n),
+            await store.listStacks(n),
+          );
+        }
+        // Events with no time of their own are stamped when recorded.
+        const events = await store.listNodeEvents({ after: 0, limit: 10_000, nodes: null, types: null });
+        return { nodes, events: events.map(({ at: _, ...rest }) => rest) };
+      };
+      try {
+        for (const store of [sqlite, postgres]) await applyPage(store, 'test', page(earlier, 'a'), log);
+        await applyPage(sqlite, 'test', page(busy, 'b'), log);
+        const roundTrips = await countRoundTrips(() => applyPage(postgres, 'test', page(busy, 'b'), log));
+        // The chain state, BEGIN with the event keys and the read-ahead, one per attestation or dispute
+        // (each locks its ticket), the last writes, COMMIT: not one per settlement or claim.
+        assert.ok(roundTrips <= 9, `${roundTrips} round trips for a page of ${busy.length} events`);
+        const expected = await view(sqlite);
+        assert.deepEqual(await view(postgres), expected);
+        const ticket = async (id: number) => (await postgres.getTicket(id))!;
+        assert.equal((await ticket(10)).node_fee_amount, 1200, '500 units at 2 per unit, x1.2 sampled');
+        assert.equal((await ticket(11)).node_fee_amount, 600);
+        assert.equal((await ticket(12)).node_fee_amount, null);
+        assert.equal((await ticket(13)).node_fee_amount, 1000);
+        assert.deepEqual(
+          (await postgres.listAttesterRewards(6)).map((r) => [r.stack_small_id, r.amount]),
+          [[13, 1000]],
+        );
+        // The requests no list shows (those of claimed tickets): both slots of stack 20's second try-settle.
+        const requestsSql =
+          'SELECT stack_small_id, slot, node_small_id FROM attestation_requests ORDER BY 1, 2';
+        const file = new DatabaseSync(join(tmp.dir, SQLITE_FILE), { readOnly: true });
+        const inSqlite = file
+          .prepare(requestsSql)
+          .all()
+          .map((r) => Object.values(r).map(Number));
+        file.close();
+        const inPostgres = await withClient(db.url, async (client) =>
+          (await client.query(requestsSql)).rows.map((r) => Object.values(r).map(Number)),
+        );
+        assert.deepEqual(inPostgres, inSqlite);
+        assert.deepEqual(
+          inPostgres.filter(([id]) => id === 20),
+          [
+            [20, 0, 4],
+            [20, 1, 6],
+          ],
+        );
+        assert.deepEqual(
+          (await postgres.listSubscriptions(5)).map((s) => s.price_per_one_million_compute_units),
+          [3_000_000, 1_000_000],
+        );
+      } finally {
+        await postgres.close();
+        await db.drop();
+        await sqlite.close();
+        await tmp.remove();
       }
     });
 

@@ -46,6 +46,7 @@ import type {
   AutopilotAction,
   ChainState,
   ClaimableTicket,
+  ClaimContext,
   ClaimRecord,
   CursorState,
   Dispute,
@@ -71,8 +72,8 @@ import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord, topics } from './store.ts';
 const DEFAULT_POOL_SIZE = 10;
 const LOCK_TIMEOUT_MS = 10_000;
 const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
-/** Stacks sent in one INSERT by the indexer, at most. */
-const STACK_BATCH = 1000;
+/** Rows of writes the indexer keeps waiting, at most: sent then, the server works while it decodes more. */
+const WAITING_ROWS = 1000;
 /** How often a lease's session is pinged, so a connection that silently died is noticed. */
 const LEASE_HEARTBEAT_MS = 5000;
 
@@ -111,18 +112,110 @@ function pageArgs(page: Page): [string, number | null] {
   return [page.after === undefined ? '-1' : enc(page.after), page.limit ?? null];
 }
 
-/** The values of a claim through either path: the ticket (created when never seen), its stack claimed. */
-function claimValues(c: StackClaimed, attesters: string, path: ClaimPath, record: ClaimRecord): unknown[] {
-  return [
-    enc(c.stack_small_id),
-    enc(c.selected_node_id),
-    enc(c.num_claimed_compute_units),
-    attesters,
-    enc(c.user_refund_amount),
-    path,
-    encNullable(record.epoch),
-    encNullable(record.node_fee_amount),
-  ];
+/** A claim through either path: the ticket (created when never seen) claimed, and its stack. */
+interface Claim {
+  claim: StackClaimed;
+  /** The ticket's requested attesters as stored (idList). */
+  attesters: string;
+  path: ClaimPath;
+  record: ClaimRecord;
+}
+
+/**
+ * The indexer's writes that wait to be sent with others of their kind (see #indexerTx): each kind of a
+ * stage goes as one statement, its rows in the order they came.
+ */
+interface Stage {
+  stacks: NewStack[];
+  subscriptions: Omit<NodeSubscription, 'valid'>[];
+  tickets: { ticket: TrySettle; epoch: U64 | undefined }[];
+  claims: Claim[];
+  rewards: AttesterReward[];
+}
+
+const newStage = (): Stage => ({ stacks: [], subscriptions: [], tickets: [], claims: [], rewards: [] });
+
+/** The statements of a stage, one per kind it holds. */
+function stageStatements(stage: Stage): [Statement, unknown[]][] {
+  const out: [Statement, unknown[]][] = [];
+  const { stacks, subscriptions, tickets, claims, rewards } = stage;
+  if (stacks.length > 0) {
+    out.push([
+      S.putStacks,
+      [
+        stacks.map((s) => enc(s.selected_node_id)),
+        stacks.map((s) => enc(s.stack_small_id)),
+        stacks.map((s) => s.stack_id),
+        stacks.map((s) => s.owner_address),
+        stacks.map((s) => enc(s.task_small_id)),
+        stacks.map((s) => enc(s.num_compute_units)),
+        stacks.map((s) => enc(s.price_per_one_million_compute_units)),
+      ],
+    ]);
+  }
+  if (subscriptions.length > 0) {
+    out.push([
+      S.putSubscriptions,
+      [
+        subscriptions.map((s) => enc(s.node_small_id)),
+        subscriptions.map((s) => enc(s.task_small_id)),
+        subscriptions.map((s) => enc(s.price_per_one_million_compute_units)),
+        subscriptions.map((s) => enc(s.max_num_compute_units)),
+      ],
+    ]);
+  }
+  if (tickets.length > 0) {
+    // One attestation request per requested slot.
+    const requests = tickets.flatMap(({ ticket: t }) =>
+      t.requested_attestation_nodes.map((node, slot) => [enc(t.stack_small_id), slot, enc(node)] as const),
+    );
+    out.push([
+      S.putTickets,
+      [
+        tickets.map(({ ticket: t }) => enc(t.stack_small_id)),
+        tickets.map(({ ticket: t }) => enc(t.selected_node_id)),
+        tickets.map(({ ticket: t }) => enc(t.num_claimed_compute_units)),
+        tickets.map(({ ticket: t }) => idList(t.requested_attestation_nodes)),
+        tickets.map(({ ticket: t }) => t.committed_stack_proof),
+        tickets.map(({ ticket: t }) =>
+          ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length),
+        ),
+        tickets.map(({ epoch }) => encNullable(epoch)),
+        tickets.map(({ epoch }) => encNullable(epoch === undefined ? undefined : claimableFromEpoch(epoch))),
+        requests.map((r) => r[0]),
+        requests.map((r) => r[1]),
+        requests.map((r) => r[2]),
+      ],
+    ]);
+  }
+  if (claims.length > 0) {
+    out.push([
+      S.claimTickets,
+      [
+        claims.map((c) => enc(c.claim.stack_small_id)),
+        claims.map((c) => enc(c.claim.selected_node_id)),
+        claims.map((c) => enc(c.claim.num_claimed_compute_units)),
+        claims.map((c) => c.attesters),
+        claims.map((c) => enc(c.claim.user_refund_amount)),
+        claims.map((c) => c.path),
+        claims.map((c) => encNullable(c.record.epoch)),
+        claims.map((c) => encNullable(c.record.node_fee_amount)),
+      ],
+    ]);
+  }
+  if (rewards.length > 0) {
+    out.push([
+      S.putRewards,
+      [
+        rewards.map((r) => enc(r.stack_small_id)),
+        rewards.map((r) => r.slot),
+        rewards.map((r) => enc(r.node_small_id)),
+        rewards.map((r) => enc(r.amount)),
+        rewards.map((r) => encNullable(r.epoch)),
+      ],
+    ]);
+  }
+  return out;
 }
 
 const ignore = () => undefined;
@@ -296,7 +389,7 @@ const S = statements({
   releaseIdempotency: `WITH r AS (DELETE FROM idempotency_keys WHERE key = $1 AND status = 0 RETURNING 1)
     ${BUMP_VERSION} WHERE EXISTS (SELECT 1 FROM r)`,
 
-  // The indexer's writes: one round trip per event (two for an attestation).
+  // The indexer's writes. Those of many rows take arrays, in the order the rows came.
   claimEvents: `INSERT INTO applied_events (event_key) SELECT unnest($1::text[])
     ON CONFLICT DO NOTHING RETURNING event_key`,
   putTask: `INSERT INTO tasks (task_small_id, task_id, role, model_name, security_level,
@@ -308,13 +401,15 @@ const S = statements({
     ON CONFLICT DO NOTHING`,
   putNodeModel: `INSERT INTO node_models (node_small_id, model_name, echelon_id) VALUES ($1, $2, $3)
     ON CONFLICT (node_small_id, model_name) DO UPDATE SET echelon_id = excluded.echelon_id`,
-  putSubscription: `INSERT INTO node_subscriptions (node_small_id, task_small_id,
-    price_per_one_million_compute_units, max_num_compute_units, valid) VALUES ($1, $2, $3, $4, true)
+  // Each subscription once (a stage holds a key once): DO UPDATE may not change a row twice.
+  putSubscriptions: `INSERT INTO node_subscriptions (node_small_id, task_small_id,
+    price_per_one_million_compute_units, max_num_compute_units, valid)
+    SELECT *, true FROM unnest($1::numeric[], $2::numeric[], $3::numeric[], $4::numeric[])
     ON CONFLICT (node_small_id, task_small_id) DO UPDATE SET
       price_per_one_million_compute_units = excluded.price_per_one_million_compute_units,
       max_num_compute_units = excluded.max_num_compute_units, valid = true`,
   deleteSubscription: 'DELETE FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
-  // Consecutive stacks of a page, in one statement, in their order (a repeat is skipped, as one by one).
+  // The stacks of a stage, in their order (a repeat is skipped, as one by one).
   putStacks: `INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
     num_compute_units, price_per_one_million_compute_units, is_confidential, security_level)
     SELECT s.node, s.id, s.stack_id, s.owner, s.task, s.units, s.price,
@@ -324,19 +419,26 @@ const S = statements({
     LEFT JOIN tasks t ON t.task_small_id = s.task
     ORDER BY s.n
     ON CONFLICT DO NOTHING`,
-  // The ticket, its stack marked settling, and one attestation request per requested slot.
-  putTicket: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+  // Try-settles: each ticket, its stack marked settling, and one attestation request per requested slot.
+  putTickets: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
       num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves,
       settled_epoch, claimable_from_epoch)
-      VALUES ($1::numeric, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING),
+      SELECT * FROM unnest($1::numeric[], $2::numeric[], $3::numeric[], $4::text[], $5::bytea[], $6::bytea[],
+        $7::numeric[], $8::numeric[])
+      ON CONFLICT DO NOTHING),
     r AS (INSERT INTO attestation_requests (stack_small_id, slot, node_small_id)
-      SELECT $1::numeric, slot - 1, node FROM unnest($9::numeric[]) WITH ORDINALITY AS x(node, slot)
-      ON CONFLICT DO NOTHING)
-    UPDATE stacks SET in_settle_period = true WHERE stack_small_id = $1::numeric`,
+      SELECT * FROM unnest($9::numeric[], $10::int[], $11::numeric[]) ON CONFLICT DO NOTHING)
+    UPDATE stacks SET in_settle_period = true WHERE stack_small_id = ANY($1::numeric[])`,
   requestAttested: `UPDATE attestation_requests SET attested = true
     WHERE stack_small_id = $1 AND node_small_id = $2`,
   stackTerms: `SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = $1`,
   ticketAttesters: 'SELECT already_attested_nodes FROM stack_settlement_tickets WHERE stack_small_id = $1',
+  // The same for a page's stacks at once (readAhead), and the security levels of the tasks it names.
+  stacksTerms: `SELECT stack_small_id, selected_node_id, ${TERMS_COLUMNS} FROM stacks
+    WHERE stack_small_id = ANY($1::numeric[])`,
+  ticketsAttesters: `SELECT stack_small_id, already_attested_nodes FROM stack_settlement_tickets
+    WHERE stack_small_id = ANY($1::numeric[])`,
+  taskLevels: 'SELECT task_small_id, security_level FROM tasks WHERE task_small_id = ANY($1::numeric[])',
   putRewards: `INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
     SELECT * FROM unnest($1::numeric[], $2::int[], $3::numeric[], $4::numeric[], $5::numeric[])
     ON CONFLICT DO NOTHING`,
@@ -362,17 +464,23 @@ const S = statements({
     num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, dispute_settled_at_epoch)
     VALUES ($1, $2, $3, $4, $5, $6)
     ON CONFLICT (stack_small_id) DO UPDATE SET dispute_settled_at_epoch = excluded.dispute_settled_at_epoch`,
-  claimTicket: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
+  // Claims through either path: each ticket (created when never seen) claimed, and its stack. The stacks
+  // are also found by the ids alone, so the join never becomes a scan of the table.
+  claimTickets: `WITH c AS (SELECT * FROM unnest($1::numeric[], $2::numeric[], $3::numeric[], $4::text[],
+      $5::numeric[], $6::text[], $7::numeric[], $8::numeric[]) AS c(id, node, units, attesters, refund, path,
+      epoch, fee)),
+    t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
       num_claimed_compute_units, requested_attestation_nodes, user_refund_amount, claim_path, claimed_epoch,
       node_fee_amount, is_claimed)
-      VALUES ($1::numeric, $2, $3, $4, $5::numeric, $6, $7, $8, true)
+      SELECT id, node, units, attesters, refund, path, epoch, fee, true FROM c
       ON CONFLICT (stack_small_id) DO UPDATE SET is_claimed = true,
         user_refund_amount = excluded.user_refund_amount,
         num_claimed_compute_units = excluded.num_claimed_compute_units, claim_path = excluded.claim_path,
         claimed_epoch = excluded.claimed_epoch, node_fee_amount = excluded.node_fee_amount),
     -- A claimed ticket asks nothing more (0006-autopilot-at-scale.sql).
-    r AS (DELETE FROM attestation_requests WHERE stack_small_id = $1::numeric)
-    UPDATE stacks SET is_claimed = true, user_refund_amount = $5::numeric WHERE stack_small_id = $1::numeric`,
+    r AS (DELETE FROM attestation_requests WHERE stack_small_id = ANY($1::numeric[]))
+    UPDATE stacks s SET is_claimed = true, user_refund_amount = c.refund FROM c
+    WHERE s.stack_small_id = ANY($1::numeric[]) AND s.stack_small_id = c.id`,
   lockDisputedTicket: `SELECT requested_attestation_nodes, already_attested_nodes, is_in_dispute,
     claimable_from_epoch FROM stack_settlement_tickets WHERE stack_small_id = $1 FOR UPDATE`,
   disputeAttested:
@@ -388,6 +496,84 @@ const S = statements({
       unknown = c.unknown + excluded.unknown, malformed = c.malformed + excluded.malformed,
       orphaned = c.orphaned + excluded.orphaned, updated_at = excluded.updated_at`,
 });
+
+/**
+ * The claim contexts of a page's stacks, read ahead in one round trip (IndexerTx.readAhead) and then kept as
+ * a read would find them after each of the transaction's writes. That takes little: a stack's terms and
+ * node never change once it exists (the first insert wins, as a task's security level does), a new ticket
+ * has no attesters, and only recordAttestation and putDispute change them, after reading the locked row.
+ * The indexer of a source holds its lease, so no other process changes them meanwhile.
+ */
+class ReadAhead {
+  /** Each stack read ahead: its context's stack half; null while it does not exist; 'ask' when unknown. */
+  readonly #stacks = new Map<string, { terms: StackTerms; node: U64 } | null | 'ask'>();
+  /** The already_attested_nodes of each stack's ticket read ahead ([]: no ticket). */
+  readonly #attested = new Map<string, U64[]>();
+  /** The security level of each task read ahead (null: no such task). */
+  readonly #levels = new Map<string, number | null>();
+  /** How many writes it has followed: one made while a read-ahead's rows were on their way is not in them. */
+  changes = 0;
+
+  /** Adds what the read-ahead statements found for these stacks and tasks (ids already known stay). */
+  add(stackIds: readonly string[], taskIds: readonly string[], stacks: Row[], tickets: Row[], tasks: Row[]) {
+    const found = new Map(stacks.map((r) => [enc(dec(r.stack_small_id)), r]));
+    const attested = new Map(tickets.map((r) => [enc(dec(r.stack_small_id)), r]));
+    const levels = new Map(tasks.map((r) => [enc(dec(r.task_small_id)), Number(r.security_level)]));
+    for (const id of stackIds) {
+      if (this.#stacks.has(id)) continue;
+      const row = found.get(id);
+      this.#stacks.set(id, row ? { terms: rows.terms(row)!, node: dec(row.selected_node_id) } : null);
+      const ticket = attested.get(id);
+      this.#attested.set(id, ticket ? parseIdList(ticket.already_attested_nodes as string).map(dec) : []);
+    }
+    for (const id of taskIds) if (!this.#levels.has(id)) this.#levels.set(id, levels.get(id) ?? null);
+  }
+
+  /** The context, when the stack was read ahead and what a read would find is known. */
+  context(id: U64): ClaimContext | undefined {
+    const key = enc(id);
+    const stack = this.#stacks.get(key);
+    const attested = this.#attested.get(key);
+    if (stack === undefined || stack === 'ask' || attested === undefined) return undefined;
+    return {
+      terms: stack === null ? undefined : { ...stack.terms },
+      selected_node_id: stack === null ? null : stack.node,
+      already_attested: [...attested],
+    };
+  }
+
+  /** A task inserted (kept only if none was there: ON CONFLICT DO NOTHING). */
+  putTask(task: NewTask): void {
+    this.changes += 1;
+    const key = enc(task.task_small_id);
+    if (this.#levels.get(key) === null) this.#levels.set(key, task.security_level);
+  }
+
+  /** A stack inserted with its task's level (kept only if none was there, as putStacks does). */
+  putStack(s: NewStack): void {
+    this.changes += 1;
+    const key = enc(s.stack_small_id);
+    if (this.#stacks.get(key) !== null) return;
+    const level = this.#levels.get(enc(s.task_small_id));
+    // The row as putStacks writes it: its task's level, or null when there is no such task.
+    const row = {
+      price_per_one_million_compute_units: enc(s.price_per_one_million_compute_units),
+      num_compute_units: enc(s.num_compute_units),
+      security_level: level ?? null,
+    };
+    this.#stacks.set(
+      key,
+      level === undefined ? 'ask' : { terms: rows.terms(row)!, node: dec(enc(s.selected_node_id)) },
+    );
+  }
+
+  /** A ticket's attesters written by this transaction (idList text, as stored). */
+  setAttested(id: U64, attested: string): void {
+    this.changes += 1;
+    const key = enc(id);
+    if (this.#attested.has(key)) this.#attested.set(key, parseIdList(attested).map(dec));
+  }
+}
 
 function closedError(): StoreError {
   return new StoreError('store_closed', 'the store is closed', false);
@@ -638,21 +824,44 @@ export class PostgresStore implements Store {
     const touched = new Set<string>();
     let failure: unknown;
     let last: Promise<unknown> = Promise.resolve();
-    /** Stacks not yet sent: consecutive putStack calls go as one INSERT, before any other statement. */
-    let stacks: NewStack[] = [];
-    const sendStacks = (): void => {
-      if (stacks.length === 0) return;
-      const batch = stacks;
-      stacks = [];
-      void send(S.putStacks, [
-        batch.map((s) => enc(s.selected_node_id)),
-        batch.map((s) => enc(s.stack_small_id)),
-        batch.map((s) => s.stack_id),
-        batch.map((s) => s.owner_address),
-        batch.map((s) => enc(s.task_small_id)),
-        batch.map((s) => enc(s.num_compute_units)),
-        batch.map((s) => enc(s.price_per_one_million_compute_units)),
-      ]);
+    /** The claim contexts of the page's stacks, when read ahead. */
+    const ahead = new ReadAhead();
+    /**
+     * Writes not yet sent, in stages. Of the writes that wait, only putStack, putTicket and the claims touch
+     * a stack's rows (its stack, ticket and attestation requests), only putSubscription a subscription's,
+     * only putAttesterRewards a reward's, and none reads what another writes (putStack reads its task, but
+     * putTask does not wait). So a write may go before earlier ones with other keys (they commute), never
+     * before one with its own: it joins the stage after the last that holds its key. Each kind of a stage
+     * goes as one statement, stage after stage, before any statement that does not wait.
+     */
+    let stages: Stage[] = [];
+    /** The stage of the last waiting write of each key. */
+    const stageOf = new Map<string, number>();
+    let waiting = 0;
+    const wait = <K extends keyof Stage>(
+      kind: K,
+      keys: readonly string[],
+      rows: readonly Stage[K][number][],
+    ): void => {
+      usable();
+      let at = 0;
+      for (const key of keys) at = Math.max(at, (stageOf.get(key) ?? -1) + 1);
+      for (const key of keys) stageOf.set(key, at);
+      const stage = stages[at] ?? newStage();
+      stages[at] = stage;
+      (stage[kind] as unknown[]).push(...rows);
+      waiting += rows.length;
+      if (waiting >= WAITING_ROWS) sendWaiting();
+    };
+    const sendWaiting = (): void => {
+      if (waiting === 0) return;
+      const sending = stages;
+      stages = [];
+      stageOf.clear();
+      waiting = 0;
+      for (const stage of sending) {
+        for (const [statement, values] of stageStatements(stage)) void sendNow(statement, values);
+      }
     };
     /** Refuses a statement once the transaction has ended, or once one of its statements failed. */
     const usable = (): void => {
@@ -663,8 +872,11 @@ export class PostgresStore implements Store {
     };
     const send = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
       usable();
-      // Statements run in the order of the calls: the stacks waiting go first.
-      if (statement !== S.putStacks) sendStacks();
+      // Statements run in the order of the calls: the writes waiting go first.
+      sendWaiting();
+      return sendNow(statement, values);
+    };
+    const sendNow = (statement: Statement, values: unknown[]): Promise<QueryResult<Row>> => {
       const sent = this.#exec(client, statement, values);
       last = sent.catch((error: unknown) => {
         failure ??= error;
@@ -691,6 +903,8 @@ export class PostgresStore implements Store {
         return fresh;
       },
       putTask: async (t: NewTask) => {
+        usable();
+        ahead.putTask(t);
         touched.add(topics.tasks);
         await write(S.putTask, [
           enc(t.task_small_id),
@@ -720,38 +934,21 @@ export class PostgresStore implements Store {
         await write(S.putNodeModel, [enc(id), model, enc(echelon)]);
       },
       putSubscription: async (s) => {
+        wait('subscriptions', [`subscription:${enc(s.node_small_id)}:${enc(s.task_small_id)}`], [s]);
         touched.add(topics.subscriptions(s.node_small_id));
-        await write(S.putSubscription, [
-          enc(s.node_small_id),
-          enc(s.task_small_id),
-          enc(s.price_per_one_million_compute_units),
-          enc(s.max_num_compute_units),
-        ]);
       },
       deleteSubscription: async (node, task) => {
         touched.add(topics.subscriptions(node));
         return ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0;
       },
       putStack: async (s: NewStack) => {
-        usable();
+        wait('stacks', [`stack:${enc(s.stack_small_id)}`], [s]);
+        ahead.putStack(s);
         touched.add(topics.stacks(s.selected_node_id));
-        stacks.push(s);
-        if (stacks.length >= STACK_BATCH) sendStacks();
       },
       putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
+        wait('tickets', [`stack:${enc(t.stack_small_id)}`], [{ ticket: t, epoch }]);
         touched.add(topics.stacks(t.selected_node_id)).add(topics.tickets(t.selected_node_id));
-        const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
-        await write(S.putTicket, [
-          enc(t.stack_small_id),
-          enc(t.selected_node_id),
-          enc(t.num_claimed_compute_units),
-          idList(t.requested_attestation_nodes),
-          t.committed_stack_proof,
-          leaves,
-          encNullable(epoch),
-          encNullable(epoch === undefined ? undefined : claimableFromEpoch(epoch)),
-          t.requested_attestation_nodes.map(enc),
-        ]);
       },
       recordAttestation: async (a: Attestation): Promise<AttestationOutcome> => {
         // The ticket row stays locked until commit: another daemon's attestation for it waits, then reads
@@ -761,6 +958,7 @@ export class PostgresStore implements Store {
         if (!row) return 'no_ticket';
         const attested = attestedRow(row, a);
         if (attested === 'not_requested') return attested;
+        ahead.setAttested(a.stack_small_id, attested.attested);
         await write(S.attest, [attested.leaves, attested.attested, enc(a.stack_small_id)]);
         await write(S.requestAttested, [enc(a.stack_small_id), enc(a.attestation_node_id)]);
         return 'applied';
@@ -776,7 +974,24 @@ export class PostgresStore implements Store {
           enc(t.dispute_settled_at_epoch),
         ]);
       },
+      readAhead: async (stackIds, taskIds) => {
+        if (stackIds.length === 0) return;
+        const [ids, tasks] = [stackIds.map(enc), taskIds.map(enc)];
+        const changes = ahead.changes;
+        // Pipelined: one round trip, and each read sees everything the transaction sent before it.
+        const [stacks, tickets, levels] = await Promise.all([
+          send(S.stacksTerms, [ids]),
+          send(S.ticketsAttesters, [ids]),
+          tasks.length === 0 ? undefined : send(S.taskLevels, [tasks]),
+        ]);
+        // Rows that a write may have changed on their way are left out: those stacks are read when asked.
+        if (ahead.changes !== changes) return;
+        ahead.add(ids, tasks, stacks.rows, tickets.rows, levels?.rows ?? []);
+      },
       claimContext: async (id) => {
+        usable();
+        const known = ahead.context(id);
+        if (known) return known;
         // Pipelined: both reads in one round trip, after everything the page sent before them.
         const stack = send(S.stackTerms, [enc(id)]);
         const [ticket] = (await run(S.ticketAttesters, [enc(id)])).rows;
@@ -788,8 +1003,14 @@ export class PostgresStore implements Store {
         };
       },
       claimTicket: async (c: TicketClaimed, record: ClaimRecord) => {
+        const claim: Claim = {
+          claim: c,
+          attesters: idList(c.attestation_nodes),
+          path: 'settlement_ticket',
+          record,
+        };
+        wait('claims', [`stack:${enc(c.stack_small_id)}`], [claim]);
         touched.add(topics.tickets(c.selected_node_id)).add(topics.stacks(c.selected_node_id));
-        await write(S.claimTicket, claimValues(c, idList(c.attestation_nodes), 'settlement_ticket', record));
       },
       putDispute: async (d: Dispute, epoch: U64 | undefined) => {
         touched
@@ -800,6 +1021,7 @@ export class PostgresStore implements Store {
         const [ticket] = (await run(S.lockDisputedTicket, [enc(d.stack_small_id)])).rows;
         const attesting = ticket && disputedAttestationRow(ticket, dec, d, epoch);
         if (attesting) {
+          ahead.setAttested(d.stack_small_id, attesting.attested);
           await write(S.disputeAttested, [attesting.attested, enc(d.stack_small_id)]);
           await write(S.requestAttested, [enc(d.stack_small_id), enc(d.attestation_node_id)]);
         }
@@ -812,19 +1034,18 @@ export class PostgresStore implements Store {
         ]);
       },
       claimStack: async (c: StackClaimed, record: ClaimRecord) => {
+        const claim: Claim = { claim: c, attesters: '[]', path: 'confidential_compute', record };
+        wait('claims', [`stack:${enc(c.stack_small_id)}`], [claim]);
         touched.add(topics.tickets(c.selected_node_id)).add(topics.stacks(c.selected_node_id));
-        await write(S.claimTicket, claimValues(c, '[]', 'confidential_compute', record));
       },
       putAttesterRewards: async (rewards) => {
         if (rewards.length === 0) return;
+        wait(
+          'rewards',
+          rewards.map((r) => `reward:${enc(r.stack_small_id)}:${r.slot}`),
+          rewards,
+        );
         for (const r of rewards) touched.add(topics.rewards(r.node_small_id));
-        await write(S.putRewards, [
-          rewards.map((r) => enc(r.stack_small_id)),
-          rewards.map((r) => r.slot),
-          rewards.map((r) => enc(r.node_small_id)),
-          rewards.map((r) => enc(r.amount)),
-          rewards.map((r) => encNullable(r.epoch)),
-        ]);
       },
       saveChainState: async ({ epoch, parameters }) => {
         await write(S.bumpChainTopic, [
@@ -863,7 +1084,7 @@ export class PostgresStore implements Store {
     return {
       api,
       flush: async () => {
-        if (failure === undefined) sendStacks();
+        if (failure === undefined) sendWaiting();
         if (touched.size > 0 && failure === undefined) {
           void send(S.bumpTopics, [[...touched]]);
           touched.clear();

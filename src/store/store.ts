@@ -223,6 +223,13 @@ export interface IndexerTx {
   settleTicket(ticket: TicketSettled): Promise<void>;
   /** What a claim of the stack needs to know, read inside the transaction (it sees the page's writes). */
   claimContext(stackSmallId: U64): Promise<ClaimContext>;
+  /**
+   * Names, before the page's writes, the stacks whose claimContext it will ask and the tasks of the stacks
+   * it creates among them. An engine whose reads are round trips reads them all at once and then answers
+   * claimContext from them and the transaction's own writes, exactly as a read would; one that reads in
+   * process needs none. Any other stack is read when asked.
+   */
+  readAhead?(stackSmallIds: readonly U64[], taskSmallIds: readonly U64[]): Promise<void>;
   claimTicket(claim: TicketClaimed, record: ClaimRecord): Promise<void>;
   /**
    * The dispute, and the ticket in dispute. When it is the failed final check of an attestation (rows.ts,
