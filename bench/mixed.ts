@@ -325,7 +325,12 @@ async function main(): Promise<void> {
     });
 
     /** Runs one row: reads with wrk while the reports and the stream (if any) run; stops them after. */
-    async function measure(label: string, reportsPerSecond: number | null, stream: boolean): Promise<Row> {
+    async function measure(
+      label: string,
+      reportsPerSecond: number | null,
+      stream: boolean,
+      reading = true,
+    ): Promise<Row> {
       let running = true;
       const reporter = reportsPerSecond
         ? new Worker(new URL('./mixed-reporter.ts', import.meta.url), {
@@ -359,7 +364,8 @@ async function main(): Promise<void> {
       const trace = (what: string) => {
         if (process.env.BENCH_TRACE) log(`    ${((performance.now() - t0) / 1000).toFixed(1)} s ${what}`);
       };
-      await runOnce(ctx, readSpec(WARMUP_SECONDS));
+      if (reading) await runOnce(ctx, readSpec(WARMUP_SECONDS));
+      else await new Promise((resolve) => setTimeout(resolve, WARMUP_SECONDS * 1000));
       trace('warmed up');
       const usageBefore = await metrics();
       const before = await lookups();
@@ -368,7 +374,27 @@ async function main(): Promise<void> {
       const [cpuBefore] = procTicks(daemon.pid!);
       const [benchBefore, wrkBefore] = procTicks('self');
       const wallBefore = performance.now();
-      const reads = await runOnce(ctx, readSpec(SECONDS));
+      // Without reads, the row shows what a report costs the client when nothing waits ahead of it.
+      const reads = reading
+        ? await runOnce(ctx, readSpec(SECONDS))
+        : await new Promise<LoadResult>((resolve) =>
+            setTimeout(
+              () =>
+                resolve({
+                  tool: 'wrk',
+                  requests: 0,
+                  requestsPerSecond: Number.NaN,
+                  p50ms: Number.NaN,
+                  p99ms: Number.NaN,
+                  bytesPerSecond: 0,
+                  non2xx: 0,
+                  socketErrors: 0,
+                  timeouts: 0,
+                  command: '(no reads)',
+                }),
+              SECONDS * 1000,
+            ),
+          );
       const cores = (ticks: number) => ticks / TICKS_PER_SECOND / ((performance.now() - wallBefore) / 1000);
       const daemonCpu = cores(procTicks(daemon.pid!)[0] - cpuBefore);
       const [benchAfter, wrkAfter] = procTicks('self');
@@ -426,6 +452,11 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     rows.push(await measure('no writes', null, false));
     for (const rate of REPORT_RATES) rows.push(await measure(`${rate} reports/s + stream`, rate, true));
+    // The floor of a report's latency as the reporter sees it: the same reports with no read waiting.
+    const floorRate = REPORT_RATES.find((rate) => rate > 0);
+    if (floorRate !== undefined) {
+      rows.push(await measure(`${floorRate} reports/s, no reads`, floorRate, false, false));
+    }
     const base = rows[0]!.reads.requestsPerSecond;
     for (const row of rows) row.ratio = row.reads.requestsPerSecond / base;
 
@@ -445,7 +476,7 @@ async function main(): Promise<void> {
     for (const r of rows) {
       const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
       console.log(
-        `| ${r.label.padEnd(28)} | ${String(Math.round(r.reads.requestsPerSecond)).padStart(8)} | ${cell(r.ratio!)} | ` +
+        `| ${r.label.padEnd(28)} | ${cell(r.reads.requestsPerSecond, 0).padStart(8)} | ${cell(r.ratio!)} | ` +
           `${cell(r.reads.p50ms).padStart(11)} | ${cell(r.reads.p99ms).padStart(11)} | ` +
           `${String(r.reports.sent).padStart(12)} | ${cell(r.reports.p50ms).padStart(13)} | ` +
           `${cell(r.reports.p99ms).padStart(13)} | ${`${cell(r.reports.servedWithin1ms * 100, 1)} %`.padStart(14)} | ` +
