@@ -111,6 +111,8 @@ export interface DaemonOptions {
   databaseUrl?: string;
   /** Directory for a V8 CPU profile of the daemon (node --cpu-prof), written when it stops. */
   cpuProfDir?: string;
+  /** none (default: reads only) or dev (the embedded network, for writes). */
+  network?: 'none' | 'dev';
 }
 
 /** The daemon exactly as an operator starts it, pinned to the server core. */
@@ -127,7 +129,7 @@ export async function startDaemon(root: string, options: DaemonOptions): Promise
     '--log-level',
     'warn',
     '--network',
-    'none',
+    options.network ?? 'none',
     ...(options.cacheMb === undefined ? [] : ['--cache-mb', String(options.cacheMb)]),
     ...(options.databaseUrl === undefined ? [] : ['--database-url', options.databaseUrl]),
   ];
