@@ -214,6 +214,12 @@ export class EventHub {
   async #read(): Promise<void> {
     try {
       for (;;) {
+        if (this.#streams.size === 0) {
+          // Nobody to hand events to: move the head past them without reading them. A stream opened
+          // meanwhile reads its backlog from the store itself (#catchUp).
+          this.#head = Math.max(this.#head, (await this.#store.nodeEventBounds()).newest);
+          return;
+        }
         const rows = await this.#store.listNodeEvents({
           after: this.#head,
           limit: PAGE,
@@ -221,11 +227,12 @@ export class EventHub {
           types: null,
         });
         for (const row of rows) {
-          const frame = frameOf(row);
+          let frame: string | undefined;
           for (const stream of this.#streams) {
             if (!stream.live || row.id <= stream.lastId) continue;
             stream.lastId = row.id;
             if (!matches(stream.filter, row)) continue;
+            frame ??= frameOf(row);
             if (stream.sink.write(frame) > this.#settings.maxBufferBytes) this.#overflow(stream);
           }
           this.#head = row.id;
