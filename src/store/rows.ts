@@ -402,8 +402,8 @@ interface KeptStack {
   /** Bytes of `fragment` that hold the fixed fields. */
   headLength: number;
   confidential: string;
-  /** The changing fields' values as read (STACK_STATE_COLUMNS after the id), as in `fragment`. */
-  values: unknown[];
+  /** The stack's row of STACK_STATE_COLUMNS that `fragment` shows. */
+  state: readonly unknown[];
 }
 
 /** The JSON of a stack's changing fields, from its values (STACK_STATE_COLUMNS order, without the id). */
@@ -424,6 +424,11 @@ function stateSuffix(
   );
 }
 
+/** A stack's row of STACK_STATE_COLUMNS from its whole row (STACK_COLUMNS, as an array). */
+export function stateOf(r: readonly unknown[]): unknown[] {
+  return [r[1], r[7], r[8], r[9], r[10], r[11], r[13]];
+}
+
 /** A stack's JSON from its whole row (STACK_COLUMNS, as an array), with what KeptStacks keeps of it. */
 function keptStack(r: readonly unknown[]): KeptStack {
   const head =
@@ -436,8 +441,31 @@ function keptStack(r: readonly unknown[]): KeptStack {
     fragment: Buffer.from(head + suffix, 'latin1'),
     headLength: head.length,
     confidential,
-    values: [r[7], r[8], r[9], r[10], r[11], r[13]],
+    state: stateOf(r),
   };
+}
+
+/**
+ * A stack's JSON with its changing fields set from a row of STACK_STATE_COLUMNS: the first `headLength`
+ * bytes of `fragment` (its fixed fields) and the changing ones encoded again.
+ */
+function withState(
+  fragment: Buffer,
+  headLength: number,
+  confidential: string,
+  r: readonly unknown[],
+): Buffer {
+  const suffix = stateSuffix(r[1], r[2], r[3], r[4], r[5], confidential, r[6]);
+  const out = Buffer.allocUnsafe(headLength + suffix.length);
+  fragment.copy(out, 0, 0, headLength);
+  out.write(suffix, headLength, 'latin1');
+  return out;
+}
+
+/** The small id of a list's last row (STACK_STATE_COLUMNS rows, `count` of them listed), or null. */
+export function lastIdOf(state: readonly unknown[][], count: number): U64 | null {
+  const last = count > 0 ? state[count - 1]![0] : null;
+  return last === null ? null : normalizeU64(BigInt(last as string | number));
 }
 
 /**
@@ -469,44 +497,21 @@ export class KeptStacks {
   json(state: readonly unknown[][], limit: number | undefined): JsonRows | undefined {
     const count = limit === undefined ? state.length : Math.min(limit, state.length);
     const parts: Buffer[] = new Array(count);
-    let length = count === 0 ? 2 : count + 1;
     for (let i = 0; i < count; i++) {
       const r = state[i]!;
       const kept = this.#entries.get(digitsOf(r[0]));
       if (kept === undefined) return undefined;
-      const v = kept.values;
-      // The values as read compare exactly (the same driver gives the same types); any change re-encodes.
-      if (
-        v[0] !== r[1] ||
-        v[1] !== r[2] ||
-        v[2] !== r[3] ||
-        v[3] !== r[4] ||
-        v[4] !== r[5] ||
-        v[5] !== r[6]
-      ) {
-        const suffix = stateSuffix(r[1], r[2], r[3], r[4], r[5], kept.confidential, r[6]);
-        const fragment = Buffer.allocUnsafe(kept.headLength + suffix.length);
-        kept.fragment.copy(fragment, 0, 0, kept.headLength);
-        fragment.write(suffix, kept.headLength, 'latin1');
-        kept.fragment = fragment;
-        kept.values = [r[1], r[2], r[3], r[4], r[5], r[6]];
+      // Any change of the values as read re-encodes.
+      if (!sameState(kept.state, r)) {
+        kept.fragment = withState(kept.fragment, kept.headLength, kept.confidential, r);
+        kept.state = r;
       }
       parts[i] = kept.fragment;
-      length += kept.fragment.length;
     }
-    const body = Buffer.allocUnsafe(length);
-    let at = 0;
-    body[at++] = 0x5b; // [
-    for (let i = 0; i < count; i++) {
-      if (i > 0) body[at++] = 0x2c; // ,
-      at += parts[i]!.copy(body, at);
-    }
-    body[at++] = 0x5d; // ]
-    const last = count > 0 ? state[count - 1]![0] : null;
     return {
-      body,
+      body: joinFragments(parts).body,
       count,
-      last: last === null ? null : normalizeU64(BigInt(last as string | number)),
+      last: lastIdOf(state, count),
       more: state.length > count,
     };
   }
@@ -517,9 +522,7 @@ export class KeptStacks {
  */
 export function stacksJson(found: unknown[][], limit: number | undefined, prefixes: KeptStacks): JsonRows {
   prefixes.keep(found);
-  // Rows of the changing columns, in STACK_STATE_COLUMNS order, from the whole rows.
-  const state = found.map((r) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]]);
-  return prefixes.json(state, limit)!;
+  return prefixes.json(found.map(stateOf), limit)!;
 }
 
 /**
@@ -596,15 +599,13 @@ const CONFIDENTIAL = Buffer.from('"is_confidential":true');
  */
 export function restated(fragment: Buffer, r: readonly unknown[]): Buffer {
   const head = fragment.indexOf(STATE_START);
-  const confidential = fragment.includes(CONFIDENTIAL, head) ? 'true' : 'false';
-  const suffix = stateSuffix(r[1], r[2], r[3], r[4], r[5], confidential, r[6]);
-  const out = Buffer.allocUnsafe(head + suffix.length);
-  fragment.copy(out, 0, 0, head);
-  out.write(suffix, head, 'latin1');
-  return out;
+  return withState(fragment, head, fragment.includes(CONFIDENTIAL, head) ? 'true' : 'false', r);
 }
 
-/** Whether two rows of STACK_STATE_COLUMNS show the same values (the same driver gives the same types). */
+/**
+ * Whether two rows of STACK_STATE_COLUMNS show the same values: the values as read compare exactly (the
+ * same driver gives the same types).
+ */
 export function sameState(a: readonly unknown[], b: readonly unknown[]): boolean {
   return a[1] === b[1] && a[2] === b[2] && a[3] === b[3] && a[4] === b[4] && a[5] === b[5] && a[6] === b[6];
 }

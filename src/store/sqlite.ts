@@ -34,6 +34,7 @@ import {
   joinFragments,
   KeptStacks,
   type ListBody,
+  lastIdOf,
   parseIdList,
   patchBody,
   restated,
@@ -43,6 +44,7 @@ import {
   sameState,
   stackFragment,
   stacksJson,
+  stateOf,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
   usageChange,
@@ -198,10 +200,7 @@ export class SqliteStore implements Store {
    * they gave it. A version missing (an indexer page, another process) means: unknown, read it all.
    */
   readonly #changeLog = new Map<string, Map<number, string>>();
-  /**
-   * Each listed node's whole stack list as last read (the changing columns, in order) and the topic
-   * version it was read at: after usage reports of this process only the stacks they changed are read.
-   */
+  /** Each listed node's whole stack list, encoded, with the topic version it shows (see #nodeList). */
   readonly #nodeLists = new Map<string, NodeList>();
   /** Stacks in #nodeLists, bounded by NODE_LIST_STACKS. */
   #nodeListStacks = 0;
@@ -602,13 +601,7 @@ export class SqliteStore implements Store {
         this.#readList(node, topic, version, kept);
     }
     const { state, list } = kept;
-    const last = state.length > 0 ? state[state.length - 1]![0] : null;
-    return {
-      body: list.body,
-      count: state.length,
-      last: last === null ? null : normalizeU64(BigInt(last as string | number)),
-      more: false,
-    };
+    return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
   }
 
   /** The kept list brought to `version` by its usage-report changes, or undefined when they are not known. */
@@ -653,19 +646,18 @@ export class SqliteStore implements Store {
       }
     }
     if (whole || missing.length > NEW_STACKS_BY_ID) {
-      const whole = this.#r.stacksArrays!.all(enc(node), -1n, -1) as unknown as unknown[][];
-      state = whole.map((r) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]]);
-      parts = whole.map(stackFragment);
+      const rows = this.#r.stacksArrays!.all(enc(node), -1n, -1) as unknown as unknown[][];
+      state = rows.map(stateOf);
+      parts = rows.map(stackFragment);
     } else {
       for (const i of missing) {
-        const whole = this.#r.stackArrays!.get(enc(BigInt(state[i]![0] as string | number)));
-        if (whole === undefined) {
+        const row = this.#r.stackArrays!.get(enc(BigInt(state[i]![0] as string | number)));
+        if (row === undefined) {
           // Gone since the list was read (a store rewound by replay): read it all again, one snapshot.
           return this.#readList(node, topic, version, old, true);
         }
-        const r = whole as unknown as unknown[];
-        state[i] = [r[1], r[7], r[8], r[9], r[10], r[11], r[13]];
-        parts[i] = stackFragment(r);
+        state[i] = stateOf(row as unknown as unknown[]);
+        parts[i] = stackFragment(row as unknown as unknown[]);
       }
     }
     const list: NodeList = {
