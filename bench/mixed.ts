@@ -15,7 +15,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +25,7 @@ import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
 import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
+import { call, json } from './daemon-http.ts';
 import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
 import { percentile } from './report.ts';
@@ -50,49 +50,6 @@ const BACKGROUND_STACKS = quick ? 2000 : 20_000;
 const STREAM_PER_SECOND = 1000;
 const REPORT_RATES = flags.rates ? flags.rates.split(',').map(Number) : [0, 100, 500];
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-/** One HTTP request to the daemon; the answer's status and body. */
-function call(
-  origin: string,
-  method: string,
-  path: string,
-  token?: string,
-  body?: unknown,
-): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(
-      `${origin}${path}`,
-      {
-        method,
-        // A connection each: the bench's calls are few, and a kept-alive one may be closed under it.
-        agent: false,
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(payload
-            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
-            : {}),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-async function json<T>(origin: string, method: string, path: string, token?: string, body?: unknown) {
-  const { status, text } = await call(origin, method, path, token, body);
-  if (status !== 200) throw new Error(`${method} ${path}: ${status} ${text}`);
-  return JSON.parse(text) as T;
-}
 
 async function until(what: string, check: () => Promise<boolean>, seconds = 300): Promise<void> {
   const deadline = Date.now() + seconds * 1000;

@@ -7,10 +7,11 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
+import { json } from './daemon-http.ts';
 import { LOAD_CPU } from './load.ts';
 import { percentile } from './report.ts';
 import { startDaemon } from './servers.ts';
@@ -23,39 +24,8 @@ const daemon = await startDaemon(ROOT, { dataDir: dir, network: 'dev' });
 const token = readFileSync(join(dir, 'api-token'), 'utf8').trim();
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-function call(method: string, path: string, body: unknown): Promise<{ status: number; text: string }> {
-  const data = JSON.stringify(body);
-  return new Promise((done, fail) => {
-    const req = request(
-      `${daemon.origin}${path}`,
-      {
-        method,
-        agent,
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(data),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        res.on('end', () => done({ status: res.statusCode ?? 0, text }));
-      },
-    );
-    req.on('error', fail);
-    req.end(data);
-  });
-}
-
-async function ok(method: string, path: string, body: unknown): Promise<Record<string, number>> {
-  const { status, text } = await call(method, path, body);
-  if (status !== 200) throw new Error(`${method} ${path}: ${status} ${text}`);
-  return JSON.parse(text) as Record<string, number>;
-}
+const ok = <T = Record<string, number>>(method: string, path: string, body: unknown) =>
+  json<T>(daemon.origin, method, path, token, body, agent);
 
 try {
   await ok('POST', '/dev/tasks', { role: 0, model_name: 'probe', security_level: 0 });
