@@ -12,9 +12,12 @@
 // ratio to it, measured in the same pass.
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
+//                       [--daemon-flag FLAG ...] [--daemon-output FILE]
+// --daemon-flag passes a flag to the daemon's node (e.g. --trace-gc-nvp, --inspect=127.0.0.1:9229), and
+// --daemon-output keeps all the daemon's stdout and stderr in FILE: for finding where time goes, not for numbers.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +42,8 @@ const { values: flags } = parseArgs({
     'database-url': { type: 'string' },
     rates: { type: 'string' },
     profile: { type: 'string' },
+    'daemon-flag': { type: 'string', multiple: true },
+    'daemon-output': { type: 'string' },
   },
 });
 const quick = flags.quick === true;
@@ -93,6 +98,26 @@ function usageBuckets(after: string, before: string): { within1ms: number; withi
     : { within1ms: delta('0.001') / total, within5ms: delta('0.005') / total };
 }
 
+/**
+ * The daemon's young-generation collections between two /metrics texts (node_daemon_nodejs_gc_duration_seconds,
+ * kind "minor"): their number, and the event loop's time stopped in them per second and per collection.
+ */
+function youngGc(
+  after: string,
+  before: string,
+  seconds: number,
+): { count: number; msPerSecond: number; meanMs: number } {
+  const read = (text: string, part: 'sum' | 'count') =>
+    Number(
+      new RegExp(`^node_daemon_nodejs_gc_duration_seconds_${part}\\{kind="minor"\\} (\\S+)$`, 'm').exec(
+        text,
+      )?.[1] ?? 0,
+    );
+  const count = read(after, 'count') - read(before, 'count');
+  const ms = (read(after, 'sum') - read(before, 'sum')) * 1000;
+  return { count, msPerSecond: ms / seconds, meanMs: count === 0 ? Number.NaN : ms / count };
+}
+
 interface Row {
   label: string;
   reportsPerSecond: number | null;
@@ -110,6 +135,8 @@ interface Row {
   };
   streamApplied: number;
   cacheHitRate: number;
+  /** The daemon's scavenges over the measured seconds: ms of pause per second, and per scavenge. */
+  youngGc: { count: number; msPerSecond: number; meanMs: number };
   /** The daemon's CPU time over the measured seconds, in cores (1.0: its core was never idle). */
   daemonCpu: number;
   /** The same for wrk, and for this process (the fullnode double and the reporter), both on CPU 1. */
@@ -176,6 +203,7 @@ async function main(): Promise<void> {
       join(ROOT, 'node_modules/.bin/node'),
       // --profile DIR: the daemon writes a V8 CPU profile there when it stops (slower; not for numbers).
       ...(flags.profile ? ['--cpu-prof', '--cpu-prof-dir', flags.profile] : []),
+      ...(flags['daemon-flag'] ?? []),
       join(ROOT, 'src/main.ts'),
       'start',
       '--network',
@@ -196,10 +224,14 @@ async function main(): Promise<void> {
       'warn',
       ...(database ? ['--database-url', database.url] : []),
     ];
-    const daemon = spawn('taskset', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const kept = flags['daemon-output'] ? createWriteStream(flags['daemon-output']) : undefined;
+    const daemon = spawn('taskset', args, { stdio: ['ignore', kept ? 'pipe' : 'ignore', 'pipe'] });
+    const spawned = performance.now();
     children.push(daemon);
+    daemon.stdout?.on('data', (d) => kept?.write(d));
     let stderr = '';
     daemon.stderr!.on('data', (d) => {
+      kept?.write(d);
       stderr = (stderr + String(d)).slice(-4000);
     });
     daemon.on('exit', (code) => {
@@ -319,7 +351,11 @@ async function main(): Promise<void> {
       }
       const t0 = performance.now();
       const trace = (what: string) => {
-        if (process.env.BENCH_TRACE) log(`    ${((performance.now() - t0) / 1000).toFixed(1)} s ${what}`);
+        if (process.env.BENCH_TRACE) {
+          log(
+            `    ${((performance.now() - t0) / 1000).toFixed(1)} s ${what} (daemon's ${Math.round(performance.now() - spawned)} ms)`,
+          );
+        }
       };
       if (reading) await runOnce(ctx, readSpec(WARMUP_SECONDS));
       else await new Promise((resolve) => setTimeout(resolve, WARMUP_SECONDS * 1000));
@@ -368,6 +404,7 @@ async function main(): Promise<void> {
       await reporter?.terminate();
       await Promise.all(background);
       const served = usageBuckets(histogramAfter, usageBefore);
+      const gc = youngGc(histogramAfter, usageBefore, SECONDS);
       const delta = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
       const total = [...after.keys()].reduce((sum, k) => sum + delta(k), 0);
       latencies.sort((a, b) => a - b);
@@ -386,6 +423,7 @@ async function main(): Promise<void> {
         },
         streamApplied: (appliedAfter - appliedBefore) / SECONDS,
         cacheHitRate: total === 0 ? Number.NaN : delta('hit') / total,
+        youngGc: gc,
         daemonCpu,
         wrkCpu: cores(wrkAfter - wrkBefore),
         benchCpu: cores(benchAfter - benchBefore),
@@ -394,6 +432,7 @@ async function main(): Promise<void> {
         `  ${label}: ${Math.round(reads.requestsPerSecond)} req/s, p99 ${reads.p99ms.toFixed(2)} ms; ` +
           `reports p50 ${row.reports.p50ms.toFixed(2)} / p99 ${row.reports.p99ms.toFixed(2)} ms; ` +
           `indexer ${Math.round(row.streamApplied)} ev/s; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
+          `young GC ${gc.msPerSecond.toFixed(1)} ms/s (${gc.count} × ${gc.meanMs.toFixed(2)} ms); ` +
           `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %, wrk ${(row.wrkCpu * 100).toFixed(0)} %, ` +
           `bench ${(row.benchCpu * 100).toFixed(0)} %`,
       );
@@ -425,10 +464,10 @@ async function main(): Promise<void> {
         `[${tasksBytes.toLocaleString('en-US')} B])\n`,
     );
     console.log(
-      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits | Daemon CPU | wrk CPU | Bench CPU |',
+      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits | Young GC ms/s | per GC ms | Daemon CPU | wrk CPU | Bench CPU |',
     );
     console.log(
-      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ---------: | ------: | --------: |',
+      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ------------: | --------: | ---------: | ------: | --------: |',
     );
     for (const r of rows) {
       const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
@@ -438,7 +477,8 @@ async function main(): Promise<void> {
           `${String(r.reports.sent).padStart(12)} | ${cell(r.reports.p50ms).padStart(13)} | ` +
           `${cell(r.reports.p99ms).padStart(13)} | ${`${cell(r.reports.servedWithin1ms * 100, 1)} %`.padStart(14)} | ` +
           `${`${cell(r.reports.servedWithin5ms * 100, 1)} %`.padStart(14)} | ${String(Math.round(r.streamApplied)).padStart(12)} | ` +
-          `${`${cell(r.cacheHitRate * 100, 1)} %`.padStart(10)} | ${`${cell(r.daemonCpu * 100, 0)} %`.padStart(10)} | ` +
+          `${`${cell(r.cacheHitRate * 100, 1)} %`.padStart(10)} | ${cell(r.youngGc.msPerSecond, 1).padStart(13)} | ` +
+          `${cell(r.youngGc.meanMs).padStart(9)} | ${`${cell(r.daemonCpu * 100, 0)} %`.padStart(10)} | ` +
           `${`${cell(r.wrkCpu * 100, 0)} %`.padStart(7)} | ${`${cell(r.benchCpu * 100, 0)} %`.padStart(9)} |`,
       );
       if (r.reports.failed > 0 || r.reads.non2xx > 0)

@@ -5,6 +5,7 @@ import type { OptionSpec } from './cli/spec.ts';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
 import type { Daemon } from './daemon.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
+import { keepRequestsYoung } from './internal/heap.ts';
 import { VERSION } from './internal/version.ts';
 
 // The daemon's own modules (Fastify, the stores, the SDK) load only for the commands that use them, so
@@ -78,6 +79,7 @@ function parse(argv: string[]): Invocation {
 }
 
 async function start(config: Config): Promise<number> {
+  keepRequestsYoung();
   const { createLogger } = await import('./internal/logger.ts');
   const logger = createLogger(config.logLevel, undefined, { pretty: process.stderr.isTTY === true });
   // A signal while it starts stops the start where it is (exit 130); a step that does not end (a
