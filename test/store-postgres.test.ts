@@ -10,7 +10,7 @@ import { CliError } from '../src/internal/exit-codes.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { fromPostgresError, StoreError } from '../src/store/errors.ts';
 import { openStore } from '../src/store/open.ts';
-import { AUTOPILOT_QUERIES, LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
+import { AUTOPILOT_QUERIES, LIST_QUERIES, NODE_LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
 import { migrate, migrationStatus, redactUrl } from '../src/store/postgres-migrations.ts';
 import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
 import type { Store } from '../src/store/store.ts';
@@ -193,8 +193,18 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         });
         // store_identity is not data (the contract suite keeps it between tests).
         assert.deepEqual(Object.keys(sqlite).sort(), [...DATA_TABLES, 'store_identity'].sort());
+        // PostgreSQL only: each stack's last writer, for the lists kept across daemons (0007).
+        assert.deepEqual(
+          pg.stacks?.columns.filter((c) => c === 'written_xid'),
+          ['written_xid'],
+        );
+        pg.stacks!.columns = pg.stacks!.columns.filter((c) => c !== 'written_xid');
         assert.deepEqual(pg, sqlite);
-        assert.deepEqual(pgIndexes, sqliteIndexes);
+        assert.deepEqual(
+          pgIndexes.filter((i) => i !== 'stacks_by_writer'),
+          sqliteIndexes,
+        );
+        assert.ok(pgIndexes.includes('stacks_by_writer'));
       } finally {
         await Promise.all([pgStore.close(), sqliteStore.close()]);
         await remove();
@@ -501,18 +511,22 @@ if (await postgresAvailable('PostgreSQL store suite')) {
             FROM generate_series(1, 500) n, generate_series(1, 100) t`);
           await client.query('ANALYZE');
         });
-        const expected: Record<keyof typeof LIST_QUERIES, string> = {
-          subscriptions: 'node_subscriptions_pkey',
-          stacks: 'stacks_pkey',
-          stacksFilled: 'stacks_pkey',
-          stacksState: 'stacks_pkey',
-          stacksFilledState: 'stacks_pkey',
-          claimed: 'stack_settlement_tickets_claimed_by_node',
-          disputesAgainst: 'stack_attestation_disputes_against',
-          disputesOwn: 'stack_attestation_disputes_own',
+        // A node's whole stack list is one range of either index that starts with the node (the planner
+        // may take the smaller, stacks_by_writer, and sort its rows).
+        const nodeStacks = ['stacks_pkey', 'stacks_by_writer'];
+        const expected: Record<keyof typeof LIST_QUERIES, string[]> = {
+          subscriptions: ['node_subscriptions_pkey'],
+          stacks: nodeStacks,
+          stacksFilled: nodeStacks,
+          stacksState: nodeStacks,
+          stacksFilledState: nodeStacks,
+          claimed: ['stack_settlement_tickets_claimed_by_node'],
+          disputesAgainst: ['stack_attestation_disputes_against'],
+          disputesOwn: ['stack_attestation_disputes_own'],
         };
         interface PlanNode {
           'Node Type': string;
+          'Relation Name'?: string;
           'Index Name'?: string;
           Plans?: PlanNode[];
         }
@@ -535,11 +549,45 @@ if (await postgresAvailable('PostgreSQL store suite')) {
                 // A page past every row may start from another index: any index range will do there.
                 if (page.startsWith('-1')) {
                   assert.ok(
-                    nodes.some((n) => n['Index Name'] === expected[name as keyof typeof LIST_QUERIES]),
+                    nodes.some((n) =>
+                      expected[name as keyof typeof LIST_QUERIES].includes(n['Index Name'] ?? ''),
+                    ),
                     label,
                   );
                 }
               }
+              await client.query(`DEALLOCATE q_${name}`);
+            }
+          }
+        });
+        // The kept lists: a node's rows, then only those written since a snapshot (the one from just now
+        // reads none, a node's range of stacks_by_writer).
+        await withClient(db.url, async (client) => {
+          const [{ snapshot }] = (await client.query('SELECT pg_current_snapshot()::text AS snapshot')).rows;
+          for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+            await client.query(`SET plan_cache_mode = ${mode}`);
+            for (const [name, sql] of Object.entries(NODE_LIST_QUERIES)) {
+              const since = sql.includes('$3');
+              await client.query(
+                `PREPARE q_${name} ${since ? '(numeric, text, text)' : '(numeric, text)'} AS ${sql}`,
+              );
+              const args = since ? `(7, 'stacks:7', '${snapshot}')` : `(7, 'stacks:7')`;
+              const result = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE q_${name} ${args}`);
+              const nodes = walk(result.rows[0]['QUERY PLAN'][0].Plan);
+              const label = `${name} (${mode}): ${nodes.map((n) => n['Node Type']).join(' > ')}`;
+              // The one-row version tables are read whole; stacks never.
+              assert.ok(
+                !nodes.some((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'stacks'),
+                label,
+              );
+              assert.ok(
+                nodes.some((n) =>
+                  (since ? ['stacks_by_writer'] : nodeStacks).includes(n['Index Name'] ?? ''),
+                ),
+                label,
+              );
+              const rows = (await client.query(`EXECUTE q_${name} ${args}`)).rows;
+              assert.equal(rows.length, since ? 1 : 100, label);
               await client.query(`DEALLOCATE q_${name}`);
             }
           }
