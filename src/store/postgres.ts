@@ -797,10 +797,12 @@ export class PostgresStore implements Store {
 
   /**
    * BEGIN, work, COMMIT on one pooled connection; ROLLBACK when work throws. When changed(result) says
-   * the work changed data, the version bump and COMMIT travel in one round trip.
+   * the work changed data, the version bump and COMMIT travel in one round trip. Statements the work sent
+   * and handed to `defer` instead of awaiting go in that round trip too, ahead of COMMIT: a failure of
+   * any of them fails the transaction (the server then answers COMMIT with ROLLBACK).
    */
   async #transaction<T>(
-    work: (client: PoolClient) => Promise<T>,
+    work: (client: PoolClient, defer: (sent: Promise<unknown>) => void) => Promise<T>,
     changed: (result: T) => boolean,
   ): Promise<T> {
     const client = await this.#connect();
@@ -810,9 +812,17 @@ export class PostgresStore implements Store {
       // fails fails them too, and is awaited before COMMIT.
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
-      const result = await work(client);
+      const deferred: Promise<unknown>[] = [];
+      const result = await work(client, (sent) => {
+        sent.catch(() => undefined);
+        deferred.push(sent);
+      });
+      const commit = client.query(changed(result) ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
+      commit.catch(() => undefined);
       await begun;
-      const results: unknown = await client.query(changed(result) ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
+      // The first deferred failure is the transaction's error; COMMIT then answered ROLLBACK or an error.
+      await Promise.all(deferred);
+      const results: unknown = await commit;
       const last = (Array.isArray(results) ? results.at(-1) : results) as QueryResult | undefined;
       // PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not with an error.
       if (last?.command !== 'COMMIT') {
@@ -1379,7 +1389,7 @@ export class PostgresStore implements Store {
     let appended = false;
     return this.#op(async () => {
       const outcome = await this.#transaction(
-        async (client): Promise<UsageOutcome> => {
+        async (client, defer): Promise<UsageOutcome> => {
           appended = false;
           const [stack, hash] = await Promise.all([
             this.#exec(client, S.lockStack, [id]),
@@ -1391,12 +1401,14 @@ export class PostgresStore implements Store {
           const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
           if (write) {
             const { already, messages, fillPpm, record } = write;
-            // Sent together (the connection pipelines): one round trip for all of them, not one each.
-            const sent = [
-              ...(write.events.length === 0 ? [] : this.#appendStatements(write.events)).map(
-                ([statement, values]) => this.#exec(client, statement, values),
-              ),
-              this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]),
+            // Sent together with COMMIT (the connection pipelines): one round trip for all of them.
+            for (const [statement, values] of write.events.length === 0
+              ? []
+              : this.#appendStatements(write.events)) {
+              defer(this.#exec(client, statement, values));
+            }
+            defer(this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]));
+            defer(
               this.#exec(client, S.setUsage, [
                 id,
                 enc(already),
@@ -1406,8 +1418,7 @@ export class PostgresStore implements Store {
                 fillPpm,
                 nowMs,
               ]),
-            ];
-            await Promise.all(sent);
+            );
             appended = write.events.length > 0;
           }
           return outcome;
