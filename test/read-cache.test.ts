@@ -7,6 +7,7 @@ import { buildDaemonApp } from '../src/daemon.ts';
 import { ResponseCache, sendCached } from '../src/http/response-cache.ts';
 import { stringifyJson } from '../src/internal/json.ts';
 import { createLogger } from '../src/internal/logger.ts';
+import { PostgresStore } from '../src/store/postgres.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { topics } from '../src/store/store.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
@@ -69,27 +70,50 @@ function scenario(engine: 'sqlite' | 'postgres', flags: () => Record<string, str
     // The same store and services, no cache: the reference answer for every read.
     const config = loadConfig({ 'data-dir': dir.dir, demo: false, ...settings, 'cache-mb': '0' }, {});
     const plain: App = await buildDaemonApp(config, d.services, createLogger('silent'));
-    /** ETag and body last seen per read, to check every 304 against. */
+    // On PostgreSQL, a second daemon's reads: its own store (its own kept lists) and its own cache, on the
+    // same database, while every write goes through the first.
+    const secondStore =
+      engine === 'postgres'
+        ? await PostgresStore.open({ url: flags()['database-url']!, poolSize: 2 })
+        : undefined;
+    const second: App | undefined =
+      secondStore &&
+      (await buildDaemonApp(
+        loadConfig({ 'data-dir': dir.dir, demo: false, ...settings }, {}),
+        { ...d.services, store: secondStore },
+        createLogger('silent'),
+      ));
+    const readers: [string, App][] = [
+      ['', d.app],
+      ...(second ? [['second daemon: ', second] as [string, App]] : []),
+    ];
+    /** ETag and body last seen per daemon and read, to check every 304 against. */
     const seen = new Map<string, { etag: string; body: string }>();
     const check = async (step: string) => {
       for (const url of READS) {
         const reference = await plain.inject({ url });
-        const cached = await d.get(url);
-        assert.equal(cached.statusCode, reference.statusCode, `${step}: ${url}`);
-        assert.equal(cached.body, reference.body, `${step}: ${url} is stale`);
-        assert.equal(cached.headers.link, reference.headers.link, `${step}: ${url} Link`);
-        const last = seen.get(url);
-        if (last) {
-          const conditional = await d.app.inject({ url, headers: { 'if-none-match': last.etag } });
-          if (conditional.statusCode === 304) {
-            assert.equal(conditional.body, '');
-            assert.equal(reference.body, last.body, `${step}: ${url} answered 304 for a changed body`);
-          } else {
-            assert.equal(conditional.statusCode, 200);
-            assert.notEqual(conditional.headers.etag, last.etag);
+        for (const [who, reader] of readers) {
+          const cached = await reader.inject({ url });
+          assert.equal(cached.statusCode, reference.statusCode, `${who}${step}: ${url}`);
+          assert.equal(cached.body, reference.body, `${who}${step}: ${url} is stale`);
+          assert.equal(cached.headers.link, reference.headers.link, `${who}${step}: ${url} Link`);
+          const last = seen.get(who + url);
+          if (last) {
+            const conditional = await reader.inject({ url, headers: { 'if-none-match': last.etag } });
+            if (conditional.statusCode === 304) {
+              assert.equal(conditional.body, '');
+              assert.equal(
+                reference.body,
+                last.body,
+                `${who}${step}: ${url} answered 304 for a changed body`,
+              );
+            } else {
+              assert.equal(conditional.statusCode, 200);
+              assert.notEqual(conditional.headers.etag, last.etag);
+            }
           }
+          seen.set(who + url, { etag: String(cached.headers.etag), body: cached.body });
         }
-        seen.set(url, { etag: String(cached.headers.etag), body: cached.body });
       }
       // The stack lists also against the store's rows as objects, a path that keeps nothing between reads
       // (both apps above share the store, and so whatever it keeps).
@@ -231,6 +255,8 @@ function scenario(engine: 'sqlite' | 'postgres', flags: () => Record<string, str
       assert.ok(before.hit! > 0);
     } finally {
       await plain.close();
+      await second?.close();
+      await secondStore?.close();
       await d.close();
     }
   });

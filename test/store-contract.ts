@@ -470,6 +470,81 @@ export function storeContract(
       assert.equal((await store.listStacksJson(1)).count, 44);
     });
 
+    it("answers a node's list as its rows are after every kind of write, and an untouched list as it was", async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        for (const id of [1, 2, 3]) await tx.putStack(newStack(id, 1));
+        await tx.putStack(newStack(10, 2));
+      });
+      const same = async (step: string, node: U64 = 1) => {
+        const listed = await store.listStacksJson(node);
+        assert.equal(listed.body.toString(), stringifyJson(await store.listStacks(node)), step);
+        return listed;
+      };
+      await same('first listing');
+      const untouched = await same('first listing of node 2', 2);
+      const ticket = (id: U64) => ({
+        stack_small_id: id,
+        selected_node_id: 1,
+        requested_attestation_nodes: [],
+        committed_stack_proof: proof,
+        stack_merkle_leaf: leaf,
+        num_claimed_compute_units: 400,
+      });
+      const writes: [string, () => Promise<unknown>][] = [
+        ['a usage report', () => store.addStackUsage(2, 400, REQUEST, 1)],
+        ['a new stack', () => write((tx) => tx.putStack(newStack(4, 1)))],
+        ['a try-settle', () => write((tx) => tx.putTicket(ticket(2), 3))],
+        [
+          'a claim',
+          () =>
+            write((tx) =>
+              tx.claimTicket(
+                { ...ticket(2), attestation_nodes: [], user_refund_amount: 600 },
+                { epoch: 4, node_fee_amount: 800 },
+              ),
+            ),
+        ],
+        [
+          'a confidential claim',
+          () =>
+            write((tx) =>
+              tx.claimStack(
+                {
+                  stack_small_id: 3,
+                  selected_node_id: 1,
+                  num_claimed_compute_units: 0,
+                  user_refund_amount: 5,
+                },
+                { epoch: 4, node_fee_amount: 0 },
+              ),
+            ),
+        ],
+        [
+          'a write to another topic',
+          () =>
+            write((tx) =>
+              tx.putSubscription({
+                node_small_id: 1,
+                task_small_id: 1,
+                price_per_one_million_compute_units: 1,
+                max_num_compute_units: 1,
+              }),
+            ),
+        ],
+      ];
+      for (const [step, run] of writes) {
+        await run();
+        await same(step);
+        // Kept as it was: the same bytes, not even copied again.
+        assert.equal((await store.listStacksJson(2)).body, untouched.body, `${step}: node 2's list`);
+      }
+      assert.match(
+        (await store.listStacksJson(1)).body.toString(),
+        /"stack_small_id":2,.*"already_computed_units":400,"in_settle_period":true,.*"is_claimed":true,.*"user_refund_amount":600\}/,
+      );
+    });
+
     it('records usage, refusing unknown stacks and going past capacity', async () => {
       await write(async (tx) => tx.putStack(newStack(1, 1, 100)));
       assert.deepEqual(await store.addStackUsage(1, 60, REQUEST, Date.now()), {

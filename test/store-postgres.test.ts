@@ -7,13 +7,14 @@ import type { EventPage } from '../src/chain/chain.ts';
 import type { Config } from '../src/config.ts';
 import { applyPage } from '../src/indexer/apply.ts';
 import { CliError } from '../src/internal/exit-codes.ts';
+import { stringifyJson } from '../src/internal/json.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { fromPostgresError, StoreError } from '../src/store/errors.ts';
 import { openStore } from '../src/store/open.ts';
-import { AUTOPILOT_QUERIES, LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
+import { AUTOPILOT_QUERIES, LIST_QUERIES, NODE_LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
 import { migrate, migrationStatus, redactUrl } from '../src/store/postgres-migrations.ts';
 import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
-import type { Store } from '../src/store/store.ts';
+import { type Store, topics } from '../src/store/store.ts';
 import {
   createTestDatabase,
   databaseUrl,
@@ -58,9 +59,15 @@ async function freshDatabase(): Promise<TestDatabase> {
  * flight (pipelined statements ride along with the one before them).
  */
 async function countRoundTrips(fn: () => Promise<unknown>): Promise<number> {
+  return (await countTraffic(fn)).roundTrips;
+}
+
+/** The round trips of countRoundTrips, and the rows their answers held. */
+async function countTraffic(fn: () => Promise<unknown>): Promise<{ roundTrips: number; rows: number }> {
   const query = Client.prototype.query as (...args: unknown[]) => unknown;
   let inFlight = 0;
   let roundTrips = 0;
+  let rows = 0;
   const counted = function (this: Client, ...args: unknown[]) {
     if (inFlight === 0) roundTrips += 1;
     inFlight += 1;
@@ -68,7 +75,12 @@ async function countRoundTrips(fn: () => Promise<unknown>): Promise<number> {
     const done = () => {
       inFlight -= 1;
     };
-    if (sent instanceof Promise) sent.then(done, done);
+    const answered = (result: unknown) => {
+      for (const r of Array.isArray(result) ? result : [result])
+        rows += (r as { rows?: unknown[] })?.rows?.length ?? 0;
+      done();
+    };
+    if (sent instanceof Promise) sent.then(answered, done);
     else done();
     return sent;
   };
@@ -78,7 +90,7 @@ async function countRoundTrips(fn: () => Promise<unknown>): Promise<number> {
   } finally {
     Client.prototype.query = query as unknown as typeof Client.prototype.query;
   }
-  return roundTrips;
+  return { roundTrips, rows };
 }
 
 if (await postgresAvailable('PostgreSQL store suite')) {
@@ -193,8 +205,18 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         });
         // store_identity is not data (the contract suite keeps it between tests).
         assert.deepEqual(Object.keys(sqlite).sort(), [...DATA_TABLES, 'store_identity'].sort());
+        // PostgreSQL only: each stack's last writer, for the lists kept across daemons (0007).
+        assert.deepEqual(
+          pg.stacks?.columns.filter((c) => c === 'written_xid'),
+          ['written_xid'],
+        );
+        pg.stacks!.columns = pg.stacks!.columns.filter((c) => c !== 'written_xid');
         assert.deepEqual(pg, sqlite);
-        assert.deepEqual(pgIndexes, sqliteIndexes);
+        assert.deepEqual(
+          pgIndexes.filter((i) => i !== 'stacks_by_writer'),
+          sqliteIndexes,
+        );
+        assert.ok(pgIndexes.includes('stacks_by_writer'));
       } finally {
         await Promise.all([pgStore.close(), sqliteStore.close()]);
         await remove();
@@ -501,18 +523,22 @@ if (await postgresAvailable('PostgreSQL store suite')) {
             FROM generate_series(1, 500) n, generate_series(1, 100) t`);
           await client.query('ANALYZE');
         });
-        const expected: Record<keyof typeof LIST_QUERIES, string> = {
-          subscriptions: 'node_subscriptions_pkey',
-          stacks: 'stacks_pkey',
-          stacksFilled: 'stacks_pkey',
-          stacksState: 'stacks_pkey',
-          stacksFilledState: 'stacks_pkey',
-          claimed: 'stack_settlement_tickets_claimed_by_node',
-          disputesAgainst: 'stack_attestation_disputes_against',
-          disputesOwn: 'stack_attestation_disputes_own',
+        // A node's whole stack list is one range of either index that starts with the node (the planner
+        // may take the smaller, stacks_by_writer, and sort its rows).
+        const nodeStacks = ['stacks_pkey', 'stacks_by_writer'];
+        const expected: Record<keyof typeof LIST_QUERIES, string[]> = {
+          subscriptions: ['node_subscriptions_pkey'],
+          stacks: nodeStacks,
+          stacksFilled: nodeStacks,
+          stacksState: nodeStacks,
+          stacksFilledState: nodeStacks,
+          claimed: ['stack_settlement_tickets_claimed_by_node'],
+          disputesAgainst: ['stack_attestation_disputes_against'],
+          disputesOwn: ['stack_attestation_disputes_own'],
         };
         interface PlanNode {
           'Node Type': string;
+          'Relation Name'?: string;
           'Index Name'?: string;
           Plans?: PlanNode[];
         }
@@ -535,11 +561,45 @@ if (await postgresAvailable('PostgreSQL store suite')) {
                 // A page past every row may start from another index: any index range will do there.
                 if (page.startsWith('-1')) {
                   assert.ok(
-                    nodes.some((n) => n['Index Name'] === expected[name as keyof typeof LIST_QUERIES]),
+                    nodes.some((n) =>
+                      expected[name as keyof typeof LIST_QUERIES].includes(n['Index Name'] ?? ''),
+                    ),
                     label,
                   );
                 }
               }
+              await client.query(`DEALLOCATE q_${name}`);
+            }
+          }
+        });
+        // The kept lists: a node's rows, then only those written since a snapshot (the one from just now
+        // reads none, a node's range of stacks_by_writer).
+        await withClient(db.url, async (client) => {
+          const [{ snapshot }] = (await client.query('SELECT pg_current_snapshot()::text AS snapshot')).rows;
+          for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+            await client.query(`SET plan_cache_mode = ${mode}`);
+            for (const [name, sql] of Object.entries(NODE_LIST_QUERIES)) {
+              const since = sql.includes('$3');
+              await client.query(
+                `PREPARE q_${name} ${since ? '(numeric, text, text)' : '(numeric, text)'} AS ${sql}`,
+              );
+              const args = since ? `(7, 'stacks:7', '${snapshot}')` : `(7, 'stacks:7')`;
+              const result = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE q_${name} ${args}`);
+              const nodes = walk(result.rows[0]['QUERY PLAN'][0].Plan);
+              const label = `${name} (${mode}): ${nodes.map((n) => n['Node Type']).join(' > ')}`;
+              // The one-row version tables are read whole; stacks never.
+              assert.ok(
+                !nodes.some((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'stacks'),
+                label,
+              );
+              assert.ok(
+                nodes.some((n) =>
+                  (since ? ['stacks_by_writer'] : nodeStacks).includes(n['Index Name'] ?? ''),
+                ),
+                label,
+              );
+              const rows = (await client.query(`EXECUTE q_${name} ${args}`)).rows;
+              assert.equal(rows.length, since ? 1 : 100, label);
               await client.query(`DEALLOCATE q_${name}`);
             }
           }
@@ -1000,6 +1060,229 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         );
         assert.equal(kept.rows[0]?.n, 1);
       } finally {
+        await db.drop();
+      }
+    });
+  });
+
+  describe('kept stack lists and usage reports on PostgreSQL', () => {
+    const REPORT = new Uint8Array(32).fill(3);
+    const newStack = (id: number, node: number, units = 1000) => ({
+      stack_small_id: id,
+      stack_id: `0x${String(id).padStart(64, '0')}`,
+      owner_address: `0x${'ab'.repeat(32)}`,
+      task_small_id: 1,
+      selected_node_id: node,
+      num_compute_units: units,
+      price_per_one_million_compute_units: 2_000_000,
+    });
+    const seed = (store: Store, ids: number[], node = 1) =>
+      store.indexerTransaction(async (tx) => {
+        await tx.putTask({
+          task_small_id: 1,
+          task_id: `0x${'1'.padStart(64, '0')}`,
+          role: 0,
+          model_name: 'llama',
+          security_level: 0,
+          minimum_reputation_score: null,
+        });
+        for (const id of ids) await tx.putStack(newStack(id, node));
+      });
+    /** What a commit of another process does to a node's stacks besides its rows: the topic and data versions. */
+    const bump = (
+      node: number,
+    ) => `INSERT INTO topic_versions (topic, version) VALUES ('${topics.stacks(node)}', 1)
+      ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1;
+      UPDATE store_version SET version = version + 1`;
+    const connect = async (url: string) => {
+      const client = new Client({ connectionString: url });
+      await client.connect();
+      return client;
+    };
+
+    it('brings a kept list up to date with every commit of another daemon, early or late, reading only what changed', async () => {
+      const db = await freshDatabase();
+      // Two daemons on one database: `writer` commits, `reader` keeps node lists.
+      const writer = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const reader = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const late = await connect(db.url);
+      const early = await connect(db.url);
+      try {
+        await seed(writer, [2, 4, 6, 8]);
+        await seed(writer, [50], 2);
+        /** The reader's kept list against the rows as objects (a path that keeps nothing). */
+        const same = async (step: string, node = 1) => {
+          const { result, traffic } = await withTraffic(() => reader.listStacksJson(node));
+          assert.equal(result.body.toString(), stringifyJson(await reader.listStacks(node)), step);
+          return { body: result.body, traffic };
+        };
+        const withTraffic = async <T>(fn: () => Promise<T>) => {
+          let result: T | undefined;
+          const traffic = await countTraffic(async () => {
+            result = await fn();
+          });
+          return { result: result as T, traffic };
+        };
+        const first = await same('first listing');
+        assert.deepEqual(first.traffic, { roundTrips: 1, rows: 4 });
+        const otherNode = await same('first listing of node 2', 2);
+
+        // Nothing changed: one round trip, one row (the snapshot, no stack), the same body.
+        const still = await same('nothing changed');
+        assert.deepEqual(still.traffic, { roundTrips: 1, rows: 1 });
+        assert.equal(still.body, first.body);
+
+        // A usage report: only that stack is read again.
+        assert.equal((await writer.addStackUsage(4, 300, REPORT, 1)).status, 'recorded');
+        const reported = await same('after a report');
+        assert.deepEqual(reported.traffic, { roundTrips: 1, rows: 1 });
+        assert.match(reported.body.toString(), /"stack_small_id":4,.*"already_computed_units":300,/);
+
+        // An indexer page: new stacks before, between and after the kept ones; a settle and a claim.
+        await writer.indexerTransaction(async (tx) => {
+          for (const id of [1, 5, 9]) await tx.putStack(newStack(id, 1));
+          await tx.putTicket(
+            {
+              stack_small_id: 6,
+              selected_node_id: 1,
+              requested_attestation_nodes: [],
+              committed_stack_proof: REPORT,
+              stack_merkle_leaf: REPORT,
+              num_claimed_compute_units: 0,
+            },
+            3,
+          );
+          await tx.claimStack(
+            { stack_small_id: 8, selected_node_id: 1, num_claimed_compute_units: 0, user_refund_amount: 7 },
+            { epoch: 4, node_fee_amount: 0 },
+          );
+        });
+        const paged = await same('after an indexer page');
+        assert.deepEqual(paged.traffic, { roundTrips: 1, rows: 5 });
+        // The node nobody wrote to keeps its body.
+        const untouched = await same('node 2, untouched', 2);
+        assert.equal(untouched.body, otherNode.body);
+        assert.deepEqual(untouched.traffic, { roundTrips: 1, rows: 1 });
+
+        // A transaction that began writing first and commits last (its id is the older one), and one that
+        // commits early: the reader sees the early one, then the late one.
+        await late.query('BEGIN');
+        await late.query('UPDATE stacks SET already_computed_units = 555 WHERE stack_small_id = 2');
+        await early.query('BEGIN');
+        await early.query('UPDATE stacks SET num_total_messages = 66 WHERE stack_small_id = 9');
+        await early.query(`${bump(1)}; COMMIT`);
+        const half = await same('the early commit');
+        assert.match(half.body.toString(), /"num_total_messages":66,/);
+        assert.doesNotMatch(half.body.toString(), /555/);
+        await late.query(`${bump(1)}; COMMIT`);
+        const whole = await same('the late commit');
+        assert.match(whole.body.toString(), /"stack_small_id":2,.*"already_computed_units":555,/);
+        assert.deepEqual(whole.traffic, { roundTrips: 1, rows: 1 });
+
+        // A stack that leaves the list (nothing in node-daemon deletes one): the list is read whole.
+        await early.query(`DELETE FROM stacks WHERE stack_small_id = 5; ${bump(1)}`);
+        const removed = await same('after a removal');
+        assert.doesNotMatch(removed.body.toString(), /"stack_small_id":5,/);
+
+        // A caller that read the topic version the kept list shows is answered with no round trip.
+        const [version] = await reader.topicVersions([topics.stacks(1)]);
+        const hinted = await withTraffic(() => reader.listStacksJson(1, undefined, {}, version));
+        assert.equal(hinted.result.body, removed.body);
+        assert.equal(hinted.traffic.roundTrips, 0);
+        assert.equal((await writer.addStackUsage(1, 5, REPORT, 2)).status, 'recorded');
+        const [moved] = await reader.topicVersions([topics.stacks(1)]);
+        const stale = await withTraffic(() => reader.listStacksJson(1, undefined, {}, moved));
+        assert.equal(stale.traffic.roundTrips, 1);
+        assert.equal(stale.result.body.toString(), stringifyJson(await reader.listStacks(1)));
+      } finally {
+        await Promise.all([late.end(), early.end(), writer.close(), reader.close()]);
+        await db.drop();
+      }
+    });
+
+    it('upgrades a database from before 0007 with its stacks, and keeps their lists from then on', async () => {
+      const db = await freshDatabase();
+      let store = await PostgresStore.open({ url: db.url });
+      let other: PostgresStore | undefined;
+      try {
+        await seed(store, [1, 2, 3]);
+        assert.equal((await store.addStackUsage(2, 10, REPORT, 1)).status, 'recorded');
+        await store.close();
+        // The schema as 0006 left it, with these rows in it.
+        await withClient(db.url, (client) =>
+          client.query(`DROP TRIGGER stacks_stamp_writer ON stacks; DROP FUNCTION stacks_stamp_writer();
+            DROP TRIGGER stacks_count_removal ON stacks; DROP FUNCTION stacks_count_removal();
+            ALTER TABLE stacks DROP COLUMN written_xid; ALTER TABLE store_version DROP COLUMN stacks_removed;
+            DELETE FROM schema_migrations WHERE version = 7`),
+        );
+        store = await PostgresStore.open({ url: db.url });
+        assert.equal(store.migrationsApplied, 1);
+        other = await PostgresStore.open({ url: db.url });
+        const listed = await other.listStacksJson(1);
+        assert.equal(listed.body.toString(), stringifyJson(await store.listStacks(1)));
+        assert.match(listed.body.toString(), /"stack_small_id":2,.*"already_computed_units":10,/);
+        assert.equal((await store.addStackUsage(3, 20, REPORT, 2)).status, 'recorded');
+        await seed(store, [4]);
+        const after = await other.listStacksJson(1);
+        assert.equal(after.body.toString(), stringifyJson(await store.listStacks(1)));
+        assert.equal(after.count, 4);
+      } finally {
+        await Promise.all([store.close(), other?.close()]);
+        await db.drop();
+      }
+    });
+
+    it('answers a usage report in two round trips, and rolls it back whole when a write fails', async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url });
+      try {
+        await seed(store, [1]);
+        let heard = 0;
+        const off = store.onNodeEvents(() => {
+          heard += 1;
+        });
+        // BEGIN with the locking reads, then the writes with COMMIT.
+        const report = (units: number, fill: number) =>
+          store.addStackUsage(1, units, new Uint8Array(32).fill(fill), 5);
+        assert.equal(await countRoundTrips(() => report(500, 1)), 2);
+        assert.deepEqual(await report(100, 2), {
+          status: 'recorded',
+          already_computed_units: 600,
+          num_compute_units: 1000,
+          num_total_messages: 2,
+        });
+        assert.equal(await countRoundTrips(() => report(1, 3)), 2);
+        assert.equal(await countRoundTrips(() => store.addStackUsage(9, 1, REPORT, 5)), 2);
+        assert.equal((await store.addStackUsage(9, 1, REPORT, 5)).status, 'not_found');
+        assert.equal((await report(1000, 4)).status, 'over_capacity');
+        // 500 crossed the 50 % threshold: its node event was told at commit.
+        assert.ok(heard >= 1);
+        off();
+
+        // A write that fails after the reads: nothing of the report stays, and the error says why.
+        const before = {
+          stack: await store.getStack(1),
+          hash: await store.getStackHash(1),
+          versions: await store.topicVersions([topics.stacks(1)]),
+          data: await store.dataVersion(),
+          events: await store.nodeEventBounds(),
+        };
+        await withClient(db.url, (client) =>
+          client.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+              BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = '23514'; END $$;
+            CREATE TRIGGER refuse BEFORE UPDATE ON stack_hashes FOR EACH ROW EXECUTE FUNCTION refuse()`),
+        );
+        await assert.rejects(report(10, 5), (error: unknown) => error instanceof StoreError);
+        assert.deepEqual(await store.getStack(1), before.stack);
+        assert.deepEqual(await store.getStackHash(1), before.hash);
+        assert.deepEqual(await store.topicVersions([topics.stacks(1)]), before.versions);
+        assert.equal(await store.dataVersion(), before.data);
+        assert.deepEqual(await store.nodeEventBounds(), before.events);
+        // The connection went back to the pool usable.
+        await withClient(db.url, (client) => client.query('DROP TRIGGER refuse ON stack_hashes'));
+        assert.equal((await report(10, 6)).status, 'recorded');
+      } finally {
+        await store.close();
         await db.drop();
       }
     });

@@ -155,7 +155,7 @@ export async function sendCached(
   deps: { cache: ResponseCache; store: Store; turns?: ReadTurns | undefined },
   key: string,
   topics: readonly string[],
-  load: () => Promise<Loaded>,
+  load: (versions: readonly number[]) => Promise<Loaded>,
 ): Promise<void> {
   const { cache, store } = deps;
   const ifNoneMatch = request.headers['if-none-match'];
@@ -189,7 +189,8 @@ export async function sendCached(
     // Shared only by requests that saw the same versions: one that arrives after a commit must not be
     // handed a load that started before it (on PostgreSQL a load is a round trip, commits land meanwhile).
     entry = await cache.loadOnce(`${key}\n${etag}`, async () => {
-      const loaded = await load();
+      // The versions it was read after: a store may answer data it keeps at those versions as it is.
+      const loaded = await load(versions);
       return {
         body: typeof loaded.body === 'string' ? Buffer.from(loaded.body) : loaded.body,
         etag,

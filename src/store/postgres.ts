@@ -25,15 +25,25 @@ import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './postgres-migrati
 import {
   attestedRow,
   DISPUTE_COLUMNS,
+  digitsOf,
   disputedAttestationRow,
   encodeParameters,
+  fragmentAt,
   idList,
+  joinFragments,
   KeptStacks,
+  type ListBody,
+  lastIdOf,
   parseIdList,
+  patchBody,
+  restated,
   rowMappers,
   STACK_COLUMNS,
   STACK_STATE_COLUMNS,
+  sameState,
+  stackFragment,
   stacksJson,
+  stateOf,
   TERMS_COLUMNS,
   TICKET_COLUMNS,
   usageChange,
@@ -76,6 +86,30 @@ const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 const WAITING_ROWS = 1000;
 /** How often a lease's session is pinged, so a connection that silently died is noticed. */
 const LEASE_HEARTBEAT_MS = 5000;
+/** Stacks of the whole lists kept between reads, over all nodes (see #nodeList): about 100 MB at most. */
+const NODE_LIST_STACKS = 200_000;
+
+/**
+ * A node's whole stack list as kept between reads (see #nodeList), and the snapshot it shows: every stack
+ * as that snapshot saw it, and the node's stacks topic version in it.
+ */
+interface NodeList {
+  /** pg_current_snapshot() of the statement that read the rows, as text. */
+  snapshot: string;
+  version: number;
+  /** store_version.stacks_removed then: when it moves, rows may have left the list. */
+  removed: string;
+  /** Each stack's changing columns (STACK_STATE_COLUMNS), in list order. */
+  state: unknown[][];
+  /** Each stack's place in the list, by its small id's digits. */
+  index: Map<string, number>;
+  list: ListBody;
+}
+
+/** Orders small ids as PostgreSQL writes NUMERIC (digits, no leading zeros). */
+function compareDigits(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
 
 /** The session advisory-lock key of a lease or lock name: the first 8 bytes of its sha256, signed. */
 function advisoryKey(name: string): string {
@@ -299,8 +333,25 @@ export const AUTOPILOT_QUERIES = {
 
 const BUMP_VERSION = 'UPDATE store_version SET version = version + 1';
 
+/**
+ * A node's kept list, read in one statement, so in one snapshot: that snapshot, the node's stacks topic
+ * version ($2) and the removals count, then whole rows (STACK_COLUMNS); one row of nulls when none match.
+ */
+const NODE_LIST_HEAD = `SELECT pg_current_snapshot()::text, (SELECT version FROM topic_versions WHERE topic = $2),
+    (SELECT stacks_removed::text FROM store_version), s.*
+  FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT ${STACK_COLUMNS} FROM stacks WHERE selected_node_id = $1`;
+/** The kept list queries, exported for the test that checks their plans use the indexes. */
+export const NODE_LIST_QUERIES = {
+  nodeList: `${NODE_LIST_HEAD} ORDER BY stack_small_id) s ON true`,
+  // Only the rows whose last writer the kept list's snapshot ($3) did not see: committed since, or still
+  // running then (0007-stack-write-stamps.sql). Those it saw were written before every xid from its xmin.
+  nodeListSince: `${NODE_LIST_HEAD} AND written_xid >= pg_snapshot_xmin($3::pg_snapshot)
+      AND NOT pg_visible_in_snapshot(written_xid, $3::pg_snapshot) ORDER BY stack_small_id) s ON true`,
+} as const;
+
 const S = statements({
   ...LIST_QUERIES,
+  ...NODE_LIST_QUERIES,
   tasks: 'SELECT * FROM tasks WHERE task_small_id > $1 ORDER BY task_small_id LIMIT $2',
   getCursor: 'SELECT * FROM indexer_cursors WHERE source = $1',
   getStackHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1',
@@ -619,6 +670,10 @@ export class PostgresStore implements Store {
   #storeId: Promise<string> | undefined;
   /** The JSON of the stacks already listed, encoded, with the values it shows (see KeptStacks). */
   readonly #keptStacks = new KeptStacks();
+  /** Each listed node's whole stack list, encoded, with the snapshot it shows (see #nodeList). */
+  readonly #nodeLists = new Map<string, NodeList>();
+  /** Stacks in #nodeLists, bounded by NODE_LIST_STACKS. */
+  #nodeListStacks = 0;
   /** The session that LISTENs for other processes' node events, once someone listens. */
   #listener: Promise<void> | undefined;
 
@@ -742,10 +797,12 @@ export class PostgresStore implements Store {
 
   /**
    * BEGIN, work, COMMIT on one pooled connection; ROLLBACK when work throws. When changed(result) says
-   * the work changed data, the version bump and COMMIT travel in one round trip.
+   * the work changed data, the version bump and COMMIT travel in one round trip. Statements the work sent
+   * and handed to `defer` instead of awaiting go in that round trip too, ahead of COMMIT: a failure of
+   * any of them fails the transaction (the server then answers COMMIT with ROLLBACK).
    */
   async #transaction<T>(
-    work: (client: PoolClient) => Promise<T>,
+    work: (client: PoolClient, defer: (sent: Promise<unknown>) => void) => Promise<T>,
     changed: (result: T) => boolean,
   ): Promise<T> {
     const client = await this.#connect();
@@ -755,9 +812,17 @@ export class PostgresStore implements Store {
       // fails fails them too, and is awaited before COMMIT.
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
-      const result = await work(client);
+      const deferred: Promise<unknown>[] = [];
+      const result = await work(client, (sent) => {
+        sent.catch(() => undefined);
+        deferred.push(sent);
+      });
+      const commit = client.query(changed(result) ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
+      commit.catch(() => undefined);
       await begun;
-      const results: unknown = await client.query(changed(result) ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
+      // The first deferred failure is the transaction's error; COMMIT then answered ROLLBACK or an error.
+      await Promise.all(deferred);
+      const results: unknown = await commit;
       const last = (Array.isArray(results) ? results.at(-1) : results) as QueryResult | undefined;
       // PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not with an error.
       if (last?.command !== 'COMMIT') {
@@ -1146,7 +1211,16 @@ export class PostgresStore implements Store {
     return found.map(rows.stack);
   }
 
-  async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
+  async listStacksJson(
+    node: U64,
+    minFillFraction?: number,
+    page: Page = {},
+    seenVersion?: number,
+  ): Promise<JsonRows> {
+    if (minFillFraction === undefined && page.limit === undefined && page.after === undefined) {
+      const { state, list } = await this.#nodeList(node, seenVersion);
+      return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
+    }
     // One row past the limit tells whether more remain; the rows as arrays, for the JSON built from them.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
     const [whole, state, values] =
@@ -1157,6 +1231,123 @@ export class PostgresStore implements Store {
     const ready = this.#keptStacks.json(await this.#arrays(state, values), page.limit);
     if (ready) return ready;
     return stacksJson(await this.#arrays(whole, values), page.limit, this.#keptStacks);
+  }
+
+  /**
+   * A node's whole stack list, encoded, kept with the snapshot it was read under (#nodeLists). Another
+   * daemon may have changed any row since, so each read (unless the caller saw a topic version the list
+   * already shows) asks for the rows whose last writer that snapshot did not see, in one statement that
+   * also says its own snapshot: the kept stacks among them are restated and patched in, the new ones
+   * added in order. A kept list is never changed: a cache or a socket may hold its body, and a concurrent
+   * read may be patching it too.
+   */
+  async #nodeList(node: U64, seenVersion: number | undefined): Promise<NodeList> {
+    const topic = topics.stacks(node);
+    const kept = this.#nodeLists.get(topic);
+    if (kept !== undefined && seenVersion !== undefined && kept.version >= seenVersion) {
+      // The list shows at least the version the caller read before asking: nothing to read.
+      this.#nodeLists.delete(topic);
+      this.#nodeLists.set(topic, kept);
+      return kept;
+    }
+    const found =
+      kept === undefined
+        ? await this.#arrays(S.nodeList, [enc(node), topic])
+        : await this.#arrays(S.nodeListSince, [enc(node), topic, kept.snapshot]);
+    const head = found[0]!;
+    const [snapshot, version, removed] = [head[0] as string, Number(head[1] ?? 0), head[2] as string];
+    const rows = head[4] === null ? [] : found.map((r) => r.slice(3));
+    if (kept !== undefined && removed !== kept.removed) {
+      // Rows may have left the list, which no row read says: read it whole.
+      this.#forget(topic);
+      return this.#nodeList(node, undefined);
+    }
+    const list =
+      kept === undefined
+        ? this.#builtList(snapshot, version, removed, rows)
+        : this.#patchedList(kept, snapshot, version, rows);
+    // Concurrent reads may finish out of order: keep the newest.
+    const current = this.#nodeLists.get(topic);
+    if (current === undefined || current.version <= list.version) this.#keep(topic, list);
+    return list;
+  }
+
+  /** A list from whole rows (STACK_COLUMNS, as arrays, in order). */
+  #builtList(snapshot: string, version: number, removed: string, rows: unknown[][]): NodeList {
+    const state = rows.map(stateOf);
+    return {
+      snapshot,
+      version,
+      removed,
+      state,
+      index: new Map(state.map((r, i) => [digitsOf(r[0]), i])),
+      list: joinFragments(rows.map(stackFragment)),
+    };
+  }
+
+  /** The kept list with these rows (whole, in order) written in: changed ones restated, new ones added. */
+  #patchedList(kept: NodeList, snapshot: string, version: number, rows: unknown[][]): NodeList {
+    const changes = new Map<number, Buffer>();
+    const changed = new Map<number, unknown[]>();
+    const added: unknown[][] = [];
+    for (const row of rows) {
+      const at = kept.index.get(digitsOf(row[1]));
+      if (at === undefined) {
+        added.push(row);
+        continue;
+      }
+      const r = stateOf(row);
+      if (sameState(r, kept.state[at]!)) continue;
+      changes.set(at, restated(fragmentAt(kept.list, at), r));
+      changed.set(at, r);
+    }
+    const base = { snapshot, version, removed: kept.removed };
+    if (added.length === 0) {
+      if (changes.size === 0) return { ...base, state: kept.state, index: kept.index, list: kept.list };
+      const state = kept.state.slice();
+      for (const [at, r] of changed) state[at] = r;
+      return { ...base, state, index: kept.index, list: patchBody(kept.list, changes) };
+    }
+    // New stacks (an indexer page): merged in id order with the kept ones, the body joined again.
+    const state: unknown[][] = [];
+    const parts: Buffer[] = [];
+    let next = 0;
+    for (let at = 0; at <= kept.state.length; at++) {
+      const id = at < kept.state.length ? digitsOf(kept.state[at]![0]) : undefined;
+      for (; next < added.length; next++) {
+        const row = added[next]!;
+        if (id !== undefined && compareDigits(digitsOf(row[1]), id) > 0) break;
+        state.push(stateOf(row));
+        parts.push(stackFragment(row));
+      }
+      if (id === undefined) break;
+      state.push(changed.get(at) ?? kept.state[at]!);
+      parts.push(changes.get(at) ?? fragmentAt(kept.list, at));
+    }
+    return {
+      ...base,
+      state,
+      index: new Map(state.map((r, i) => [digitsOf(r[0]), i])),
+      list: joinFragments(parts),
+    };
+  }
+
+  /** Keeps a node's list, the least recently read ones dropped past NODE_LIST_STACKS. */
+  #keep(topic: string, list: NodeList): void {
+    this.#forget(topic);
+    this.#nodeLists.set(topic, list);
+    this.#nodeListStacks += list.state.length;
+    for (const oldest of this.#nodeLists.keys()) {
+      if (this.#nodeListStacks <= NODE_LIST_STACKS || oldest === topic) break;
+      this.#forget(oldest);
+    }
+  }
+
+  #forget(topic: string): void {
+    const old = this.#nodeLists.get(topic);
+    if (old === undefined) return;
+    this.#nodeLists.delete(topic);
+    this.#nodeListStacks -= old.state.length;
   }
 
   /** A read whose rows come as arrays of values. */
@@ -1198,7 +1389,7 @@ export class PostgresStore implements Store {
     let appended = false;
     return this.#op(async () => {
       const outcome = await this.#transaction(
-        async (client): Promise<UsageOutcome> => {
+        async (client, defer): Promise<UsageOutcome> => {
           appended = false;
           const [stack, hash] = await Promise.all([
             this.#exec(client, S.lockStack, [id]),
@@ -1210,12 +1401,14 @@ export class PostgresStore implements Store {
           const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
           if (write) {
             const { already, messages, fillPpm, record } = write;
-            // Sent together (the connection pipelines): one round trip for all of them, not one each.
-            const sent = [
-              ...(write.events.length === 0 ? [] : this.#appendStatements(write.events)).map(
-                ([statement, values]) => this.#exec(client, statement, values),
-              ),
-              this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]),
+            // Sent together with COMMIT (the connection pipelines): one round trip for all of them.
+            for (const [statement, values] of write.events.length === 0
+              ? []
+              : this.#appendStatements(write.events)) {
+              defer(this.#exec(client, statement, values));
+            }
+            defer(this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]));
+            defer(
               this.#exec(client, S.setUsage, [
                 id,
                 enc(already),
@@ -1225,8 +1418,7 @@ export class PostgresStore implements Store {
                 fillPpm,
                 nowMs,
               ]),
-            ];
-            await Promise.all(sent);
+            );
             appended = write.events.length > 0;
           }
           return outcome;

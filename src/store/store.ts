@@ -277,8 +277,17 @@ export interface Store {
   listSubscriptions(nodeSmallId: U64, page?: Page): Promise<NodeSubscription[]>;
   /** Stacks of the node; with minFillFraction, those whose usage / capacity >= it (zero capacity is full). */
   listStacks(nodeSmallId: U64, minFillFraction?: number, page?: Page): Promise<Stack[]>;
-  /** The same stacks as the API's JSON, from each row's ready JSON: no decoding, no serializing. */
-  listStacksJson(nodeSmallId: U64, minFillFraction?: number, page?: Page): Promise<JsonRows>;
+  /**
+   * The same stacks as the API's JSON, from each row's ready JSON: no decoding, no serializing.
+   * seenStacksVersion: the node's stacks topic version the caller read just before; a store may then
+   * answer a list it keeps at that version or later without reading (it shows no less than the caller saw).
+   */
+  listStacksJson(
+    nodeSmallId: U64,
+    minFillFraction?: number,
+    page?: Page,
+    seenStacksVersion?: number,
+  ): Promise<JsonRows>;
   /** Claimed stacks of the node, through settlement tickets and through the confidential-compute path. */
   listClaimedStacks(nodeSmallId: U64, page?: Page): Promise<StackSettlementTicket[]>;
   /** Disputes against the node, by stack then attester; a page starts after a stack (all its disputes). */

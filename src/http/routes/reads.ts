@@ -186,8 +186,8 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
         const key = `stacks:${node}:${fraction ?? ''}:${pageKey(query)}`;
         // The store writes the list's JSON itself, reading only the columns that change once it has
         // listed a stack (KeptStacks): no object per stack, no serializer pass.
-        return sendCached(request, reply, deps, key, [topics.stacks(node)], async () => {
-          const rows = await store.listStacksJson(node, fraction, query);
+        return sendCached(request, reply, deps, key, [topics.stacks(node)], async ([version]) => {
+          const rows = await store.listStacksJson(node, fraction, query, version);
           return rows.more && rows.last !== null
             ? { body: rows.body, headers: { link: nextLink(request, rows.last) } }
             : { body: rows.body };
