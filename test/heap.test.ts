@@ -13,17 +13,24 @@ const TENURED = /=> tenure\b/g;
 
 describe('the daemon keeps request objects young (allocation-site pretenuring off)', () => {
   it('V8 pretenures the fixture sites in a plain process (the check can see it)', async () => {
-    const child = spawn(process.execPath, ['--trace-pretenuring-statistics', '--import', FIXTURE, '-e', ''], {
-      env: cleanEnv({ SURVIVORS_NOW: '1' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const done = await waitExit(child);
-    assert.equal(done.code, 0, done.stderr);
-    assert.match(done.stderr, /survivors: done/);
-    assert.ok(
-      (done.stdout.match(TENURED) ?? []).length > 0,
-      'V8 pretenured no site: the fixture no longer provokes it',
-    );
+    // Whether V8 decides within the run depends a little on timing (a busy machine once gave none in 10
+    // runs): a few tries.
+    let tenured = 0;
+    for (let attempt = 0; attempt < 3 && tenured === 0; attempt++) {
+      const child = spawn(
+        process.execPath,
+        ['--trace-pretenuring-statistics', '--import', FIXTURE, '-e', ''],
+        {
+          env: cleanEnv({ SURVIVORS_NOW: '1' }),
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      const done = await waitExit(child);
+      assert.equal(done.code, 0, done.stderr);
+      assert.match(done.stderr, /survivors: done/);
+      tenured = (done.stdout.match(TENURED) ?? []).length;
+    }
+    assert.ok(tenured > 0, 'V8 pretenured no site: the fixture no longer provokes it');
   });
 
   it('a started daemon pretenures nothing, whatever survives', async () => {
