@@ -1100,6 +1100,11 @@ describe('Sui adapter: reads and events', () => {
         parsedJsonFromBcs(`${w.double.packageId}::db::StackTrySettleEvent`, encoded.slice(1)),
         undefined,
       );
+      // Bytes left over: a longer event than this layout reads is not this event.
+      assert.equal(
+        parsedJsonFromBcs(`${w.double.packageId}::db::StackTrySettleEvent`, new Uint8Array([...encoded, 0])),
+        undefined,
+      );
       // The layout is the contract's field order: NodeRegisteredEvent is a 32-byte id then a u64.
       const nodeEvent = DB_EVENT_LAYOUTS.NodeRegisteredEvent!.serialize({
         badge_id: `0x${'ab'.repeat(32)}`,

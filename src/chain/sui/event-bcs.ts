@@ -1,3 +1,4 @@
+import { BcsReader } from '@mysten/bcs';
 import { bcs } from '@mysten/sui/bcs';
 
 /**
@@ -20,6 +21,7 @@ const ascii = bcs.string();
 /** What the adapter (parse) and the test double (serialize, from parsedJson) need of a layout. */
 export interface EventLayout {
   parse(bytes: Uint8Array): Record<string, unknown>;
+  read(reader: BcsReader): Record<string, unknown>;
   serialize(value: never): { toBytes(): Uint8Array };
 }
 
@@ -147,10 +149,15 @@ export function parsedJsonFromBcs(type: string, contents: Uint8Array): Record<st
     : undefined;
   if (!layout || !/::db::/.test(type)) return undefined;
   try {
-    const value = layout.parse(contents);
-    // A layout that consumed fewer bytes than the event holds is not this event's layout.
-    if (layout.serialize(value as never).toBytes().length !== contents.length) return undefined;
-    return value;
+    const reader = new BcsReader(contents);
+    const value = layout.read(reader);
+    // A layout that consumed fewer bytes than the event holds is not this event's layout. The reader's
+    // position says how many it consumed (a field its types call private); serializing the value again to
+    // measure it, the fallback, cost more than parsing it.
+    const consumed = (reader as unknown as { bytePosition?: unknown }).bytePosition;
+    const length =
+      typeof consumed === 'number' ? consumed : layout.serialize(value as never).toBytes().length;
+    return length === contents.length ? value : undefined;
   } catch {
     return undefined;
   }
