@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import type { EventPage, EventSource } from '../src/chain/chain.ts';
+import { catchUp } from '../src/indexer/run.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+import { captureLogger } from './helpers/capture-log.ts';
+import { event, history, inner, type SuiEventJson } from './helpers/sui-events.ts';
+import { tempDir } from './helpers/tmp.ts';
+
+/**
+ * TEST DOUBLE of the chain (the outside boundary): a source that answers its events as one page at the
+ * head, at once, with no I/O. With it, any turn of the event loop during catchUp is one catchUp gave.
+ */
+function headSource(events: SuiEventJson[]): EventSource {
+  return {
+    id: 'test:head',
+    readPage: async (cursor): Promise<EventPage> =>
+      cursor === 'end'
+        ? { events: [], nextCursor: 'end', hasMore: false }
+        : {
+            events: events.map((raw, i) => ({ position: `test:${i + 1}`, raw })),
+            nextCursor: 'end',
+            hasMore: false,
+          },
+  };
+}
+
+/** Turns of the event loop while `until` is pending (a chain of setImmediate callbacks). */
+function loopTurns(): { stop(): number } {
+  let turns = 0;
+  let done = false;
+  const tick = () => {
+    if (done) return;
+    turns += 1;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  return {
+    stop() {
+      done = true;
+      return turns;
+    },
+  };
+}
+
+/** What a store shows of the history: every node's stacks and claimed stacks, and its node events. */
+async function shown(store: SqliteStore) {
+  const nodes = [];
+  for (let n = 1; n <= 20; n++) {
+    nodes.push({ stacks: await store.listStacks(n), claimed: await store.listClaimedStacks(n) });
+  }
+  const events = (await store.listNodeEvents({ after: 0, limit: 100_000, nodes: null, types: null })).map(
+    ({ type, node_small_id, other_node_small_id, data }) => ({
+      type,
+      node_small_id,
+      other_node_small_id,
+      data,
+    }),
+  );
+  return { nodes, events };
+}
+
+describe('the live indexer at the head', () => {
+  const stores: SqliteStore[] = [];
+  const removals: (() => Promise<void>)[] = [];
+  const open = (dir?: string) => {
+    const tmp = dir === undefined ? tempDir() : undefined;
+    if (tmp) removals.push(tmp.remove);
+    const store = new SqliteStore({ dataDir: dir ?? tmp!.dir });
+    stores.push(store);
+    return { store, dir: dir ?? tmp!.dir };
+  };
+  let log: ReturnType<typeof captureLogger>;
+  beforeEach(() => {
+    log = captureLogger();
+  });
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close().catch(() => undefined);
+    for (const remove of removals.splice(0)) await remove();
+  });
+
+  it('applies a head batch in short transactions, answering the loop between them, to the same result', async () => {
+    const events = history(300);
+    const whole = open().store;
+    let turns = loopTurns();
+    await catchUp(whole, headSource(events), log.logger);
+    assert.equal(turns.stop(), 0, 'one transaction: catchUp never gave the loop a turn');
+
+    const chunked = open().store;
+    turns = loopTurns();
+    const progress = await catchUp(chunked, headSource(events), log.logger, { headChunkEvents: 50 });
+    const given = turns.stop();
+    assert.ok(given >= Math.ceil(events.length / 50) - 1, `${given} turns for ${events.length} events`);
+    assert.equal(progress.totals.applied, events.length);
+    assert.equal(progress.totals.duplicate, 0);
+    assert.equal((await chunked.getCursor('test:head'))?.cursor, 'end');
+    assert.deepEqual(await shown(chunked), await shown(whole));
+  });
+
+  it("never cuts between one transaction's events: a claim of three stacks stays one node event", async () => {
+    // history(60): node 2 has stacks 1, 21 and 41. One transaction claims all three.
+    const events = history(60);
+    const claims = [1, 21, 41].map((s, seq) =>
+      event(
+        'ClaimedStackEvent',
+        {
+          stack_small_id: inner(s),
+          selected_node_id: inner(2),
+          num_claimed_compute_units: '100',
+          user_refund_amount: '1',
+        },
+        { tx: 'claim-of-three', seq },
+      ),
+    );
+    // A cut every 40 events would fall between the claim's second and third events.
+    const batch = [...events.slice(0, 38), ...claims, ...events.slice(38)];
+    const claimsOfNode2 = async (store: SqliteStore) =>
+      (await store.listNodeEvents({ after: 0, limit: 10_000, nodes: [2], types: ['funds_claimed'] })).map(
+        (e) => (JSON.parse(e.data) as { stack_small_ids: unknown[] }).stack_small_ids,
+      );
+    const chunked = open().store;
+    const turns = loopTurns();
+    await catchUp(chunked, headSource(batch), log.logger, { headChunkEvents: 40 });
+    assert.ok(turns.stop() >= 2, 'the batch went in several transactions');
+    assert.deepEqual(await claimsOfNode2(chunked), [[1, 21, 41]]);
+    const whole = open().store;
+    await catchUp(whole, headSource(batch), log.logger);
+    assert.deepEqual(await shown(chunked), await shown(whole));
+  });
+
+  it('resumes exactly after a stop between two of its transactions: the applied ones are duplicates', async () => {
+    const events = history(100);
+    const reference = open().store;
+    await catchUp(reference, headSource(events), log.logger);
+
+    const first = open();
+    // The first turn the loop gets is the one catchUp gives after its first transaction: the store goes
+    // away there, as in a crash, and the next transaction fails.
+    setImmediate(() => void first.store.close());
+    await assert.rejects(catchUp(first.store, headSource(events), log.logger, { headChunkEvents: 40 }));
+    const again = open(first.dir).store;
+    assert.equal((await again.getCursor('test:head'))?.cursor, null, 'the cursor stays before the batch');
+    const progress = await catchUp(again, headSource(events), log.logger, { headChunkEvents: 40 });
+    assert.ok(
+      progress.totals.duplicate >= 1 && progress.totals.duplicate <= 40,
+      `${progress.totals.duplicate}`,
+    );
+    assert.equal(progress.totals.applied + progress.totals.duplicate, events.length);
+    assert.deepEqual(await shown(again), await shown(reference));
+  });
+});
