@@ -103,7 +103,16 @@ export class EventFactory {
     return bcs;
   }
 
+  /**
+   * One event as a source hands it over: parsed from JSON. The round trip matters for what the indexer is
+   * measured on: the strings built here (digests, ids, the type) are V8 cons strings, which the indexer
+   * would pay to flatten on first reading (about 1.5 us an event), where JSON.parse gives flat ones.
+   */
   event(kind: string, parsedJson: Record<string, unknown>, bcsBytes: number, sender?: string): unknown {
+    return JSON.parse(JSON.stringify(this.#event(kind, parsedJson, bcsBytes, sender)));
+  }
+
+  #event(kind: string, parsedJson: Record<string, unknown>, bcsBytes: number, sender?: string): unknown {
     return {
       id: { txDigest: this.#digest(), eventSeq: '0' },
       packageId: PACKAGE_ID,

@@ -4,6 +4,7 @@ import { U64_MAX } from '../src/internal/u64.ts';
 import { abortName, dbErrorCode, dbErrorName, EBASE } from '../src/protocol/aborts.ts';
 import { U64ArithmeticError } from '../src/protocol/arithmetic.ts';
 import { DEFAULT_PARAMETERS, SecurityLevel } from '../src/protocol/constants.ts';
+import { decodePayload } from '../src/protocol/events.ts';
 import {
   attesterReward,
   stackFeeAmount,
@@ -158,5 +159,54 @@ describe('protocol: abort codes (contracts.md §2.21)', () => {
     assert.equal(abortName('balance', 2), 'ENotEnough');
     assert.equal(abortName('dynamic_field', 1), 'EFieldDoesNotExist');
     assert.equal(abortName('other', 1), 'unknown');
+  });
+});
+
+describe('protocol: event payloads', () => {
+  const stack = (changes: Record<string, unknown>) => ({
+    stack_id: `0x${'ab'.repeat(32)}`,
+    stack_small_id: { inner: '7' },
+    owner: `0x${'cd'.repeat(32)}`,
+    task_small_id: { inner: '2' },
+    selected_node_id: { inner: '3' },
+    num_compute_units: '1000',
+    price_per_one_million_compute_units: '18446744073709551615',
+    ...changes,
+  });
+
+  it('takes ids as Sui prints them as they are, and normalises the other forms', () => {
+    const canonical = decodePayload('StackCreatedEvent', stack({})).payload as Record<string, unknown>;
+    assert.equal(canonical.stack_id, `0x${'ab'.repeat(32)}`);
+    assert.equal(canonical.price_per_one_million_compute_units, U64_MAX);
+    const other = decodePayload(
+      'StackCreatedEvent',
+      stack({ stack_id: '0xAB', owner: `0x${'CD'.repeat(32)}` }),
+    ).payload as Record<string, unknown>;
+    assert.equal(other.stack_id, `0x${'0'.repeat(62)}ab`);
+    assert.equal(other.owner, `0x${'cd'.repeat(32)}`);
+  });
+
+  it('reads small ids in every accepted form, and names the field of a bad one', () => {
+    const forms = [{ inner: '7' }, { inner: 7 }, { inner: '9007199254740993' }];
+    assert.deepEqual(
+      forms.map(
+        (id) =>
+          (
+            decodePayload('StackCreatedEvent', stack({ stack_small_id: id })).payload as {
+              stack_small_id: unknown;
+            }
+          ).stack_small_id,
+      ),
+      [7, 7, 9007199254740993n],
+    );
+    for (const [id, message] of [
+      [{ inner: '-1' }, /^\$\.parsedJson\.stack_small_id\.inner: expected a u64/],
+      [{ inner: '18446744073709551616' }, /^\$\.parsedJson\.stack_small_id\.inner: expected a u64/],
+      [['7'], /^\$\.parsedJson\.stack_small_id: expected an object/],
+      ['7', /^\$\.parsedJson\.stack_small_id: expected an object/],
+      [{ id: '7' }, /^\$\.parsedJson\.stack_small_id\.inner: expected a u64/],
+    ] as const) {
+      assert.throws(() => decodePayload('StackCreatedEvent', stack({ stack_small_id: id })), { message });
+    }
   });
 });

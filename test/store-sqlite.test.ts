@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AUTOPILOT_QUERIES, SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import { WalCheckpointer } from '../src/store/sqlite-checkpointer.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
@@ -175,6 +177,62 @@ describe('sqlite store', () => {
     assert.deepEqual({ ...row }, { p: '18446744073709551615', tp: 'text', tm: 'integer' });
     db.close();
     await store.close();
+    await remove();
+  });
+
+  it('checkpoints the WAL from a worker thread once it passes the threshold, not in a commit', async () => {
+    const { dir, remove } = tempDir();
+    const store = new SqliteStore({ dataDir: dir, checkpointWalBytes: 64 * 1024 });
+    const file = `${dir}/${SQLITE_FILE}`;
+    const before = statSync(file).size;
+    // About 1 MB of node events over ten transactions: the WAL passes 64 KB many times over, never the
+    // writer's own threshold (its automatic checkpoint would put the pages in the file too).
+    for (let i = 0; i < 10; i++) {
+      await store.appendNodeEvents(
+        Array.from({ length: 25 }, (_, j) => ({
+          type: 'task_added' as const,
+          node_small_id: null,
+          data: { note: `${i}:${j}:${'x'.repeat(4000)}` },
+        })),
+      );
+    }
+    // Only a checkpoint writes pages into the database file itself; the worker's runs beside the writer.
+    for (let waited = 0; statSync(file).size < before + 512 * 1024 && waited < 10_000; waited += 20) {
+      await sleep(20);
+    }
+    assert.ok(statSync(file).size >= before + 512 * 1024, `database file ${statSync(file).size} bytes`);
+    assert.equal(
+      (await store.listNodeEvents({ after: 0, limit: 1000, nodes: null, types: null })).length,
+      250,
+    );
+    await store.close();
+    // Everything survives a reopen, and the worker ended with the store.
+    const again = new SqliteStore({ dataDir: dir });
+    assert.equal(
+      (await again.listNodeEvents({ after: 0, limit: 1000, nodes: null, types: null })).length,
+      250,
+    );
+    await again.close();
+    await remove();
+  });
+
+  it('gives checkpoints back to the writer when the worker cannot open the database', async () => {
+    const { dir, remove } = tempDir();
+    // A directory where the database file should be: the worker's connection fails to open.
+    const file = `${dir}/not-a-database`;
+    mkdirSync(file);
+    writeFileSync(`${file}-wal`, Buffer.alloc(4096));
+    let failed = 0;
+    const checkpointer = new WalCheckpointer(file, () => failed++, 1024);
+    checkpointer.afterCommit();
+    for (let waited = 0; failed === 0 && waited < 10_000; waited += 20) {
+      await sleep(20);
+      checkpointer.afterCommit();
+    }
+    assert.equal(failed, 1);
+    checkpointer.afterCommit();
+    assert.equal(failed, 1);
+    await checkpointer.close();
     await remove();
   });
 

@@ -1,5 +1,5 @@
 import { isObjectId, normalizeObjectId } from '../internal/formats.ts';
-import { toU64, type U64 } from '../internal/u64.ts';
+import { parseU64, toU64, type U64 } from '../internal/u64.ts';
 
 /**
  * The Atoma `db` module's events (contracts.md §2.22), as the chain delivers them, decoded field by field.
@@ -45,8 +45,12 @@ function uint(bits: 8 | 16): Codec<number> {
   };
 }
 
+/** An id already in the form Sui prints, which needs no normalising: what a fullnode sends. */
+const CANONICAL_ID = /^0x[0-9a-f]{64}$/;
+
 /** Object IDs and addresses, normalised to 0x + 64 lower-case hex digits, as Sui prints them. */
 const address: Codec<string> = (value, path) => {
+  if (typeof value === 'string' && value.length === 66 && CANONICAL_ID.test(value)) return value;
   if (!isObjectId(value)) throw new MalformedEventError(path, 'a 0x-prefixed hex id', value);
   return normalizeObjectId(value);
 };
@@ -109,7 +113,14 @@ function vector<T>(codec: Codec<T>): Codec<T[]> {
   };
 }
 
-const smallId = wrapped('inner', u64);
+const smallIdChecked = wrapped('inner', u64);
+/** A small id ({ inner: "7" }): read at once when it is well formed, else checked field by field. */
+const smallId: Codec<U64> = (value, path) => {
+  const inner =
+    typeof value === 'object' && value !== null ? (value as { inner?: unknown }).inner : undefined;
+  const parsed = typeof inner === 'string' ? parseU64(inner) : undefined;
+  return parsed ?? smallIdChecked(value, path);
+};
 
 /** The payload of every event the indexer applies, field by field, in the contract's declaration order. */
 const SHAPES = {
@@ -268,10 +279,19 @@ export function isEventName(name: string): name is EventName {
 /** Decodes parsedJson of a known event; throws MalformedEventError naming the first bad field. */
 export function decodePayload(name: EventName, parsedJson: unknown): DecodedEvent {
   const json = object(parsedJson, '$.parsedJson');
-  const shape = SHAPES[name] as Record<string, Codec<unknown>>;
   const payload: Record<string, unknown> = {};
-  for (const field in shape) {
-    payload[field] = shape[field]!(json[field], `$.parsedJson.${field}`);
-  }
+  for (const { field, codec, path } of FIELDS[name]) payload[field] = codec(json[field], path);
   return { name, payload } as DecodedEvent;
 }
+
+/** Each event's fields in declaration order, with their codec and their JSON path made once. */
+const FIELDS = Object.fromEntries(
+  Object.entries(SHAPES).map(([name, shape]) => [
+    name,
+    Object.entries(shape as Record<string, Codec<unknown>>).map(([field, codec]) => ({
+      field,
+      codec,
+      path: `$.parsedJson.${field}`,
+    })),
+  ]),
+) as Record<EventName, { field: string; codec: Codec<unknown>; path: string }[]>;

@@ -49,6 +49,7 @@ import {
   TICKET_COLUMNS,
   usageChange,
 } from './rows.ts';
+import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.ts';
 import type {
   Attestation,
   AttestationOutcome,
@@ -98,6 +99,8 @@ interface NodeList {
   index: Map<string, number>;
   list: ListBody;
 }
+/** SQLite's automatic checkpoint threshold, in WAL pages, where a commit checkpoints itself. */
+const AUTOCHECKPOINT_PAGES = 10_000;
 /** Node events inserted per statement (5 parameters each). */
 const NODE_EVENT_CHUNK = 100;
 
@@ -170,6 +173,8 @@ function migrate(db: DatabaseSync): number {
 export interface SqliteStoreOptions {
   /** Directory of the database file; created (mode 0700) when missing. */
   dataDir: string;
+  /** The WAL size, in bytes, at which a worker thread checkpoints it (default ~40 MB; tests use less). */
+  checkpointWalBytes?: number;
 }
 
 /**
@@ -207,6 +212,8 @@ export class SqliteStore implements Store {
   /** Node events were recorded in the open transaction: tell the listeners once it commits. */
   #appended = false;
   readonly #nodeEvents = new Listeners();
+  /** Checkpoints the WAL from a worker thread, so that no COMMIT waits for one (sqlite-checkpointer.ts). */
+  readonly #checkpointer: WalCheckpointer;
 
   constructor(options: SqliteStoreOptions) {
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
@@ -215,9 +222,18 @@ export class SqliteStore implements Store {
       this.#writer = openConnection(this.location);
       this.migrationsApplied = migrate(this.#writer);
       this.#reader = openConnection(this.location);
+      this.#writer.exec(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
     } catch (error) {
       throw fromSqliteError(error);
     }
+    this.#checkpointer = new WalCheckpointer(
+      this.location,
+      () => {
+        // The worker is gone: the writer checkpoints in its commits again, as SQLite does by default.
+        if (!this.#closed) this.#writer.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+      },
+      options.checkpointWalBytes,
+    );
     this.#w = prepareWrites(this.#writer);
     this.#r = prepareReads(this.#reader);
     // The stack lists as rows of values (arrays), for the JSON built straight from them; and the same
@@ -279,6 +295,7 @@ export class SqliteStore implements Store {
             this.#logChange(topic, version, this.#rowChange.get(topic));
         });
         this.#version = undefined;
+        this.#checkpointer.afterCommit();
         if (this.#appended) this.#nodeEvents.emit();
         return result;
       } catch (error) {
@@ -1002,6 +1019,7 @@ export class SqliteStore implements Store {
     if (this.#closed) return;
     await this.#queue;
     this.#closed = true;
+    await this.#checkpointer.close();
     this.#reader.close();
     this.#writer.exec('PRAGMA optimize');
     this.#writer.close();
@@ -1015,9 +1033,12 @@ function openConnection(file: string): DatabaseSync {
   // the newest commits, which the indexer then re-reads from its (equally old) cursor.
   db.exec('PRAGMA synchronous = NORMAL');
   // A 64 MB page cache, and checkpoints every ~40 MB of WAL rather than 4 MB: fewer re-reads and
-  // fsyncs while the indexer catches up (the WAL still commits each transaction atomically).
+  // fsyncs while the indexer catches up (the WAL still commits each transaction atomically). The writer
+  // leaves them to a worker thread (WalCheckpointer) while it can.
   db.exec('PRAGMA cache_size = -65536');
-  db.exec('PRAGMA wal_autocheckpoint = 10000');
+  // The WAL file is truncated when it starts over, so its size says how much it holds (WalCheckpointer).
+  db.exec('PRAGMA journal_size_limit = 0');
+  db.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   return db;
 }
 
