@@ -31,9 +31,11 @@ import {
   fragmentAt,
   idList,
   joinFragments,
+  KeptLists,
   KeptStacks,
   type ListBody,
   lastIdOf,
+  listIndex,
   parseIdList,
   patchBody,
   restated,
@@ -86,8 +88,6 @@ const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 const WAITING_ROWS = 1000;
 /** How often a lease's session is pinged, so a connection that silently died is noticed. */
 const LEASE_HEARTBEAT_MS = 5000;
-/** Stacks of the whole lists kept between reads, over all nodes (see #nodeList): about 100 MB at most. */
-const NODE_LIST_STACKS = 200_000;
 
 /**
  * A node's whole stack list as kept between reads (see #nodeList), and the snapshot it shows: every stack
@@ -671,9 +671,7 @@ export class PostgresStore implements Store {
   /** The JSON of the stacks already listed, encoded, with the values it shows (see KeptStacks). */
   readonly #keptStacks = new KeptStacks();
   /** Each listed node's whole stack list, encoded, with the snapshot it shows (see #nodeList). */
-  readonly #nodeLists = new Map<string, NodeList>();
-  /** Stacks in #nodeLists, bounded by NODE_LIST_STACKS. */
-  #nodeListStacks = 0;
+  readonly #nodeLists = new KeptLists<NodeList>();
   /** The session that LISTENs for other processes' node events, once someone listens. */
   #listener: Promise<void> | undefined;
 
@@ -1246,8 +1244,7 @@ export class PostgresStore implements Store {
     const kept = this.#nodeLists.get(topic);
     if (kept !== undefined && seenVersion !== undefined && kept.version >= seenVersion) {
       // The list shows at least the version the caller read before asking: nothing to read.
-      this.#nodeLists.delete(topic);
-      this.#nodeLists.set(topic, kept);
+      this.#nodeLists.keep(topic, kept);
       return kept;
     }
     const found =
@@ -1259,7 +1256,7 @@ export class PostgresStore implements Store {
     const rows = head[4] === null ? [] : found.map((r) => r.slice(3));
     if (kept !== undefined && removed !== kept.removed) {
       // Rows may have left the list, which no row read says: read it whole.
-      this.#forget(topic);
+      this.#nodeLists.forget(topic);
       return this.#nodeList(node, undefined);
     }
     const list =
@@ -1268,7 +1265,7 @@ export class PostgresStore implements Store {
         : this.#patchedList(kept, snapshot, version, rows);
     // Concurrent reads may finish out of order: keep the newest.
     const current = this.#nodeLists.get(topic);
-    if (current === undefined || current.version <= list.version) this.#keep(topic, list);
+    if (current === undefined || current.version <= list.version) this.#nodeLists.keep(topic, list);
     return list;
   }
 
@@ -1280,7 +1277,7 @@ export class PostgresStore implements Store {
       version,
       removed,
       state,
-      index: new Map(state.map((r, i) => [digitsOf(r[0]), i])),
+      index: listIndex(state),
       list: joinFragments(rows.map(stackFragment)),
     };
   }
@@ -1327,27 +1324,9 @@ export class PostgresStore implements Store {
     return {
       ...base,
       state,
-      index: new Map(state.map((r, i) => [digitsOf(r[0]), i])),
+      index: listIndex(state),
       list: joinFragments(parts),
     };
-  }
-
-  /** Keeps a node's list, the least recently read ones dropped past NODE_LIST_STACKS. */
-  #keep(topic: string, list: NodeList): void {
-    this.#forget(topic);
-    this.#nodeLists.set(topic, list);
-    this.#nodeListStacks += list.state.length;
-    for (const oldest of this.#nodeLists.keys()) {
-      if (this.#nodeListStacks <= NODE_LIST_STACKS || oldest === topic) break;
-      this.#forget(oldest);
-    }
-  }
-
-  #forget(topic: string): void {
-    const old = this.#nodeLists.get(topic);
-    if (old === undefined) return;
-    this.#nodeLists.delete(topic);
-    this.#nodeListStacks -= old.state.length;
   }
 
   /** A read whose rows come as arrays of values. */

@@ -462,6 +462,45 @@ function withState(
   return out;
 }
 
+/** Each stack's place in a list of STACK_STATE_COLUMNS rows, by its small id's digits. */
+export function listIndex(state: readonly unknown[][]): Map<string, number> {
+  return new Map(state.map((r, i) => [digitsOf(r[0]), i]));
+}
+
+/**
+ * Nodes' whole stack lists kept between reads, by topic, bounded by their stacks over all nodes (about
+ * 100 MB at NODE_LIST_STACKS): past the bound the ones kept longest ago are dropped first.
+ */
+export class KeptLists<L extends { state: readonly unknown[] }> {
+  readonly #lists = new Map<string, L>();
+  #stacks = 0;
+
+  get(topic: string): L | undefined {
+    return this.#lists.get(topic);
+  }
+
+  /** Keeps (or keeps again, as the newest) a topic's list, dropping the oldest past the bound. */
+  keep(topic: string, list: L): void {
+    this.forget(topic);
+    this.#lists.set(topic, list);
+    this.#stacks += list.state.length;
+    for (const oldest of this.#lists.keys()) {
+      if (this.#stacks <= NODE_LIST_STACKS || oldest === topic) break;
+      this.forget(oldest);
+    }
+  }
+
+  forget(topic: string): void {
+    const old = this.#lists.get(topic);
+    if (old === undefined) return;
+    this.#lists.delete(topic);
+    this.#stacks -= old.state.length;
+  }
+}
+
+/** Stacks of the whole lists kept between reads, over all nodes (KeptLists): about 100 MB at most. */
+const NODE_LIST_STACKS = 200_000;
+
 /** The small id of a list's last row (STACK_STATE_COLUMNS rows, `count` of them listed), or null. */
 export function lastIdOf(state: readonly unknown[][], count: number): U64 | null {
   const last = count > 0 ? state[count - 1]![0] : null;

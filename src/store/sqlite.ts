@@ -32,9 +32,11 @@ import {
   fragmentAt,
   idList,
   joinFragments,
+  KeptLists,
   KeptStacks,
   type ListBody,
   lastIdOf,
+  listIndex,
   parseIdList,
   patchBody,
   restated,
@@ -84,8 +86,6 @@ export const SQLITE_FILE = 'node-daemon.sqlite';
 const MIGRATIONS_DIR = new URL('./migrations/sqlite/', import.meta.url);
 /** Versions of a node's stacks topic whose usage-report changes are remembered (see #changeLog). */
 const CHANGE_LOG_VERSIONS = 4096;
-/** Stacks of the whole lists kept between reads, over all nodes (see #nodeLists): about 100 MB at most. */
-const NODE_LIST_STACKS = 200_000;
 /** Stacks new to a kept list read one by one; more than this, the node's whole rows are read. */
 const NEW_STACKS_BY_ID = 16;
 
@@ -206,9 +206,7 @@ export class SqliteStore implements Store {
    */
   readonly #changeLog = new Map<string, Map<number, string>>();
   /** Each listed node's whole stack list, encoded, with the topic version it shows (see #nodeList). */
-  readonly #nodeLists = new Map<string, NodeList>();
-  /** Stacks in #nodeLists, bounded by NODE_LIST_STACKS. */
-  #nodeListStacks = 0;
+  readonly #nodeLists = new KeptLists<NodeList>();
   /** Node events were recorded in the open transaction: tell the listeners once it commits. */
   #appended = false;
   readonly #nodeEvents = new Listeners();
@@ -680,18 +678,10 @@ export class SqliteStore implements Store {
     const list: NodeList = {
       version,
       state,
-      index: new Map(state.map((r, i) => [digitsOf(r[0]), i])),
+      index: listIndex(state),
       list: joinFragments(parts),
     };
-    if (old !== undefined) this.#nodeListStacks -= old.state.length;
-    this.#nodeLists.delete(topic);
-    this.#nodeLists.set(topic, list);
-    this.#nodeListStacks += state.length;
-    for (const [oldest, value] of this.#nodeLists) {
-      if (this.#nodeListStacks <= NODE_LIST_STACKS || oldest === topic) break;
-      this.#nodeLists.delete(oldest);
-      this.#nodeListStacks -= value.state.length;
-    }
+    this.#nodeLists.keep(topic, list);
     return list;
   }
 
