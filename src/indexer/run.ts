@@ -88,15 +88,14 @@ export async function catchUp(
       // answered between them. Each but the last keeps the cursor where it was: after a crash the page is
       // read again and the events already applied are skipped as duplicates (their keys are claimed).
       const chunks = batch.hasMore ? [batch.events] : headChunks(batch.events, options.headChunkEvents);
-      for (const [i, events] of chunks.entries()) {
-        if (i === chunks.length - 1) break;
+      for (const events of chunks.slice(0, -1)) {
         addCounts(
           progress.totals,
           await applyPage(store, source.id, { events, nextCursor: progress.cursor, hasMore: true }, log),
         );
         await new Promise((resolve) => setImmediate(resolve));
       }
-      if (chunks.length > 1) batch.events = chunks.at(-1)!;
+      batch.events = chunks.at(-1)!;
       addCounts(progress.totals, await applyPage(store, source.id, batch, log));
       known = { epoch: batch.epoch ?? known.epoch, parameters: batch.parameters ?? known.parameters };
       progress.pages += 1;
