@@ -341,6 +341,48 @@ describe('the response cache', () => {
   });
 });
 
+describe('the response cache budget', () => {
+  const entry = (name: string) => ({
+    body: Buffer.alloc(100, name),
+    etag: `"${name}"`,
+    topics: [],
+    versions: [],
+    checked: '0',
+    headers: {},
+    used: false,
+  });
+  const kept = (cache: ResponseCache) =>
+    ['a', 'b', 'c', 'd', 'e'].filter((key) => cache.get(key) !== undefined).join('');
+
+  it('evicts the entry used least recently, and never the one it is keeping', () => {
+    const cache = new ResponseCache(300);
+    for (const key of ['a', 'b', 'c']) cache.set(key, entry(key));
+    cache.set('d', entry('d')); // nothing read yet: the oldest, a, goes
+    cache.get('b');
+    cache.set('e', entry('e')); // b was read since: c goes, not b
+    // (get marks what it finds, so the keys are looked at only now)
+    assert.equal(kept(cache), 'bde');
+
+    const small = new ResponseCache(250);
+    small.set('a', entry('a'));
+    small.get('a');
+    small.set('b', entry('b'));
+    small.get('b');
+    small.set('c', entry('c'));
+    assert.equal(kept(small), 'bc', 'within 250 bytes: the two newest, and c itself always');
+  });
+
+  it('replaces a key in place of its old body, within the budget', () => {
+    const cache = new ResponseCache(200);
+    cache.set('a', entry('a'));
+    cache.set('b', entry('b'));
+    const newer = { ...entry('a'), etag: '"a2"' };
+    cache.set('a', newer);
+    assert.equal(cache.get('a'), newer);
+    assert.equal(cache.get('b')?.etag, '"b"', 'replacing a did not count its old body twice');
+  });
+});
+
 describe('one load shared by concurrent misses', () => {
   it('is never handed to a request that saw a commit the load may not have seen', async () => {
     const dir = tempDir();

@@ -27,6 +27,8 @@ interface Entry {
   checked: string;
   /** Headers that go with the body (a page's Link). */
   headers: Record<string, string>;
+  /** Used since eviction last passed over it (ResponseCache.set). */
+  used: boolean;
 }
 
 /** A read's body: loaded from the store and serialized, with headers that depend on it. */
@@ -60,25 +62,41 @@ export class ResponseCache {
     return this.#maxBytes > 0;
   }
 
+  /**
+   * The entry kept for `key`. A hit only marks it used: moving it to the Map's end on every hit (a delete
+   * and a set, thousands a second) kept every replaced body alive until a full collection (see `set`).
+   */
   get(key: string): Entry | undefined {
     const entry = this.#entries.get(key);
-    if (entry !== undefined) {
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
-    }
+    if (entry !== undefined) entry.used = true;
     return entry;
   }
 
+  /**
+   * Keeps `entry` under `key`, then evicts until the cache fits its budget: oldest first, but an entry used
+   * since it was last passed over gets a second chance at the end (the CLOCK approximation of least
+   * recently used). The Map is reordered only when something is evicted, not on every hit: under 50 readers
+   * a reorder per hit rewrote the Map's table thousands of times a second, and each 474 KB body an entry
+   * held then outlived every young-generation collection (docs/PERFORMANCE.md, fourth pass).
+   */
   set(key: string, entry: Entry): void {
     if (!this.enabled || entry.body.length > this.#maxBytes) return;
     const old = this.#entries.get(key);
-    if (old !== undefined) this.#bytes -= old.body.length;
+    if (old !== undefined) {
+      this.#bytes -= old.body.length;
+      this.#entries.delete(key);
+    }
     this.#entries.set(key, entry);
+    entry.used = true;
     this.#bytes += entry.body.length;
+    if (this.#bytes <= this.#maxBytes) return;
     for (const [oldest, value] of this.#entries) {
       if (this.#bytes <= this.#maxBytes) break;
       this.#entries.delete(oldest);
-      this.#bytes -= value.body.length;
+      if (value.used) {
+        value.used = false;
+        this.#entries.set(oldest, value);
+      } else this.#bytes -= value.body.length;
     }
   }
 
@@ -198,6 +216,7 @@ export async function sendCached(
         versions,
         checked: version,
         headers: loaded.headers ?? {},
+        used: true,
       };
     });
     cache.set(key, entry);
