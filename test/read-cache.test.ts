@@ -349,7 +349,6 @@ describe('the response cache budget', () => {
     versions: [],
     checked: '0',
     headers: {},
-    used: false,
   });
   const kept = (cache: ResponseCache) =>
     ['a', 'b', 'c', 'd', 'e'].filter((key) => cache.get(key) !== undefined).join('');
@@ -372,7 +371,7 @@ describe('the response cache budget', () => {
     assert.equal(kept(small), 'bc', 'within 250 bytes: the two newest, and c itself always');
   });
 
-  it('replaces a key in place of its old body, within the budget', () => {
+  it("replaces a key's body and counts only the new one against the budget", () => {
     const cache = new ResponseCache(200);
     cache.set('a', entry('a'));
     cache.set('b', entry('b'));

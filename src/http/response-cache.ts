@@ -27,8 +27,8 @@ interface Entry {
   checked: string;
   /** Headers that go with the body (a page's Link). */
   headers: Record<string, string>;
-  /** Used since eviction last passed over it (ResponseCache.set). */
-  used: boolean;
+  /** Used since eviction last passed over it (set and marked by ResponseCache only). */
+  used?: boolean;
 }
 
 /** A read's body: loaded from the store and serialized, with headers that depend on it. */
@@ -89,7 +89,6 @@ export class ResponseCache {
     this.#entries.set(key, entry);
     entry.used = true;
     this.#bytes += entry.body.length;
-    if (this.#bytes <= this.#maxBytes) return;
     for (const [oldest, value] of this.#entries) {
       if (this.#bytes <= this.#maxBytes) break;
       this.#entries.delete(oldest);
@@ -216,7 +215,6 @@ export async function sendCached(
         versions,
         checked: version,
         headers: loaded.headers ?? {},
-        used: true,
       };
     });
     cache.set(key, entry);
