@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import {
   fragmentAt,
   joinFragments,
+  PIECE_OBJECTS,
   patchBody,
   restated,
   sameState,
@@ -24,13 +25,23 @@ const object = (rand: () => number, i: number) =>
   Buffer.from(JSON.stringify({ id: i, pad: 'x'.repeat(Math.floor(rand() * 40)) }));
 
 describe('a kept stack list body', () => {
-  it('joins objects into the JSON array and knows where each starts', () => {
-    for (const n of [0, 1, 2, 7]) {
+  it('joins objects into the JSON array, in pieces, and knows where each is', () => {
+    for (const n of [
+      0,
+      1,
+      2,
+      7,
+      PIECE_OBJECTS - 1,
+      PIECE_OBJECTS,
+      PIECE_OBJECTS + 1,
+      3 * PIECE_OBJECTS + 5,
+    ]) {
       const parts = Array.from({ length: n }, (_, i) => object(random(n), i));
       const list = joinFragments(parts);
-      assert.equal(list.body.toString(), `[${parts.map(String).join(',')}]`);
-      assert.equal(list.starts.length, n + 1);
-      assert.equal(list.starts[n], list.body.length);
+      assert.equal(list.body.toString(), `[${parts.map(String).join(',')}]`, `${n} objects`);
+      assert.equal(list.body.length, list.body.joined().length);
+      assert.equal(list.body.buffers.length, Math.max(1, Math.ceil(n / PIECE_OBJECTS)));
+      assert.equal(list.starts.length, n);
       for (const [i, part] of parts.entries()) assert.deepEqual(fragmentAt(list, i), part);
     }
   });
@@ -38,10 +49,10 @@ describe('a kept stack list body', () => {
   it('patches any set of objects, longer or shorter, as a rebuild would, and leaves the old body alone', () => {
     for (let seed = 1; seed <= 200; seed++) {
       const rand = random(seed);
-      const n = 1 + Math.floor(rand() * 30);
+      const n = 1 + Math.floor(rand() * 4 * PIECE_OBJECTS);
       const parts = Array.from({ length: n }, (_, i) => object(rand, i));
       const list = joinFragments(parts);
-      const before = Buffer.from(list.body);
+      const before = list.body.joined();
       const changes = new Map<number, Buffer>();
       const k = Math.floor(rand() * Math.min(n, 5)) + 1;
       for (let c = 0; c < k; c++) {
@@ -50,9 +61,15 @@ describe('a kept stack list body', () => {
       }
       const patched = patchBody(list, changes);
       const expected = joinFragments(parts.map((part, i) => changes.get(i) ?? part));
-      assert.deepEqual(patched.body, expected.body, `seed ${seed}`);
+      assert.deepEqual(patched.body.joined(), expected.body.joined(), `seed ${seed}`);
       assert.deepEqual(patched.starts, expected.starts, `seed ${seed}`);
-      assert.deepEqual(list.body, before, `seed ${seed}: the old body is unchanged`);
+      assert.deepEqual(patched.ends, expected.ends, `seed ${seed}`);
+      assert.deepEqual(list.body.joined(), before, `seed ${seed}: the old body is unchanged`);
+      // Only the pieces holding a changed object are new bytes; the others are the old ones, shared.
+      const touched = new Set([...changes.keys()].map((i) => Math.floor(i / PIECE_OBJECTS)));
+      for (const [p, buffer] of patched.body.buffers.entries()) {
+        assert.equal(buffer === list.body.buffers[p], !touched.has(p), `seed ${seed}: piece ${p}`);
+      }
     }
   });
 

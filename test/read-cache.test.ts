@@ -8,6 +8,7 @@ import { ResponseCache, sendCached } from '../src/http/response-cache.ts';
 import { stringifyJson } from '../src/internal/json.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { PostgresStore } from '../src/store/postgres.ts';
+import { PIECE_OBJECTS } from '../src/store/rows.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { topics } from '../src/store/store.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
@@ -335,6 +336,61 @@ describe('the response cache', () => {
       const bad = await d.get('/stacks/nodes/1?limit=0');
       assert.equal(bad.statusCode, 400);
       assert.equal((bad.json() as Json).code, 'invalid_parameter');
+    } finally {
+      await d.close();
+    }
+  });
+
+  it("sends a node's whole list, kept in pieces, as the same list sent in one buffer, on a real socket", async () => {
+    const d = await devDaemon({});
+    try {
+      ok(await d.post('/dev/tasks', { role: 0, security_level: 0 }));
+      ok(await d.post('/nodes/register'));
+      ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
+      // More stacks than one piece holds (PIECE_OBJECTS), so that the body is several.
+      for (let i = 0; i < 2 * PIECE_OBJECTS + 3; i++) {
+        ok(
+          await d.post('/dev/stacks', {
+            task_small_id: 1,
+            num_compute_units: 1000,
+            price_per_one_million_compute_units: 2_000_000,
+            selected_node_id: 1,
+          }),
+        );
+      }
+      const origin = await d.app.listen({ host: '127.0.0.1', port: 0 });
+      const served = async () =>
+        (await d.services.metrics.httpRequests.get()).values
+          .filter((v) => v.labels.route === '/stacks/nodes/:node_id' && v.labels.status === 200)
+          .reduce((sum, v) => sum + v.value, 0);
+      const before = await served();
+      // The reference: the stacks as the store lists them, and the headers Fastify sends with a body it
+      // sends itself (the task list, one buffer).
+      const expected = stringifyJson(await d.services.store.listStacks(1));
+      const names = (res: Response) => [...res.headers.keys()];
+      const tasks = await fetch(`${origin}/tasks`);
+      assert.equal(tasks.status, 200);
+      const get = await fetch(`${origin}/stacks/nodes/1`);
+      assert.equal(get.status, 200);
+      assert.equal(await get.text(), expected);
+      assert.equal((JSON.parse(expected) as unknown[]).length, 2 * PIECE_OBJECTS + 3);
+      assert.deepEqual(names(get), names(tasks));
+      for (const name of ['content-type', 'cache-control', 'connection', 'keep-alive']) {
+        assert.equal(get.headers.get(name), tasks.headers.get(name), name);
+      }
+      assert.equal(get.headers.get('content-length'), String(Buffer.byteLength(expected)));
+      assert.match(String(get.headers.get('etag')), /^"[\w-]{27}"$/);
+      // HEAD: the same headers, no body (a keep-alive client would otherwise read it as the next answer).
+      const head = await fetch(`${origin}/stacks/nodes/1`, { method: 'HEAD' });
+      assert.equal(head.status, 200);
+      assert.equal(await head.text(), '');
+      for (const name of ['content-type', 'cache-control', 'content-length', 'etag']) {
+        assert.equal(head.headers.get(name), get.headers.get(name), name);
+      }
+      const again = await fetch(`${origin}/stacks/nodes/1`);
+      assert.equal(await again.text(), expected);
+      // Fastify's onResponse hooks ran for each (the request counter).
+      assert.equal((await served()) - before, 3);
     } finally {
       await d.close();
     }

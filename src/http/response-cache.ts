@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Pieces } from '../internal/pieces.ts';
 import { VERSION } from '../internal/version.ts';
 import type { Store } from '../store/store.ts';
 import type { ReadTurns } from './read-turns.ts';
@@ -19,7 +20,7 @@ import type { ReadTurns } from './read-turns.ts';
  */
 
 interface Entry {
-  body: Buffer;
+  body: Buffer | Pieces;
   etag: string;
   topics: readonly string[];
   versions: readonly number[];
@@ -33,8 +34,8 @@ interface Entry {
 
 /** A read's body: loaded from the store and serialized, with headers that depend on it. */
 export interface Loaded {
-  /** The body, as text or already encoded. */
-  body: string | Buffer;
+  /** The body, as text or already encoded (in pieces: a node's whole stack list). */
+  body: string | Buffer | Pieces;
   headers?: Record<string, string>;
 }
 
@@ -229,5 +230,27 @@ export async function sendCached(
   // Writes first under load (read-turns.ts); from here to the send, nothing awaits.
   if (deps.turns) await deps.turns.turn();
   reply.headers(entry.headers);
-  reply.type('application/json; charset=utf-8').send(entry.body);
+  reply.type('application/json; charset=utf-8');
+  if (entry.body instanceof Pieces) sendPieces(reply, entry.body);
+  else reply.send(entry.body);
+}
+
+/**
+ * Sends a body kept in pieces as one write of all of them (a writev, as Fastify's send of one buffer is):
+ * joining them first would copy the whole body per request. The reply is taken over from Fastify here,
+ * which then runs no onSend hook (the daemon has none) but still its onResponse hooks, on the response's
+ * finish; the headers are the ones set on the reply. Node sends no body for a HEAD request.
+ */
+function sendPieces(reply: FastifyReply, body: Pieces): void {
+  const res = reply.raw;
+  reply.hijack();
+  if (res.destroyed) return;
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) res.setHeader(name, value);
+  }
+  res.setHeader('content-length', body.length);
+  res.writeHead(reply.statusCode);
+  res.cork();
+  for (const buffer of body.buffers) res.write(buffer);
+  res.end();
 }

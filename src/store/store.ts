@@ -1,3 +1,4 @@
+import type { Pieces } from '../internal/pieces.ts';
 import type { U64 } from '../internal/u64.ts';
 import type { ProtocolParameters } from '../protocol/constants.ts';
 import type { Payload } from '../protocol/events.ts';
@@ -104,8 +105,11 @@ export interface Page {
  * past the page's limit.
  */
 export interface JsonRows {
-  /** The JSON array, encoded (UTF-8; in fact ASCII). */
-  body: Buffer;
+  /**
+   * The JSON array, encoded (UTF-8; in fact ASCII): one buffer, or in pieces for a node's whole list (a
+   * usage report replaces one piece).
+   */
+  body: Buffer | Pieces;
   count: number;
   last: U64 | null;
   more: boolean;
