@@ -34,7 +34,7 @@ interface Entry {
 
 /** A read's body: loaded from the store and serialized, with headers that depend on it. */
 export interface Loaded {
-  /** The body, as text or already encoded (in pieces: a node's whole stack list). */
+  /** The body, as text or already encoded (in pieces: a stack list). */
   body: string | Buffer | Pieces;
   headers?: Record<string, string>;
 }

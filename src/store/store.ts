@@ -105,11 +105,8 @@ export interface Page {
  * past the page's limit.
  */
 export interface JsonRows {
-  /**
-   * The JSON array, encoded (UTF-8; in fact ASCII): one buffer, or in pieces for a node's whole list (a
-   * usage report replaces one piece).
-   */
-  body: Buffer | Pieces;
+  /** The JSON array, encoded (UTF-8; in fact ASCII), in pieces (a usage report replaces one: rows.ts). */
+  body: Pieces;
   count: number;
   last: U64 | null;
   more: boolean;
