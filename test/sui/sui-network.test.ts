@@ -1125,6 +1125,36 @@ describe('Sui adapter: reads and events', () => {
     }
   });
 
+  it("asks for the events' JSON rendering only for a page whose contents do not decode", async () => {
+    const w = await world();
+    try {
+      const badge = await register(w);
+      await w.sui.submit({ kind: 'add_node_to_model', badge, model_name: MODEL, echelon_id: 1 });
+      const listings = () =>
+        w.double.requests.filter((r) => r.method === 'ListEvents').map((r) => r.paths.includes('json'));
+      const first = await w.sui.events.readPage(null);
+      assert.deepEqual(listings(), [false], 'every event decodes from its BCS contents: no JSON asked for');
+      assertDecodes(first.events.map((e) => e.raw));
+
+      // After an upgrade that grew NodeSubscribedToModelEvent, its contents no longer read with our layout:
+      // the page is read again with the JSON rendering, which stands in for that event alone.
+      w.double.growContents('NodeSubscribedToModelEvent');
+      const again = await w.sui.events.readPage(null);
+      assert.deepEqual(listings(), [false, false, true]);
+      assert.deepEqual(
+        again.events.map((e) => e.position),
+        first.events.map((e) => e.position),
+      );
+      const parsed = (i: number, page = again) => (page.events[i]!.raw as { parsedJson: unknown }).parsedJson;
+      assert.deepEqual(parsed(0), parsed(0, first), 'the others still decode from their contents');
+      assert.deepEqual(parsed(1), parsed(1, first));
+      assert.deepEqual(parsed(2), parsed(2, first), 'the JSON rendering says what the contents said');
+      assertDecodes(again.events.map((e) => e.raw));
+    } finally {
+      await w.close();
+    }
+  });
+
   it("gives each event its transaction's epoch and each page the chain's, across epoch changes", async () => {
     const w = await world();
     try {

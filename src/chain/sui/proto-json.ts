@@ -69,15 +69,21 @@ export function parseTicket(json: Record<string, unknown>, id: string): ChainTic
   };
 }
 
-/** An event of the event stream (the SDK's listEvents) as SuiEvent JSON. */
-export function listedEventJson(event: SuiClientTypes.EventEntry): Record<string, unknown> {
+/**
+ * An event of the event stream (event-pages.ts) as SuiEvent JSON: `parsed` is its BCS contents decoded
+ * (parsedJsonFromBcs), or undefined when they do not decode and the fullnode's JSON rendering stands in.
+ */
+export function listedEventJson(
+  event: SuiClientTypes.EventEntry,
+  parsed: Record<string, unknown> | undefined,
+): Record<string, unknown> {
   return {
     id: { txDigest: event.transactionDigest, eventSeq: String(event.eventIndex) },
     packageId: event.packageId,
     transactionModule: event.module,
     sender: event.sender,
     type: event.eventType,
-    parsedJson: parsedJsonFromBcs(event.eventType, event.bcs) ?? event.json,
+    parsedJson: parsed ?? event.json,
   };
 }
 

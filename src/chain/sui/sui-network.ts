@@ -34,6 +34,8 @@ import {
 import { decodeExecutionError } from './aborts.ts';
 import { type Connected, checkFullnode, FullnodeConnection, SuiConfigError } from './connection.ts';
 import { EpochIndex, type Head } from './epochs.ts';
+import { parsedJsonFromBcs } from './event-bcs.ts';
+import { listDbEventsPage } from './event-pages.ts';
 import { type CoinRef, GasCoins, type ObjectRef } from './gas-coins.ts';
 import { KeystoreError, loadKeystore } from './keystore.ts';
 import { addMoveCall, type MoveCall, moveCall, RANDOM_ID } from './move-calls.ts';
@@ -393,28 +395,31 @@ export class SuiNetwork implements Chain {
   async #readPage(cursor: string | null): Promise<EventPage> {
     // The indexer backs off between failed reads: each read may check the connection again.
     const { typePackage } = await this.#connection.get(true);
-    const page = await this.#read('list the db events', (signal) =>
-      this.#client.listEvents({
-        // Events whose type the db module declares: the same filter before and after a package upgrade.
-        filter: { eventType: `${typePackage}::db` },
-        limit: EVENT_PAGE_SIZE,
-        ...(cursor === null ? {} : { after: cursor }),
-        signal,
-      }),
-    );
+    // Events whose type the db module declares: the same filter before and after a package upgrade. Their
+    // JSON rendering is asked for only when an event's BCS contents do not decode (event-pages.ts).
+    const list = (json: boolean) =>
+      this.#read('list the db events', (signal) =>
+        listDbEventsPage(this.#client, { typePackage, after: cursor, limit: EVENT_PAGE_SIZE, json, signal }),
+      );
+    let page = await list(false);
+    let parsed = page.events.map((event) => parsedJsonFromBcs(event.eventType, event.bcs));
+    if (parsed.includes(undefined)) {
+      page = await list(true);
+      parsed = page.events.map((event) => parsedJsonFromBcs(event.eventType, event.bcs));
+    }
     const checkpointOf = (event: (typeof page.events)[number]) =>
       event.checkpoint === null ? undefined : BigInt(event.checkpoint);
     const epochs = await this.#epochs.epochsOf(
       page.events.map(checkpointOf).filter((c): c is bigint => c !== undefined),
     );
     let current = (await this.#epochs.head(PAGE_EPOCH_TTL_MS)).epoch;
-    const events = page.events.map((event): RawEvent => {
+    const events = page.events.map((event, i): RawEvent => {
       const checkpoint = checkpointOf(event);
       const epoch = checkpoint === undefined ? undefined : epochs.get(checkpoint);
       if (epoch !== undefined && epoch > current) current = epoch;
       return {
         position: `sui:${event.transactionDigest}:${event.eventIndex}`,
-        raw: listedEventJson(event),
+        raw: listedEventJson(event, parsed[i]),
         epoch: epoch === undefined ? undefined : normalizeU64(epoch),
       };
     });
