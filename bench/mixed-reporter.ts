@@ -5,11 +5,18 @@
 import { Agent, request } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 
-const { origin, token, rate, stacks } = workerData as {
+const {
+  origin,
+  token,
+  rate,
+  stacks,
+  paused: startPaused,
+} = workerData as {
   origin: string;
   token: string;
   rate: number;
   stacks: number[];
+  paused?: boolean;
 };
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 const latencies: number[] = [];
@@ -49,19 +56,40 @@ function report(stack: number): void {
   req.end(body);
 }
 
+// The schedule runs on active time: 'pause' stops it (for the bench's interleaved segments) and 'resume'
+// takes it up where it was.
+let paused = startPaused === true;
+let activeBefore = 0;
+let resumedAt = performance.now();
+let timer: ReturnType<typeof setTimeout> | undefined;
+const active = (): number => activeBefore + (paused ? 0 : performance.now() - resumedAt);
+
 parentPort!.on('message', (message) => {
-  if (message === 'stop') running = false;
+  if (message === 'stop') {
+    running = false;
+    paused = false;
+    clearTimeout(timer);
+    tick();
+  } else if (message === 'pause' && !paused) {
+    activeBefore = active();
+    paused = true;
+    clearTimeout(timer);
+  } else if (message === 'resume' && paused) {
+    resumedAt = performance.now();
+    paused = false;
+    tick();
+  }
 });
 
-const started = performance.now();
-const tick = (): void => {
-  const due = Math.floor(((performance.now() - started) / 1000) * rate);
+function tick(): void {
+  if (paused && running) return;
+  const due = Math.floor((active() / 1000) * rate);
   while (sent < due && running) report(stacks[sent++ % stacks.length]!);
   if (running) {
     // Wake when the next report is due, not every millisecond: this thread shares the load generator's
     // core with wrk, and a thousand wake-ups a second took turns from it.
-    const next = started + ((sent + 1) * 1000) / rate;
-    setTimeout(tick, Math.max(0, next - performance.now()));
+    const next = ((sent + 1) * 1000) / rate - active();
+    timer = setTimeout(tick, Math.max(0, next));
     return;
   }
   const drain = (): void => {
@@ -73,5 +101,5 @@ const tick = (): void => {
     parentPort!.postMessage({ sent, failed, latencies });
   };
   drain();
-};
+}
 tick();

@@ -8,8 +8,9 @@
 //   - 50 connections read GET /stacks/nodes/{own node} (1,000 stacks) and GET /tasks, in turn (wrk);
 //   - usage reports (POST /stacks/{id}/usage) for the node's own stacks at 0, 100 or 500 per second;
 //   - users buy stacks from peer nodes at 1,000 per second on the chain, which the indexer applies live.
-// The "no writes" rows (one first, one last) have neither the reports nor the stream; every row's
-// throughput is given as a ratio to their mean, measured in the same pass.
+// The "no writes" rows have neither the reports nor the stream. There is one before and one after every
+// row with writes, and that row's throughput is given as a ratio to the mean of the two around it: this
+// VM's speed drifts by up to 2x within a minute, so the base is measured next to what it is compared with.
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
 //                       [--daemon-flag FLAG ...] [--daemon-output FILE]
@@ -53,6 +54,14 @@ const OWN_STACKS = 1000;
 /** Stacks of peer nodes bought before the measurement, so that the store is not only ours. */
 const BACKGROUND_STACKS = quick ? 2000 : 20_000;
 const STREAM_PER_SECOND = 1000;
+/**
+ * The interleaved ratio (see interleaved below): pairs of segments with the writes off and on, each
+ * counted for SEGMENT_SECONDS after SETTLE_SECONDS (the indexer reads once a second: what the stream
+ * released just before is applied in the next second).
+ */
+const PAIRS = quick ? 3 : 5;
+const SEGMENT_SECONDS = quick ? 2 : 3;
+const SETTLE_SECONDS = 1.5;
 const REPORT_RATES = flags.rates ? flags.rates.split(',').map(Number) : [0, 100, 500];
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -118,12 +127,29 @@ function youngGc(
   return { count, msPerSecond: ms / seconds, meanMs: count === 0 ? Number.NaN : ms / count };
 }
 
+function sleep(seconds: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The mean reads/s of some rows. */
+function mean(rows: Row[]): number {
+  return rows.reduce((sum, row) => sum + row.reads.requestsPerSecond, 0) / rows.length;
+}
+
 interface Row {
   label: string;
   reportsPerSecond: number | null;
   stream: boolean;
   reads: LoadResult;
   ratio?: number;
+  /** The ratios of the interleaved segments (interleaved in main), for the rows with writes. */
+  interleaved?: number[];
   reports: {
     sent: number;
     p50ms: number;
@@ -278,10 +304,14 @@ async function main(): Promise<void> {
     for (let i = 0; i < BACKGROUND_STACKS; i++) await buyFromPeer();
     // The live stream's transactions, executed now and held back until a row lets them through.
     const streamRows = REPORT_RATES.length;
-    const streamStacks = streamRows * (WARMUP_SECONDS + SECONDS + 15) * STREAM_PER_SECOND;
+    const streamStacks =
+      streamRows *
+      (WARMUP_SECONDS + SECONDS + 15 + PAIRS * (SETTLE_SECONDS + SEGMENT_SECONDS) + 5) *
+      STREAM_PER_SECOND;
     await double.holdEvents();
     log(`buying the stream's ${streamStacks} stacks (held until released at ${STREAM_PER_SECOND}/s)`);
     for (let i = 0; i < streamStacks; i++) await buyFromPeer();
+    await double.encodeHeld();
     const ownPath = `/stacks/nodes/${node}`;
     await until(`the daemon has indexed node ${node}'s ${OWN_STACKS} stacks`, async () => {
       const stacks = await json<unknown[]>(origin, 'GET', ownPath);
@@ -446,20 +476,103 @@ async function main(): Promise<void> {
     }
 
     const rows: Row[] = [];
-    rows.push(await measure('no writes', null, false));
-    for (const rate of REPORT_RATES) rows.push(await measure(`${rate} reports/s + stream`, rate, true));
+    let before = await measure('no writes', null, false);
+    rows.push(before);
+    for (const rate of REPORT_RATES) {
+      const row = await measure(rate === 0 ? 'stream only' : `${rate} reports/s + stream`, rate, true);
+      const after = await measure('no writes', null, false);
+      row.ratio = row.reads.requestsPerSecond / mean([before, after]);
+      rows.push(row, after);
+      before = after;
+    }
     // The floor of a report's latency as the reporter sees it: the same reports with no read waiting.
     const floorRate = REPORT_RATES.find((rate) => rate > 0);
     if (floorRate !== undefined) {
       rows.push(await measure(`${floorRate} reports/s, no reads`, floorRate, false, false));
     }
-    // No writes again, last: this VM's speed drifts by up to 2x within minutes, and the first row can
-    // share the daemon's core with the checkpoint of the data just bought. The ratios are to the mean of
-    // the two; both are shown.
-    rows.push(await measure('no writes, again', null, false));
-    const baseRows = rows.filter((row) => row.reportsPerSecond === null && !row.stream);
-    const base = baseRows.reduce((sum, row) => sum + row.reads.requestsPerSecond, 0) / baseRows.length;
-    for (const row of rows) row.ratio = row.reads.requestsPerSecond / base;
+    /**
+     * The ratio once more, against this VM's drift, which moves a 4 to 10 s row by ±30 % on its own: one
+     * wrk run across segments with the writes (reports and stream) off and on in turn, off first and
+     * last. The daemon's own count of the reads it answered gives each segment's rate; each on-segment is
+     * compared with the mean of the off-segments on either side, and the median of those ratios is kept.
+     */
+    async function interleaved(rate: number): Promise<number[]> {
+      const reporter =
+        rate > 0
+          ? new Worker(new URL('./mixed-reporter.ts', import.meta.url), {
+              workerData: { origin, token, rate, stacks: own, paused: true },
+            })
+          : undefined;
+      const reported = reporter ? once(reporter, 'message') : undefined;
+      let on = false;
+      let running = true;
+      const stream = (async () => {
+        let activeMs = 0;
+        let released = 0;
+        let last = performance.now();
+        while (running) {
+          const now = performance.now();
+          if (on) activeMs += now - last;
+          last = now;
+          const due = Math.floor((activeMs / 1000) * STREAM_PER_SECOND);
+          if (due > released) {
+            if (double!.heldEvents < due - released) throw new Error('the stream ran out of held events');
+            await double!.releaseEvents(due - released);
+            released = due;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      })();
+      const readsAnswered = async () => {
+        const routes = counterBy(await metrics(), 'node_daemon_http_requests_total', 'route');
+        let n = 0;
+        for (const [route, count] of routes) if (/^\/(stacks\/nodes|tasks)/.test(route)) n += count;
+        return { n, at: performance.now() };
+      };
+      const segments = 2 * PAIRS + 1;
+      const load = runOnce(
+        ctx,
+        readSpec(Math.ceil(WARMUP_SECONDS + segments * (SETTLE_SECONDS + SEGMENT_SECONDS) + 2)),
+      );
+      await sleep(WARMUP_SECONDS);
+      const rates: number[] = [];
+      for (let i = 0; i < segments; i++) {
+        on = i % 2 === 1;
+        reporter?.postMessage(on ? 'resume' : 'pause');
+        await sleep(SETTLE_SECONDS);
+        const a = await readsAnswered();
+        await sleep(SEGMENT_SECONDS);
+        const b = await readsAnswered();
+        rates.push(((b.n - a.n) * 1000) / (b.at - a.at));
+      }
+      on = false;
+      reporter?.postMessage('stop');
+      await reported;
+      await reporter?.terminate();
+      running = false;
+      await stream;
+      await load;
+      const ratios: number[] = [];
+      for (let i = 1; i < segments; i += 2) ratios.push(rates[i]! / ((rates[i - 1]! + rates[i + 1]!) / 2));
+      log(
+        `  interleaved, ${rate === 0 ? 'stream only' : `${rate} reports/s + stream`}: reads/s ` +
+          `${rates.map((r) => Math.round(r)).join(', ')} (off, on, ...); ratios ${ratios.map((r) => r.toFixed(2)).join(', ')}`,
+      );
+      await until('the indexer has caught up', async () => {
+        const x = await indexedEvents();
+        await sleep(1.5);
+        return (await indexedEvents()) === x;
+      });
+      return ratios;
+    }
+    for (const row of rows) {
+      if (row.reportsPerSecond !== null && row.stream)
+        row.interleaved = await interleaved(row.reportsPerSecond);
+    }
+
+    // The no-writes rows' own ratios are to the mean of them all: how far the VM drifted in this pass.
+    const base = mean(rows.filter((row) => row.reportsPerSecond === null));
+    for (const row of rows) if (row.reportsPerSecond === null) row.ratio = row.reads.requestsPerSecond / base;
 
     const ownBytes = (await call(origin, 'GET', ownPath)).text.length;
     const tasksBytes = (await call(origin, 'GET', '/tasks')).text.length;
@@ -469,15 +582,16 @@ async function main(): Promise<void> {
         `[${tasksBytes.toLocaleString('en-US')} B])\n`,
     );
     console.log(
-      '| Writes                       |  Reads/s | Ratio | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits | Young GC ms/s | per GC ms | Daemon CPU | wrk CPU | Bench CPU |',
+      '| Writes                       |  Reads/s | Ratio | Interleaved | Read p50 ms | Read p99 ms | Reports sent | Report p50 ms | Report p99 ms | Served <= 1 ms | Served <= 5 ms | Indexer ev/s | Cache hits | Young GC ms/s | per GC ms | Daemon CPU | wrk CPU | Bench CPU |',
     );
     console.log(
-      '| ---------------------------- | -------: | ----: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ------------: | --------: | ---------: | ------: | --------: |',
+      '| ---------------------------- | -------: | ----: | ----------: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ------------: | --------: | ---------: | ------: | --------: |',
     );
     for (const r of rows) {
       const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
       console.log(
-        `| ${r.label.padEnd(28)} | ${cell(r.reads.requestsPerSecond, 0).padStart(8)} | ${cell(r.ratio!)} | ` +
+        `| ${r.label.padEnd(28)} | ${cell(r.reads.requestsPerSecond, 0).padStart(8)} | ${cell(r.ratio ?? Number.NaN)} | ` +
+          `${(r.interleaved ? cell(median(r.interleaved)) : '-').padStart(11)} | ` +
           `${cell(r.reads.p50ms).padStart(11)} | ${cell(r.reads.p99ms).padStart(11)} | ` +
           `${String(r.reports.sent).padStart(12)} | ${cell(r.reports.p50ms).padStart(13)} | ` +
           `${cell(r.reports.p99ms).padStart(13)} | ${`${cell(r.reports.servedWithin1ms * 100, 1)} %`.padStart(14)} | ` +
