@@ -13,7 +13,8 @@
 // VM's speed drifts by up to 2x within a minute, so the base is measured next to what it is compared with.
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
-//                       [--daemon-flag FLAG ...] [--daemon-output FILE]
+//                       [--daemon-flag FLAG ...] [--daemon-output FILE] [--rows-only]
+// --rows-only skips the interleaved ratio (for comparing latencies, which only the rows give).
 // --daemon-flag passes a flag to the daemon's node (e.g. --trace-gc-nvp, --inspect=127.0.0.1:9229), and
 // --daemon-output keeps all the daemon's stdout and stderr in FILE: for finding where time goes, not for numbers.
 import { spawn, spawnSync } from 'node:child_process';
@@ -43,6 +44,7 @@ const { values: flags } = parseArgs({
     'database-url': { type: 'string' },
     rates: { type: 'string' },
     profile: { type: 'string' },
+    'rows-only': { type: 'boolean', default: false },
     'daemon-flag': { type: 'string', multiple: true },
     'daemon-output': { type: 'string' },
   },
@@ -566,8 +568,9 @@ async function main(): Promise<void> {
       return ratios;
     }
     for (const row of rows) {
-      if (row.reportsPerSecond !== null && row.stream)
+      if (row.reportsPerSecond !== null && row.stream && !flags['rows-only']) {
         row.interleaved = await interleaved(row.reportsPerSecond);
+      }
     }
 
     // The no-writes rows' own ratios are to the mean of them all: how far the VM drifted in this pass.
