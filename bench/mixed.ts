@@ -308,7 +308,8 @@ async function main(): Promise<void> {
     const streamRows = REPORT_RATES.length;
     const streamStacks =
       streamRows *
-      (WARMUP_SECONDS + SECONDS + 15 + PAIRS * (SETTLE_SECONDS + SEGMENT_SECONDS) + 5) *
+      // A row, and the on-segments of its interleaved ratio (plus time to read /metrics), with margins.
+      (WARMUP_SECONDS + SECONDS + 5 + PAIRS * (SETTLE_SECONDS + SEGMENT_SECONDS) + 5) *
       STREAM_PER_SECOND;
     await double.holdEvents();
     log(`buying the stream's ${streamStacks} stacks (held until released at ${STREAM_PER_SECOND}/s)`);
