@@ -100,6 +100,10 @@ describe('authentication', () => {
       );
       assert.equal((await d.app.inject({ url: '/health' })).statusCode, 200);
       assert.notEqual((await d.app.inject({ url: '/ready' })).statusCode, 401);
+      // The router takes /health/ for /health, and so does the guard; a slash does not open a read.
+      assert.equal((await d.app.inject({ url: '/health/' })).statusCode, 200);
+      assert.notEqual((await d.app.inject({ url: '/ready/' })).statusCode, 401);
+      assert.equal((await d.app.inject({ url: '/tasks/' })).statusCode, 401);
     } finally {
       await d.close();
     }

@@ -164,7 +164,9 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
         );
       }
       const path = url.slice(0, query > -1 ? query : undefined);
-      if (options.auth === 'none' || OPEN_PATHS.has(path) || request.method === 'OPTIONS') return false;
+      // The router ignores a trailing slash (/health/ is /health), and so does this check.
+      const open = OPEN_PATHS.has(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path);
+      if (options.auth === 'none' || open || request.method === 'OPTIONS') return false;
       const isRead = request.method === 'GET' || request.method === 'HEAD';
       if (isRead && (options.auth === 'writes' || options.isPublic?.(path))) return false;
       const header = request.headers.authorization;
