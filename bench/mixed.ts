@@ -71,7 +71,7 @@ async function until(what: string, check: () => Promise<boolean>, seconds = 300)
   const deadline = Date.now() + seconds * 1000;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(0.1);
   }
 }
 
@@ -330,11 +330,44 @@ async function main(): Promise<void> {
         'node_daemon_indexer_events_total',
         'outcome',
       ).get('applied') ?? 0;
-    await until('the indexer has caught up', async () => {
-      const a = await indexedEvents();
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      return (await indexedEvents()) === a;
-    });
+    const caughtUp = () =>
+      until('the indexer has caught up', async () => {
+        const a = await indexedEvents();
+        await sleep(1.5);
+        return (await indexedEvents()) === a;
+      });
+    await caughtUp();
+    /** The usage reporter (mixed-reporter.ts) in its own thread, at `rate` a second, started or paused. */
+    const startReporter = (rate: number, paused = false) => {
+      const worker = new Worker(new URL('./mixed-reporter.ts', import.meta.url), {
+        workerData: { origin, token, rate, stacks: own, paused },
+      });
+      const done = once(worker, 'message') as Promise<
+        [{ sent: number; failed: number; latencies: number[] }]
+      >;
+      return { worker, done };
+    };
+    /**
+     * Releases the stream's held transactions at the stream's rate while `on()` says so, until `running()`
+     * says no more, so that the indexer meets them as a live chain's.
+     */
+    const releaseStream = async (on: () => boolean, running: () => boolean) => {
+      let activeMs = 0;
+      let released = 0;
+      let last = performance.now();
+      while (running()) {
+        const now = performance.now();
+        if (on()) activeMs += now - last;
+        last = now;
+        const due = Math.floor((activeMs / 1000) * STREAM_PER_SECOND);
+        if (due > released) {
+          if (double!.heldEvents < due - released) throw new Error('the stream ran out of held events');
+          await double!.releaseEvents(due - released);
+          released = due;
+        }
+        await sleep(0.01);
+      }
+    };
 
     const metrics = async () => (await call(origin, 'GET', '/metrics', token)).text;
     const lookups = async () => counterBy(await metrics(), 'node_daemon_http_cache_lookups_total', 'outcome');
@@ -354,34 +387,14 @@ async function main(): Promise<void> {
       reading = true,
     ): Promise<Row> {
       let running = true;
-      const reporter = reportsPerSecond
-        ? new Worker(new URL('./mixed-reporter.ts', import.meta.url), {
-            workerData: { origin, token, rate: reportsPerSecond, stacks: own },
-          })
+      const reporter = reportsPerSecond ? startReporter(reportsPerSecond) : undefined;
+      // The stream's transactions were executed beforehand and are held by the double.
+      const background = stream
+        ? releaseStream(
+            () => true,
+            () => running,
+          )
         : undefined;
-      const reported = reporter
-        ? (once(reporter, 'message') as Promise<[{ sent: number; failed: number; latencies: number[] }]>)
-        : undefined;
-      const background: Promise<void>[] = [];
-      if (stream) {
-        // The stream's transactions were executed beforehand and are held by the double: release them
-        // at the stream's rate, so that the indexer meets them as a live chain's.
-        background.push(
-          (async () => {
-            const started = performance.now();
-            let released = 0;
-            while (running) {
-              const due = Math.floor(((performance.now() - started) / 1000) * STREAM_PER_SECOND);
-              if (due > released) {
-                if (double!.heldEvents < due - released) throw new Error('the stream ran out of held events');
-                await double!.releaseEvents(due - released);
-                released = due;
-              }
-              await new Promise((resolve) => setTimeout(resolve, 10));
-            }
-          })(),
-        );
-      }
       const t0 = performance.now();
       const trace = (what: string) => {
         if (process.env.BENCH_TRACE) {
@@ -391,7 +404,7 @@ async function main(): Promise<void> {
         }
       };
       if (reading) await runOnce(ctx, readSpec(WARMUP_SECONDS));
-      else await new Promise((resolve) => setTimeout(resolve, WARMUP_SECONDS * 1000));
+      else await sleep(WARMUP_SECONDS);
       trace('warmed up');
       const usageBefore = await metrics();
       const before = await lookups();
@@ -430,12 +443,12 @@ async function main(): Promise<void> {
       const histogramAfter = await metrics();
       trace('counted again');
       running = false;
-      reporter?.postMessage('stop');
-      const [{ sent, failed, latencies }] = reported
-        ? await reported
+      reporter?.worker.postMessage('stop');
+      const [{ sent, failed, latencies }] = reporter
+        ? await reporter.done
         : [{ sent: 0, failed: 0, latencies: [] }];
-      await reporter?.terminate();
-      await Promise.all(background);
+      await reporter?.worker.terminate();
+      await background;
       const served = usageBuckets(histogramAfter, usageBefore);
       const gc = youngGc(histogramAfter, usageBefore, SECONDS);
       const delta = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
@@ -470,11 +483,7 @@ async function main(): Promise<void> {
           `bench ${(row.benchCpu * 100).toFixed(0)} %`,
       );
       // Let the indexer finish what the stream left before the next row.
-      await until('the indexer has caught up', async () => {
-        const a = await indexedEvents();
-        await new Promise((resolve) => setTimeout(resolve, 1500));
-        return (await indexedEvents()) === a;
-      });
+      await caughtUp();
       return row;
     }
 
@@ -499,33 +508,14 @@ async function main(): Promise<void> {
      * last. The daemon's own count of the reads it answered gives each segment's rate; each on-segment is
      * compared with the mean of the off-segments on either side, and the median of those ratios is kept.
      */
-    async function interleaved(rate: number): Promise<number[]> {
-      const reporter =
-        rate > 0
-          ? new Worker(new URL('./mixed-reporter.ts', import.meta.url), {
-              workerData: { origin, token, rate, stacks: own, paused: true },
-            })
-          : undefined;
-      const reported = reporter ? once(reporter, 'message') : undefined;
+    async function interleaved(row: Row): Promise<number[]> {
+      const reporter = row.reportsPerSecond ? startReporter(row.reportsPerSecond, true) : undefined;
       let on = false;
       let running = true;
-      const stream = (async () => {
-        let activeMs = 0;
-        let released = 0;
-        let last = performance.now();
-        while (running) {
-          const now = performance.now();
-          if (on) activeMs += now - last;
-          last = now;
-          const due = Math.floor((activeMs / 1000) * STREAM_PER_SECOND);
-          if (due > released) {
-            if (double!.heldEvents < due - released) throw new Error('the stream ran out of held events');
-            await double!.releaseEvents(due - released);
-            released = due;
-          }
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-      })();
+      const stream = releaseStream(
+        () => on,
+        () => running,
+      );
       const readsAnswered = async () => {
         const routes = counterBy(await metrics(), 'node_daemon_http_requests_total', 'route');
         let n = 0;
@@ -541,7 +531,7 @@ async function main(): Promise<void> {
       const rates: number[] = [];
       for (let i = 0; i < segments; i++) {
         on = i % 2 === 1;
-        reporter?.postMessage(on ? 'resume' : 'pause');
+        reporter?.worker.postMessage(on ? 'resume' : 'pause');
         await sleep(SETTLE_SECONDS);
         const a = await readsAnswered();
         await sleep(SEGMENT_SECONDS);
@@ -549,28 +539,24 @@ async function main(): Promise<void> {
         rates.push(((b.n - a.n) * 1000) / (b.at - a.at));
       }
       on = false;
-      reporter?.postMessage('stop');
-      await reported;
-      await reporter?.terminate();
+      reporter?.worker.postMessage('stop');
+      await reporter?.done;
+      await reporter?.worker.terminate();
       running = false;
       await stream;
       await load;
       const ratios: number[] = [];
       for (let i = 1; i < segments; i += 2) ratios.push(rates[i]! / ((rates[i - 1]! + rates[i + 1]!) / 2));
       log(
-        `  interleaved, ${rate === 0 ? 'stream only' : `${rate} reports/s + stream`}: reads/s ` +
+        `  interleaved, ${row.label}: reads/s ` +
           `${rates.map((r) => Math.round(r)).join(', ')} (off, on, ...); ratios ${ratios.map((r) => r.toFixed(2)).join(', ')}`,
       );
-      await until('the indexer has caught up', async () => {
-        const x = await indexedEvents();
-        await sleep(1.5);
-        return (await indexedEvents()) === x;
-      });
+      await caughtUp();
       return ratios;
     }
     for (const row of rows) {
       if (row.reportsPerSecond !== null && row.stream && !flags['rows-only']) {
-        row.interleaved = await interleaved(row.reportsPerSecond);
+        row.interleaved = await interleaved(row);
       }
     }
 
