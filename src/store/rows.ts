@@ -599,15 +599,20 @@ function piece(
   starts: Int32Array,
   ends: Int32Array,
 ): Buffer {
+  const objects: Buffer[] = [];
   let length = (from === 0 ? 1 : 0) + (to === count ? 1 : 0);
-  for (let i = from; i < to; i++) length += object(i).length + (i > 0 ? 1 : 0);
+  for (let i = from; i < to; i++) {
+    const o = object(i);
+    objects.push(o);
+    length += o.length + (i > 0 ? 1 : 0);
+  }
   const out = Buffer.allocUnsafe(length);
   let at = 0;
   if (from === 0) out[at++] = 0x5b; // [
   for (let i = from; i < to; i++) {
     if (i > 0) out[at++] = 0x2c; // ,
     starts[i] = at;
-    at += object(i).copy(out, at);
+    at += objects[i - from]!.copy(out, at);
     ends[i] = at;
   }
   if (to === count) out[at++] = 0x5d; // ]

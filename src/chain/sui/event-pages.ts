@@ -81,12 +81,8 @@ export async function listDbEventsPage(
     lookahead ||
     end?.reason === GrpcTypes.QueryEndReason.SCAN_LIMIT ||
     end?.reason === GrpcTypes.QueryEndReason.ITEM_LIMIT;
-  // Past the page's last event, the watermark says how far the node scanned: the next read starts there.
-  return {
-    events,
-    hasNextPage,
-    endCursor: lookahead ? endCursor : hasNextPage ? (frontier ?? endCursor) : endCursor,
-  };
+  // A page cut short by the node's limits (not by the event past it) goes on from how far it scanned.
+  return { events, hasNextPage, endCursor: hasNextPage && !lookahead ? (frontier ?? endCursor) : endCursor };
 }
 
 const EVENT_FIELDS = [

@@ -401,11 +401,13 @@ export class SuiNetwork implements Chain {
       this.#read('list the db events', (signal) =>
         listDbEventsPage(this.#client, { typePackage, after: cursor, limit: EVENT_PAGE_SIZE, json, signal }),
       );
+    const parse = (listed: Awaited<ReturnType<typeof list>>) =>
+      listed.events.map((event) => parsedJsonFromBcs(event.eventType, event.bcs));
     let page = await list(false);
-    let parsed = page.events.map((event) => parsedJsonFromBcs(event.eventType, event.bcs));
+    let parsed = parse(page);
     if (parsed.includes(undefined)) {
       page = await list(true);
-      parsed = page.events.map((event) => parsedJsonFromBcs(event.eventType, event.bcs));
+      parsed = parse(page);
     }
     const checkpointOf = (event: (typeof page.events)[number]) =>
       event.checkpoint === null ? undefined : BigInt(event.checkpoint);
