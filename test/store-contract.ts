@@ -560,6 +560,62 @@ export function storeContract(
       assert.equal(s?.num_total_messages, 1);
     });
 
+    it('writes reports that arrive together in fewer transactions, each as if one after the other', async () => {
+      await write(async (tx) => {
+        for (const id of [1, 2, 4]) await tx.putStack(newStack(id, 1, 100));
+        await tx.putStack(newStack(3, 2, 100));
+      });
+      const before = await store.listStacksJson(1); // kept: the group's changes are patched into it
+      const [version] = await store.topicVersions(['stacks:1']);
+      // Stack 1 gets them at once; stack 4, its twin, one at a time: both must end the same.
+      const reports: [U64, U64][] = [
+        [1, 60],
+        [2, 5],
+        [1, 30],
+        [99, 1],
+        [1, 20],
+        [3, 7],
+        [1, 10],
+      ];
+      const hash = (i: number) => new Uint8Array(32).fill(20 + i);
+      const outcomes = await Promise.all(
+        reports.map(([id, units], i) => store.addStackUsage(id, units, hash(i), 5)),
+      );
+      assert.deepEqual(
+        outcomes.map((o) => (o.status === 'recorded' ? [o.status, o.already_computed_units] : [o.status])),
+        [
+          ['recorded', 60],
+          ['recorded', 5],
+          ['recorded', 90],
+          ['not_found'],
+          ['over_capacity'],
+          ['recorded', 7],
+          ['recorded', 100],
+        ],
+      );
+      const [after] = await store.topicVersions(['stacks:1']);
+      assert.ok(
+        after! - version! >= 1 && after! - version! <= 2,
+        `node 1's topic moved ${after! - version!} times`,
+      );
+      const patched = await store.listStacksJson(1);
+      assert.notEqual(patched.body, before.body);
+      assert.equal(patched.body.toString(), stringifyJson(await store.listStacks(1)));
+      for (const [i, [id, units]] of reports.entries()) {
+        if (id === 1) await store.addStackUsage(4, units, hash(i), 5);
+      }
+      const [one, four] = await Promise.all([store.getStackHash(1), store.getStackHash(4)]);
+      assert.deepEqual(one, four);
+      const stacks = await store.listStacks(1);
+      const byId = (id: number) => stacks.find((s) => s.stack_small_id === id)!;
+      assert.deepEqual(
+        [byId(1).already_computed_units, byId(1).num_total_messages],
+        [byId(4).already_computed_units, byId(4).num_total_messages],
+      );
+      assert.deepEqual([byId(1).num_total_messages, byId(2).already_computed_units], [3, 5]);
+      assert.equal((await store.listStacksJson(1)).body.toString(), stringifyJson(stacks));
+    });
+
     it('builds settlement tickets: try-settle, attestations by slot, settlement, claim', async () => {
       await write(async (tx) => {
         await tx.putStack(newStack(1, 1));

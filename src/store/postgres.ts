@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Client, type ClientBase, Pool, type PoolClient, type QueryResult } from 'pg';
+import { GroupCommit } from '../internal/group-commit.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { claimableFromEpoch } from '../protocol/epochs.ts';
@@ -78,6 +79,7 @@ import type {
   TicketSettled,
   TrySettle,
   UsageOutcome,
+  UsageReport,
 } from './store.ts';
 import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord, topics } from './store.ts';
 
@@ -105,6 +107,9 @@ interface NodeList {
   index: Map<string, number>;
   list: ListBody;
 }
+
+/** Times a group of usage reports is written before a deadlock or serialization failure is given up on. */
+const USAGE_ATTEMPTS = 3;
 
 /** Orders small ids as PostgreSQL writes NUMERIC (digits, no leading zeros). */
 function compareDigits(a: string, b: string): number {
@@ -417,9 +422,11 @@ const S = statements({
   // Usage: the stack row is locked first; the hash row is read (and locked) by the next statement, whose
   // snapshot is taken once that lock is held, so it sees what the previous holder committed. The two are
   // pipelined: one round trip.
-  lockStack: `SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units,
-      num_total_messages FROM stacks WHERE stack_small_id = $1 FOR UPDATE`,
-  lockHash: 'SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = $1 FOR UPDATE',
+  // Locked in id order: two groups of reports (two daemons on one database) never wait on each other in a cycle.
+  lockStacks: `SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units,
+      num_total_messages FROM stacks WHERE stack_small_id = ANY($1::numeric[]) ORDER BY stack_small_id FOR UPDATE`,
+  lockHashes: `SELECT stack_small_id, total_hash, num_requests FROM stack_hashes
+      WHERE stack_small_id = ANY($1::numeric[]) ORDER BY stack_small_id FOR UPDATE`,
   setUsage: `WITH u AS (UPDATE stacks SET already_computed_units = $2, num_total_messages = $3, fill_ppm = $6,
       last_usage_at = $7 WHERE stack_small_id = $1::numeric)
     INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES ($1::numeric, $4, $5)
@@ -1364,49 +1371,92 @@ export class PostgresStore implements Store {
     requestHash: Uint8Array,
     nowMs: number,
   ): Promise<UsageOutcome> {
-    const id = enc(stackSmallId);
+    return this.#usage.submit({ stackSmallId, computeUnits, requestHash, nowMs });
+  }
+
+  /**
+   * Usage reports that arrive while earlier ones are being written go together in the next transaction
+   * (group-commit.ts). Each report's transaction held its node's topic row and the store's version row
+   * until its COMMIT was flushed, so reports on one node queued one flush behind the other; a group takes
+   * those locks, and pays the flush, once.
+   */
+  readonly #usage = new GroupCommit<UsageReport, UsageOutcome>((reports) =>
+    this.#op(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.#recordUsage(reports);
+        } catch (error) {
+          // The group locks its stacks in id order, an indexer page in event order: should the two ever
+          // deadlock, the server rolls one back, and the group is simply written again.
+          const translated = fromPostgresError(error);
+          const code = translated instanceof StoreError ? translated.code : undefined;
+          if (
+            attempt >= USAGE_ATTEMPTS ||
+            (code !== 'store_deadlock' && code !== 'store_serialization_failure')
+          ) {
+            throw error;
+          }
+        }
+      }
+    }),
+  );
+
+  /** One transaction for a group of reports: their stacks and hashes locked and read in one round trip. */
+  async #recordUsage(reports: UsageReport[]): Promise<UsageOutcome[]> {
+    const ids = [...new Set(reports.map((r) => enc(r.stackSmallId)))].sort(compareDigits);
     let appended = false;
-    return this.#op(async () => {
-      const outcome = await this.#transaction(
-        async (client, defer): Promise<UsageOutcome> => {
-          appended = false;
-          const [stack, hash] = await Promise.all([
-            this.#exec(client, S.lockStack, [id]),
-            this.#exec(client, S.lockHash, [id]),
-          ]);
-          const [row] = stack.rows;
-          const [previous] = hash.rows;
+    const outcomes = await this.#transaction(
+      async (client, defer): Promise<UsageOutcome[]> => {
+        appended = false;
+        const [stacks, hashes] = await Promise.all([
+          this.#exec(client, S.lockStacks, [ids]),
+          this.#exec(client, S.lockHashes, [ids]),
+        ]);
+        // The rows as each report leaves them, for the next report on the same stack.
+        const current = new Map(stacks.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
+        const records = new Map<string, Row>(hashes.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
+        const touched = new Set<string>();
+        const out = reports.map(({ stackSmallId, computeUnits, requestHash, nowMs }): UsageOutcome => {
+          const id = enc(stackSmallId);
+          const row = current.get(id);
           if (!row) return { status: 'not_found' };
-          const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
-          if (write) {
-            const { already, messages, fillPpm, record } = write;
-            // Sent together with COMMIT (the connection pipelines): one round trip for all of them.
-            for (const [statement, values] of write.events.length === 0
-              ? []
-              : this.#appendStatements(write.events)) {
+          const { outcome, write } = usageChange(dec, row, records.get(id), computeUnits, requestHash, nowMs);
+          if (!write) return outcome;
+          const { already, messages, fillPpm, record } = write;
+          // Sent together with COMMIT (the connection pipelines): one round trip for all of them.
+          if (write.events.length > 0) {
+            for (const [statement, values] of this.#appendStatements(write.events)) {
               defer(this.#exec(client, statement, values));
             }
-            defer(this.#exec(client, S.bumpTopics, [[topics.stacks(dec(row.selected_node_id))]]));
-            defer(
-              this.#exec(client, S.setUsage, [
-                id,
-                enc(already),
-                enc(messages),
-                record.total_hash,
-                enc(record.num_requests),
-                fillPpm,
-                nowMs,
-              ]),
-            );
-            appended = write.events.length > 0;
+            appended = true;
           }
+          defer(
+            this.#exec(client, S.setUsage, [
+              id,
+              enc(already),
+              enc(messages),
+              record.total_hash,
+              enc(record.num_requests),
+              fillPpm,
+              nowMs,
+            ]),
+          );
+          touched.add(topics.stacks(dec(row.selected_node_id)));
+          current.set(id, {
+            ...row,
+            already_computed_units: enc(already),
+            num_total_messages: enc(messages),
+          });
+          records.set(id, { total_hash: record.total_hash, num_requests: enc(record.num_requests) });
           return outcome;
-        },
-        (outcome) => outcome.status === 'recorded',
-      );
-      if (appended) this.#nodeEvents.emit();
-      return outcome;
-    });
+        });
+        if (touched.size > 0) defer(this.#exec(client, S.bumpTopics, [[...touched]]));
+        return out;
+      },
+      (out) => out.some((outcome) => outcome.status === 'recorded'),
+    );
+    if (appended) this.#nodeEvents.emit();
+    return outcomes;
   }
 
   async putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {

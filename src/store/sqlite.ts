@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { GroupCommit } from '../internal/group-commit.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { claimableFromEpoch } from '../protocol/epochs.ts';
@@ -79,6 +80,7 @@ import type {
   TicketSettled,
   TrySettle,
   UsageOutcome,
+  UsageReport,
 } from './store.ts';
 import { IDEMPOTENCY_TTL_MS, type IdempotencyRecord, topics } from './store.ts';
 
@@ -198,13 +200,13 @@ export class SqliteStore implements Store {
   #storeId: string | undefined;
   /** Topics of the cached reads the open transaction changed: their versions move as it commits. */
   readonly #touched = new Set<string>();
-  /** The stack a usage report in the open transaction changed, by its topic (the only row it changed). */
-  readonly #rowChange = new Map<string, string>();
+  /** The stacks usage reports in the open transaction changed, by their topic (the only rows they changed). */
+  readonly #rowChange = new Map<string, string[]>();
   /**
-   * For each node's stacks topic, the stack that this process's usage reports changed at each version
+   * For each node's stacks topic, the stacks that this process's usage reports changed at each version
    * they gave it. A version missing (an indexer page, another process) means: unknown, read it all.
    */
-  readonly #changeLog = new Map<string, Map<number, string>>();
+  readonly #changeLog = new Map<string, Map<number, string[]>>();
   /** Each listed node's whole stack list, encoded, with the topic version it shows (see #nodeList). */
   readonly #nodeLists = new KeptLists<NodeList>();
   /** Node events were recorded in the open transaction: tell the listeners once it commits. */
@@ -583,10 +585,10 @@ export class SqliteStore implements Store {
   }
 
   /** Records what a committed transaction changed in a node's stacks topic (see #changeLog). */
-  #logChange(topic: string, version: number, stack: string | undefined): void {
+  #logChange(topic: string, version: number, stacks: string[] | undefined): void {
     if (!topic.startsWith('stacks:')) return;
     let log = this.#changeLog.get(topic);
-    if (stack === undefined) {
+    if (stacks === undefined) {
       // Not a usage report: unknown changes; what was logged before it can no longer be used either.
       this.#changeLog.delete(topic);
       return;
@@ -595,7 +597,7 @@ export class SqliteStore implements Store {
       log = new Map();
       this.#changeLog.set(topic, log);
     }
-    log.set(version, stack);
+    log.set(version, stacks);
     log.delete(version - CHANGE_LOG_VERSIONS);
   }
 
@@ -625,12 +627,16 @@ export class SqliteStore implements Store {
     if (log === undefined) return undefined;
     const rows = new Map<number, unknown[]>();
     for (let v = kept.version + 1; v <= version; v++) {
-      const at = kept.index.get(log.get(v) ?? '');
-      if (at === undefined) return undefined;
-      if (rows.has(at)) continue;
-      const row = this.#r.stackState!.get(enc(BigInt(kept.state[at]![0] as string | number)));
-      if (row === undefined) return undefined;
-      rows.set(at, row as unknown as unknown[]);
+      const stacks = log.get(v);
+      if (stacks === undefined) return undefined;
+      for (const stack of stacks) {
+        const at = kept.index.get(stack);
+        if (at === undefined) return undefined;
+        if (rows.has(at)) continue;
+        const row = this.#r.stackState!.get(enc(BigInt(kept.state[at]![0] as string | number)));
+        if (row === undefined) return undefined;
+        rows.set(at, row as unknown as unknown[]);
+      }
     }
     const changes = new Map<number, Buffer>();
     for (const [at, row] of rows) {
@@ -735,34 +741,36 @@ export class SqliteStore implements Store {
     requestHash: Uint8Array,
     nowMs: number,
   ): Promise<UsageOutcome> {
-    // Read-modify-write on the writer connection, serialized with the indexer's transactions.
-    return this.indexerTransaction(async () =>
-      this.#guard((): UsageOutcome => {
-        const row = this.#w.getUsage!.get(enc(stackSmallId));
-        if (!row) return { status: 'not_found' };
-        const previous = this.#w.getStackHash!.get(enc(stackSmallId));
-        const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
-        if (write) {
-          const topic = topics.stacks(dec(row.selected_node_id));
-          this.#touched.add(topic);
-          this.#rowChange.set(topic, digitsOf(stackSmallId));
-          this.#append(write.events);
-          this.#w.setUsage!.run(
-            enc(write.already),
-            enc(write.messages),
-            write.fillPpm,
-            nowMs,
-            enc(stackSmallId),
-          );
-          this.#w.putStackHash!.run(
-            enc(stackSmallId),
-            write.record.total_hash,
-            enc(write.record.num_requests),
-          );
-        }
-        return outcome;
-      }),
-    );
+    return this.#usage.submit({ stackSmallId, computeUnits, requestHash, nowMs });
+  }
+
+  /**
+   * Usage reports that wait for the writer (behind an indexer transaction, or the reports before them)
+   * are written together, in one transaction (group-commit.ts): each a read-modify-write of its stack in
+   * turn, so two on one stack add up as they would one after the other.
+   */
+  readonly #usage = new GroupCommit<UsageReport, UsageOutcome>((reports) =>
+    this.indexerTransaction(async () =>
+      this.#guard(() => reports.map((report) => this.#recordUsage(report))),
+    ),
+  );
+
+  #recordUsage({ stackSmallId, computeUnits, requestHash, nowMs }: UsageReport): UsageOutcome {
+    const row = this.#w.getUsage!.get(enc(stackSmallId));
+    if (!row) return { status: 'not_found' };
+    const previous = this.#w.getStackHash!.get(enc(stackSmallId));
+    const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
+    if (write) {
+      const topic = topics.stacks(dec(row.selected_node_id));
+      this.#touched.add(topic);
+      const changed = this.#rowChange.get(topic);
+      if (changed) changed.push(digitsOf(stackSmallId));
+      else this.#rowChange.set(topic, [digitsOf(stackSmallId)]);
+      this.#append(write.events);
+      this.#w.setUsage!.run(enc(write.already), enc(write.messages), write.fillPpm, nowMs, enc(stackSmallId));
+      this.#w.putStackHash!.run(enc(stackSmallId), write.record.total_hash, enc(write.record.num_requests));
+    }
+    return outcome;
   }
 
   putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {

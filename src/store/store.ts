@@ -18,6 +18,14 @@ export type UsageOutcome =
   | { status: 'not_found' }
   | { status: 'over_capacity'; already_computed_units: U64; num_compute_units: U64 };
 
+/** One usage report as the store records it (Store.addStackUsage's arguments). */
+export interface UsageReport {
+  stackSmallId: U64;
+  computeUnits: U64;
+  requestHash: Uint8Array;
+  nowMs: number;
+}
+
 export interface IdempotencyRecord {
   request_hash: string;
   /** The HTTP status of the recorded response; 0 while the outcome is not recorded. */
@@ -301,7 +309,8 @@ export interface Store {
   /**
    * Adds served work to a stack's off-chain usage: units to already_computed_units, one message, and the
    * request's hash to the stack's running hash. Refuses (changing nothing) when the stack is unknown or
-   * the total would exceed its capacity.
+   * the total would exceed its capacity. Reports that arrive while earlier ones are being written are
+   * written together, in one transaction (each outcome as if they had come one after the other).
    */
   addStackUsage(
     stackSmallId: U64,
