@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { stringifyJson } from '../src/internal/json.ts';
 import type { U64 } from '../src/internal/u64.ts';
-import { EMPTY_HASH, extendHash } from '../src/protocol/proofs.ts';
+import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../src/protocol/proofs.ts';
 import {
   type ClaimContext,
   IDEMPOTENCY_TTL_MS,
@@ -614,6 +614,26 @@ export function storeContract(
       );
       assert.deepEqual([byId(1).num_total_messages, byId(2).already_computed_units], [3, 5]);
       assert.equal((await store.listStacksJson(1)).body.toString(), stringifyJson(stacks));
+    });
+
+    it("refuses a report on another node's stack, and hashes one without a request hash as its message", async () => {
+      await write(async (tx) => {
+        await tx.putStack(newStack(1, 1, 100));
+        await tx.putStack(newStack(2, 2, 100));
+      });
+      assert.deepEqual(await store.addStackUsage(2, 5, REQUEST, 1, [1, ABOVE_SAFE]), {
+        status: 'not_ours',
+        selected_node_id: 2,
+      });
+      assert.equal((await store.listStacks(2))[0]?.already_computed_units, 0);
+      assert.equal((await store.addStackUsage(1, 5, undefined, 1, [ABOVE_SAFE, 1])).status, 'recorded');
+      assert.equal((await store.addStackUsage(1, 5, undefined, 1)).status, 'recorded');
+      // The synthetic hash of each message: usage:<stack>:<units>:<messages before it>.
+      const expected = [0, 1].reduce(
+        (hash, message) => extendHash(hash, syntheticRequestHash('1', '5', String(message))),
+        EMPTY_HASH,
+      );
+      assert.deepEqual(await store.getStackHash(1), { total_hash: expected, num_requests: 2 });
     });
 
     it('builds settlement tickets: try-settle, attestations by slot, settlement, claim', async () => {

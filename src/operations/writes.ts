@@ -7,13 +7,7 @@ import { problemFromError } from '../problems/from-error.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
-import {
-  commitmentFor,
-  EMPTY_HASH,
-  expectedAttesters,
-  leafFor,
-  syntheticRequestHash,
-} from '../protocol/proofs.ts';
+import { commitmentFor, EMPTY_HASH, expectedAttesters, leafFor } from '../protocol/proofs.ts';
 import type { Stack } from '../schemas/model.ts';
 import type {
   ClaimFundsRequest,
@@ -602,32 +596,32 @@ export class Writes {
     computeUnits: U64,
     requestHash: Uint8Array | undefined,
   ): Promise<UsageResult> {
-    const stack = await this.#store.getStack(stackSmallId);
-    if (!stack)
-      throw refuse('stack_not_found', `no stack ${stackSmallId} is known to this daemon`, {
-        parameter: 'stack_small_id',
-      });
-    if (!(await this.#isOurs(stack))) {
-      throw refuse(
-        'stack_not_ours',
-        `stack ${stackSmallId} is assigned to node ${stack.selected_node_id}, not to this signer's node`,
-        {
-          parameter: 'stack_small_id',
-        },
+    // The stack is read once, in the store's write: ownership is checked there against the signer's nodes
+    // (a stack of another node refreshes the badges once: the signer may have registered it since).
+    const nodes = (badges: Badge[]) => badges.map((b) => b.node_small_id);
+    const add = async (refresh: boolean) =>
+      this.#store.addStackUsage(
+        stackSmallId,
+        computeUnits,
+        requestHash,
+        Date.now(),
+        nodes(await this.badges(refresh)),
       );
-    }
-    const hash =
-      requestHash ??
-      syntheticRequestHash(
-        u64ToString(stackSmallId),
-        u64ToString(computeUnits),
-        u64ToString(stack.num_total_messages),
-      );
-    const outcome = await this.#store.addStackUsage(stackSmallId, computeUnits, hash, Date.now());
+    let outcome = await add(false);
+    if (outcome.status === 'not_ours') outcome = await add(true);
     if (outcome.status === 'not_found') {
       throw refuse('stack_not_found', `no stack ${stackSmallId} is known to this daemon`, {
         parameter: 'stack_small_id',
       });
+    }
+    if (outcome.status === 'not_ours') {
+      throw refuse(
+        'stack_not_ours',
+        `stack ${stackSmallId} is assigned to node ${outcome.selected_node_id}, not to this signer's node`,
+        {
+          parameter: 'stack_small_id',
+        },
+      );
     }
     if (outcome.status === 'over_capacity') {
       throw refuse(
@@ -645,12 +639,6 @@ export class Writes {
       num_total_messages: outcome.num_total_messages,
       fill_fraction: capacity === 0 ? 1 : Number(outcome.already_computed_units) / capacity,
     };
-  }
-
-  async #isOurs(stack: Stack): Promise<boolean> {
-    const mine = (list: Badge[]) =>
-      list.some((b) => compareU64(b.node_small_id, stack.selected_node_id) === 0);
-    return mine(await this.badges()) || mine(await this.badges(true));
   }
 
   /** The stack and the badge it is assigned to, or the skipped result that says why it is not the node's. */

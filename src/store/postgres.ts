@@ -1368,10 +1368,11 @@ export class PostgresStore implements Store {
   addStackUsage(
     stackSmallId: U64,
     computeUnits: U64,
-    requestHash: Uint8Array,
+    requestHash: Uint8Array | undefined,
     nowMs: number,
+    ownNodes?: readonly U64[],
   ): Promise<UsageOutcome> {
-    return this.#usage.submit({ stackSmallId, computeUnits, requestHash, nowMs });
+    return this.#usage.submit({ stackSmallId, computeUnits, requestHash, nowMs, ownNodes });
   }
 
   /**
@@ -1416,11 +1417,11 @@ export class PostgresStore implements Store {
         const current = new Map(stacks.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
         const records = new Map<string, Row>(hashes.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
         const touched = new Set<string>();
-        const out = reports.map(({ stackSmallId, computeUnits, requestHash, nowMs }): UsageOutcome => {
-          const id = enc(stackSmallId);
+        const out = reports.map((report): UsageOutcome => {
+          const id = enc(report.stackSmallId);
           const row = current.get(id);
           if (!row) return { status: 'not_found' };
-          const { outcome, write } = usageChange(dec, row, records.get(id), computeUnits, requestHash, nowMs);
+          const { outcome, write } = usageChange(dec, row, records.get(id), report);
           if (!write) return outcome;
           const { already, messages, fillPpm, record } = write;
           // Sent together with COMMIT (the connection pipelines): one round trip for all of them.
@@ -1438,7 +1439,7 @@ export class PostgresStore implements Store {
               record.total_hash,
               enc(record.num_requests),
               fillPpm,
-              nowMs,
+              report.nowMs,
             ]),
           );
           touched.add(topics.stacks(dec(row.selected_node_id)));

@@ -1,8 +1,8 @@
 import { Pieces } from '../internal/pieces.ts';
 import type { U64 } from '../internal/u64.ts';
-import { normalizeU64, u64ToString } from '../internal/u64.ts';
+import { compareU64, normalizeU64, u64ToString } from '../internal/u64.ts';
 import { type ProtocolParameters, readParameters } from '../protocol/constants.ts';
-import { withAttesterLeaf } from '../protocol/proofs.ts';
+import { syntheticRequestHash, withAttesterLeaf } from '../protocol/proofs.ts';
 import { addUsage, type RequestRecord } from '../protocol/usage.ts';
 import type {
   ClaimPath,
@@ -31,6 +31,7 @@ import type {
   OpenStack,
   StackTerms,
   UsageOutcome,
+  UsageReport,
 } from './store.ts';
 
 /**
@@ -319,21 +320,25 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
- * A usage report applied to a stack's row (num_compute_units, already_computed_units, num_total_messages)
- * and its request record row (total_hash, num_requests), if any: the outcome to answer, and the values to
- * write when it is recorded.
+ * A usage report applied to a stack's row (selected_node_id, num_compute_units, already_computed_units,
+ * num_total_messages) and its request record row (total_hash, num_requests), if any: the outcome to
+ * answer, and the values to write when it is recorded. A stack assigned to a node outside the report's
+ * ownNodes is not_ours; a report without a request hash gets the synthetic one of the stack's next message.
  */
 export function usageChange(
   dec: (value: unknown) => U64,
   stack: Row,
   record: Row | undefined,
-  units: U64,
-  requestHash: Uint8Array,
-  nowMs: number,
+  report: UsageReport,
 ): {
   outcome: UsageOutcome;
   write?: { already: U64; messages: U64; fillPpm: number; record: RequestRecord; events: NewNodeEvent[] };
 } {
+  const { computeUnits: units, nowMs, ownNodes } = report;
+  const node = dec(stack.selected_node_id);
+  if (ownNodes !== undefined && !ownNodes.some((own) => compareU64(own, node) === 0)) {
+    return { outcome: { status: 'not_ours', selected_node_id: node } };
+  }
   const usage = {
     num_compute_units: dec(stack.num_compute_units),
     already_computed_units: dec(stack.already_computed_units),
@@ -343,6 +348,13 @@ export function usageChange(
     total_hash: record.total_hash as Uint8Array,
     num_requests: dec(record.num_requests),
   };
+  const requestHash =
+    report.requestHash ??
+    syntheticRequestHash(
+      u64ToString(report.stackSmallId),
+      u64ToString(units),
+      u64ToString(usage.num_total_messages),
+    );
   const change = addUsage(usage, previous, units, requestHash);
   if (change.status === 'over_capacity') {
     const { num_compute_units, already_computed_units } = usage;
@@ -352,7 +364,7 @@ export function usageChange(
   const before = fillPpm(usage.already_computed_units, usage.num_compute_units);
   const identity = {
     stack_small_id: dec(stack.stack_small_id),
-    selected_node_id: dec(stack.selected_node_id),
+    selected_node_id: node,
     num_compute_units: usage.num_compute_units,
   };
   return {

@@ -738,10 +738,11 @@ export class SqliteStore implements Store {
   addStackUsage(
     stackSmallId: U64,
     computeUnits: U64,
-    requestHash: Uint8Array,
+    requestHash: Uint8Array | undefined,
     nowMs: number,
+    ownNodes?: readonly U64[],
   ): Promise<UsageOutcome> {
-    return this.#usage.submit({ stackSmallId, computeUnits, requestHash, nowMs });
+    return this.#usage.submit({ stackSmallId, computeUnits, requestHash, nowMs, ownNodes });
   }
 
   /**
@@ -755,11 +756,12 @@ export class SqliteStore implements Store {
     ),
   );
 
-  #recordUsage({ stackSmallId, computeUnits, requestHash, nowMs }: UsageReport): UsageOutcome {
+  #recordUsage(report: UsageReport): UsageOutcome {
+    const { stackSmallId, nowMs } = report;
     const row = this.#w.getUsage!.get(enc(stackSmallId));
     if (!row) return { status: 'not_found' };
     const previous = this.#w.getStackHash!.get(enc(stackSmallId));
-    const { outcome, write } = usageChange(dec, row, previous, computeUnits, requestHash, nowMs);
+    const { outcome, write } = usageChange(dec, row, previous, report);
     if (write) {
       const topic = topics.stacks(dec(row.selected_node_id));
       this.#touched.add(topic);

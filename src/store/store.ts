@@ -16,14 +16,18 @@ import type { NewNodeEvent, NodeEventQuery, NodeEventRow } from './node-events.t
 export type UsageOutcome =
   | { status: 'recorded'; already_computed_units: U64; num_compute_units: U64; num_total_messages: U64 }
   | { status: 'not_found' }
+  | { status: 'not_ours'; selected_node_id: U64 }
   | { status: 'over_capacity'; already_computed_units: U64; num_compute_units: U64 };
 
 /** One usage report as the store records it (Store.addStackUsage's arguments). */
 export interface UsageReport {
   stackSmallId: U64;
   computeUnits: U64;
-  requestHash: Uint8Array;
+  /** The served request's hash; without one, the synthetic hash of the stack's next message. */
+  requestHash?: Uint8Array | undefined;
   nowMs: number;
+  /** The nodes the report may be for: a stack assigned to another is not_ours (nothing recorded). */
+  ownNodes?: readonly U64[] | undefined;
 }
 
 export interface IdempotencyRecord {
@@ -308,15 +312,17 @@ export interface Store {
   storeId(): Promise<string>;
   /**
    * Adds served work to a stack's off-chain usage: units to already_computed_units, one message, and the
-   * request's hash to the stack's running hash. Refuses (changing nothing) when the stack is unknown or
-   * the total would exceed its capacity. Reports that arrive while earlier ones are being written are
+   * request's hash (UsageReport.requestHash) to the stack's running hash. Refuses (changing nothing) when
+   * the stack is unknown, assigned to a node not in ownNodes (when given), or the total would exceed its
+   * capacity. Reports that arrive while earlier ones are being written are
    * written together, in one transaction (each outcome as if they had come one after the other).
    */
   addStackUsage(
     stackSmallId: U64,
     computeUnits: U64,
-    requestHash: Uint8Array,
+    requestHash: Uint8Array | undefined,
     nowMs: number,
+    ownNodes?: readonly U64[],
   ): Promise<UsageOutcome>;
   /** Records the running hash of a stack this node re-ran as an attester (replacing an older record). */
   putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void>;
