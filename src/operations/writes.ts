@@ -24,7 +24,7 @@ import type {
   TxResult,
   UsageResult,
 } from '../schemas/writes.ts';
-import type { Store } from '../store/store.ts';
+import type { Store, UsageOutcome } from '../store/store.ts';
 import type { Submitter } from './submit.ts';
 
 /**
@@ -598,15 +598,19 @@ export class Writes {
   ): Promise<UsageResult> {
     // The stack is read once, in the store's write: ownership is checked there against the signer's nodes
     // (a stack of another node refreshes the badges once: the signer may have registered it since).
-    const nodes = (badges: Badge[]) => badges.map((b) => b.node_small_id);
-    const add = async (refresh: boolean) =>
-      this.#store.addStackUsage(
-        stackSmallId,
-        computeUnits,
-        requestHash,
-        Date.now(),
-        nodes(await this.badges(refresh)),
-      );
+    const add = async (refresh: boolean): Promise<UsageOutcome> => {
+      let badges: Badge[];
+      try {
+        badges = await this.badges(refresh);
+      } catch (error) {
+        // Without the badges (the chain unreachable), an unknown stack is still answered as unknown.
+        if (!refresh && (await this.#store.getStack(stackSmallId)) === undefined)
+          return { status: 'not_found' };
+        throw error;
+      }
+      const nodes = badges.map((b) => b.node_small_id);
+      return this.#store.addStackUsage(stackSmallId, computeUnits, requestHash, Date.now(), nodes);
+    };
     let outcome = await add(false);
     if (outcome.status === 'not_ours') outcome = await add(true);
     if (outcome.status === 'not_found') {

@@ -292,6 +292,15 @@ describe('the daemon on --network sui', () => {
       assert.equal(refused.json().code, 'chain_unavailable');
       assert.ok(refused.json().detail.includes(reason), refused.json().detail);
       assert.equal(occurrences(refused.json().detail, 'Sui fullnode'), 1, refused.json().detail);
+      // A usage report on a stack the store does not know is still answered as such, badges or not.
+      const unknown = await app.inject({
+        method: 'POST',
+        url: '/stacks/77/usage',
+        payload: { compute_units: 1 },
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(unknown.statusCode, 404, unknown.body);
+      assert.equal(unknown.json().code, 'stack_not_found');
 
       double = await FullnodeDouble.start({
         dataDir,
