@@ -419,10 +419,10 @@ const S = statements({
     ORDER BY t.stack_small_id`,
   dataVersion: 'SELECT version FROM store_version',
 
-  // Usage: the stack row is locked first; the hash row is read (and locked) by the next statement, whose
-  // snapshot is taken once that lock is held, so it sees what the previous holder committed. The two are
-  // pipelined: one round trip.
-  // Locked in id order: two groups of reports (two daemons on one database) never wait on each other in a cycle.
+  // Usage (a group of reports): the stack rows are locked first; the hash rows are read (and locked) by the
+  // next statement, whose snapshot is taken once those locks are held, so it sees what the previous holders
+  // committed. The two are pipelined: one round trip. Both lock in id order, so two groups (two daemons on
+  // one database) never wait on each other in a cycle.
   lockStacks: `SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units,
       num_total_messages FROM stacks WHERE stack_small_id = ANY($1::numeric[]) ORDER BY stack_small_id FOR UPDATE`,
   lockHashes: `SELECT stack_small_id, total_hash, num_requests FROM stack_hashes
