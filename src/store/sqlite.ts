@@ -52,7 +52,7 @@ import {
   TICKET_COLUMNS,
   usageChange,
 } from './rows.ts';
-import { WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.ts';
+import { WAL_SIZE_LIMIT_BYTES, WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.ts';
 import type {
   Attestation,
   AttestationOutcome,
@@ -1036,8 +1036,8 @@ function openConnection(file: string): DatabaseSync {
   // fsyncs while the indexer catches up (the WAL still commits each transaction atomically). The writer
   // leaves them to a worker thread (WalCheckpointer) while it can.
   db.exec('PRAGMA cache_size = -65536');
-  // The WAL file is truncated when it starts over, so its size says how much it holds (WalCheckpointer).
-  db.exec('PRAGMA journal_size_limit = 0');
+  // The WAL file is reused when it starts over, not truncated (sqlite-checkpointer.ts says why).
+  db.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   db.exec(`PRAGMA wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   return db;
 }
