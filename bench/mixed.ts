@@ -19,7 +19,7 @@
 // --daemon-output keeps all the daemon's stdout and stderr in FILE: for finding where time goes, not for numbers.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -413,6 +413,7 @@ async function main(): Promise<void> {
       const [cpuBefore] = procTicks(daemon.pid!);
       const [benchBefore, wrkBefore] = procTicks('self');
       const wallBefore = performance.now();
+      const measuredFrom = process.hrtime.bigint();
       // Without reads, the row shows what a report costs the client when nothing waits ahead of it.
       const reads = reading
         ? await runOnce(ctx, readSpec(SECONDS))
@@ -436,6 +437,13 @@ async function main(): Promise<void> {
           );
       const cores = (ticks: number) => ticks / TICKS_PER_SECOND / ((performance.now() - wallBefore) / 1000);
       const daemonCpu = cores(procTicks(daemon.pid!)[0] - cpuBefore);
+      // For bench/stall-profile.ts: the measured window, on the stall log's clock (bench/stall-log.ts).
+      if (process.env.BENCH_STALL_LOG) {
+        appendFileSync(
+          process.env.BENCH_STALL_LOG,
+          `# ${measuredFrom / 1000n} ${process.hrtime.bigint() / 1000n} ${label}\n`,
+        );
+      }
       const [benchAfter, wrkAfter] = procTicks('self');
       trace('measured');
       const appliedAfter = await indexedEvents();
