@@ -19,11 +19,14 @@ export const BATCH_EVENTS = 10_000;
  * synchronous stretch: a second's worth of a busy chain (1,000 events, read in one wake-up) held every
  * read and usage report for 25 to 50 ms; 200 events still took 5 to 8 ms, and a usage report's p99 under
  * reads was 18 to 22 ms, 8 to 10 ms with 50. Twenty commits a second instead of five cost nothing visible.
- * Between chunks the indexer then waits as long as the chunk took: the reads' turns (read-turns.ts) are
- * half a millisecond each, and a chunk that followed its predecessor at once held the loop for about 2.5 ms
- * of every 3, so the reads queued behind a second's worth of chunks: a read p99 of 25 to 65 ms with the
- * stream alone. At the head the events have waited up to a second for their wake-up; a few more
- * milliseconds cost nothing, and catching up (pages with more behind them) does not wait at all.
+ * After a chunk that held the loop throughout (SQLite's, synchronous), the indexer then waits as long as
+ * the chunk took: the reads' turns (read-turns.ts) are half a millisecond each, and a chunk that followed
+ * its predecessor at once held the loop for about 2.5 ms of every 3, so the reads queued behind a second's
+ * worth of chunks: a read p99 of 25 to 65 ms with the stream alone. At the head the events have waited up
+ * to a second for their wake-up; a few more milliseconds cost nothing, and catching up (pages with more
+ * behind them) does not wait at all. A chunk that waited on its store (PostgreSQL's round trips) left the
+ * loop to the requests meanwhile, and its wall time is mostly the server's: pausing as long slowed the
+ * indexer at 500 reports/s below the stream's rate.
  */
 export const HEAD_CHUNK_EVENTS = 50;
 
@@ -96,12 +99,20 @@ export async function catchUp(
       const chunks = batch.hasMore ? [batch.events] : headChunks(batch.events, options.headChunkEvents);
       for (const events of chunks.slice(0, -1)) {
         const started = performance.now();
+        // Whether the loop had a turn during the chunk: on PostgreSQL it waits for the server, and the
+        // requests are served meanwhile; on SQLite it runs from start to end without one.
+        let turned = false;
+        const turn = setImmediate(() => {
+          turned = true;
+        });
         addCounts(
           progress.totals,
           await applyPage(store, source.id, { events, nextCursor: progress.cursor, hasMore: true }, log),
         );
-        // The loop goes back to the requests for at least as long as the chunk held it (HEAD_CHUNK_EVENTS).
-        await pause(performance.now() - started);
+        clearImmediate(turn);
+        // A chunk that held the loop gives it back to the requests for as long (HEAD_CHUNK_EVENTS).
+        if (turned) await new Promise((resolve) => setImmediate(resolve));
+        else await pause(performance.now() - started);
       }
       batch.events = chunks.at(-1)!;
       addCounts(progress.totals, await applyPage(store, source.id, batch, log));
