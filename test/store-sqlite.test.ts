@@ -201,10 +201,8 @@ describe('sqlite store', () => {
       await sleep(20);
     }
     assert.ok(statSync(file).size >= before + 512 * 1024, `database file ${statSync(file).size} bytes`);
-    assert.equal(
-      (await store.listNodeEvents({ after: 0, limit: 1000, nodes: null, types: null })).length,
-      250,
-    );
+    const all = { after: 0, limit: 1000, nodes: null, types: null };
+    assert.equal((await store.listNodeEvents(all)).length, 250);
     // Once a checkpoint has taken every frame, the next commit starts the WAL over from its beginning. The
     // file is reused, not truncated (truncating it cost the writer's COMMIT 10 to 18 ms in the kernel), so
     // its size stays at its high-water mark while the WAL-index says how little it holds now.
@@ -216,7 +214,6 @@ describe('sqlite store', () => {
     assert.ok((fill.bytes() ?? Infinity) < 16 * 1024, `WAL holds ${fill.bytes()} bytes`);
     assert.ok(statSync(`${file}-wal`).size >= 100 * 1024, `WAL file ${statSync(`${file}-wal`).size} bytes`);
     fill.close();
-    const all = { after: 0, limit: 1000, nodes: null, types: null };
     const written = (await store.listNodeEvents(all)).length;
     await store.close();
     // Everything survives a reopen, and the worker ended with the store.

@@ -130,10 +130,6 @@ export async function catchUp(
 }
 
 /**
- * A head batch cut into runs of at most `max` events, each ending where a transaction's events end (a
- * claim's stacks make one node event only when they are applied together); one run when `max` is unset.
- */
-/**
  * Waits at least `ms`, on timers, so that the loop serves its sockets meanwhile. A timer counts from the
  * start of the loop's current turn (libuv's cached time), so it can fire early by as much as the turn had
  * already run: the wait is taken again for what is left.
@@ -145,6 +141,10 @@ async function pause(ms: number): Promise<void> {
   }
 }
 
+/**
+ * A head batch cut into runs of at most `max` events, each ending where a transaction's events end (a
+ * claim's stacks make one node event only when they are applied together); one run when `max` is unset.
+ */
 function headChunks(events: RawEvent[], max: number | undefined): RawEvent[][] {
   if (max === undefined || events.length <= max) return [events];
   const digest = (e: RawEvent | undefined) =>

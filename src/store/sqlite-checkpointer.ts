@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { Worker } from 'node:worker_threads';
 
 /**
@@ -58,6 +59,9 @@ parentPort.on('message', (message) => {
 });
 `;
 
+/** The WAL-index is in this machine's byte order. */
+const LITTLE_ENDIAN = endianness() === 'LE';
+
 /**
  * The bytes of WAL frames a database's WAL holds now, from the WAL-index header in its -shm file
  * (https://www.sqlite.org/walformat.html, "The WAL-Index Header": mxFrame, the u32 at byte 16, and szPage,
@@ -82,9 +86,8 @@ export class WalFill {
       return undefined;
     }
     if (!this.#header.subarray(0, 48).equals(this.#header.subarray(48, 96))) return undefined;
-    const little = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-    const frames = little ? this.#header.readUInt32LE(16) : this.#header.readUInt32BE(16);
-    const pageField = little ? this.#header.readUInt16LE(14) : this.#header.readUInt16BE(14);
+    const frames = LITTLE_ENDIAN ? this.#header.readUInt32LE(16) : this.#header.readUInt32BE(16);
+    const pageField = LITTLE_ENDIAN ? this.#header.readUInt16LE(14) : this.#header.readUInt16BE(14);
     // A WAL frame is a 24-byte header and a page; a page size of 65,536 is stored as 1.
     return frames * ((pageField === 1 ? 65_536 : pageField) + 24);
   }

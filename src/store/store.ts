@@ -314,8 +314,8 @@ export interface Store {
    * Adds served work to a stack's off-chain usage: units to already_computed_units, one message, and the
    * request's hash (UsageReport.requestHash) to the stack's running hash. Refuses (changing nothing) when
    * the stack is unknown, assigned to a node not in ownNodes (when given), or the total would exceed its
-   * capacity. Reports that arrive while earlier ones are being written are
-   * written together, in one transaction (each outcome as if they had come one after the other).
+   * capacity. Reports that arrive while earlier ones are being written are written together, in one
+   * transaction (each outcome as if they had come one after the other).
    */
   addStackUsage(
     stackSmallId: U64,
