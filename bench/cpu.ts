@@ -153,3 +153,35 @@ export async function waitForQuiet(
   }
   return undefined;
 }
+
+/** A process's threads by name (`comm`): nanoseconds on a CPU, and runnable but waiting for one. */
+export type ThreadTimes = Map<string, { runNs: number; waitNs: number }>;
+
+/**
+ * The run and run-queue wait of a process's threads, summed by thread name, from each thread's
+ * /proc/PID/task/TID/schedstat (the scheduler's own nanosecond counters). The wait is what the event loop
+ * loses to other threads on a shared core: the time MainThread could have run and did not. Threads that
+ * exited between two readings drop out of the later one. Empty when the process cannot be read.
+ */
+export function threadTimes(pid: number): ThreadTimes {
+  const times: ThreadTimes = new Map();
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return times;
+  }
+  for (const tid of tasks) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const [run = 0, wait = 0] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')
+        .split(' ')
+        .map(Number);
+      const sum = times.get(name) ?? { runNs: 0, waitNs: 0 };
+      times.set(name, { runNs: sum.runNs + run, waitNs: sum.waitNs + wait });
+    } catch {
+      // The thread exited meanwhile.
+    }
+  }
+  return times;
+}

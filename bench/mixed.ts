@@ -28,8 +28,9 @@ import { Worker } from 'node:worker_threads';
 import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
+import { CHECKPOINT_THREAD } from '../src/store/sqlite-checkpointer.ts';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
-import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
+import { procTicks, type ThreadTimes, TICKS_PER_SECOND, threadTimes } from './cpu.ts';
 import { call, json } from './daemon-http.ts';
 import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
@@ -133,6 +134,22 @@ function sleep(seconds: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, seconds * 1000));
 }
 
+/** The daemon's threads between two readings, in ms per second of wallMs (Row.threads). */
+function threadShares(before: ThreadTimes, after: ThreadTimes, wallMs: number): Row['threads'] {
+  const shares = { mainRun: 0, mainWait: 0, checkpoint: 0, others: 0 };
+  const perSecond = (ns: number) => ns / 1e6 / (wallMs / 1000);
+  for (const [name, t] of after) {
+    const b = before.get(name) ?? { runNs: 0, waitNs: 0 };
+    const run = perSecond(t.runNs - b.runNs);
+    if (name === 'MainThread') {
+      shares.mainRun = run;
+      shares.mainWait = perSecond(t.waitNs - b.waitNs);
+    } else if (name === CHECKPOINT_THREAD) shares.checkpoint = run;
+    else shares.others += run;
+  }
+  return shares;
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -170,6 +187,12 @@ interface Row {
   /** The same for wrk, and for this process (the fullnode double and the reporter), both on CPU 1. */
   wrkCpu: number;
   benchCpu: number;
+  /**
+   * The daemon's threads over the measured seconds, in ms per second: the event loop's time on the core
+   * and waiting for it, the WAL checkpoint worker's time, and the rest (V8's compiler and GC helpers,
+   * libuv's pool) together.
+   */
+  threads: { mainRun: number; mainWait: number; checkpoint: number; others: number };
 }
 
 async function main(): Promise<void> {
@@ -413,6 +436,7 @@ async function main(): Promise<void> {
       const appliedBefore = await indexedEvents();
       trace('counted');
       const [cpuBefore] = procTicks(daemon.pid!);
+      const threadsBefore = threadTimes(daemon.pid!);
       const [benchBefore, wrkBefore] = procTicks('self');
       const wallBefore = performance.now();
       const measuredFrom = process.hrtime.bigint();
@@ -439,6 +463,7 @@ async function main(): Promise<void> {
           );
       const cores = (ticks: number) => ticks / TICKS_PER_SECOND / ((performance.now() - wallBefore) / 1000);
       const daemonCpu = cores(procTicks(daemon.pid!)[0] - cpuBefore);
+      const threads = threadShares(threadsBefore, threadTimes(daemon.pid!), performance.now() - wallBefore);
       // For bench/stall-profile.ts: the measured window, on the stall log's clock (bench/stall-log.ts).
       if (process.env.BENCH_STALL_LOG) {
         appendFileSync(
@@ -483,6 +508,7 @@ async function main(): Promise<void> {
         daemonCpu,
         wrkCpu: cores(wrkAfter - wrkBefore),
         benchCpu: cores(benchAfter - benchBefore),
+        threads,
       };
       log(
         `  ${label}: ${Math.round(reads.requestsPerSecond)} req/s, p99 ${reads.p99ms.toFixed(2)} ms; ` +
@@ -490,7 +516,9 @@ async function main(): Promise<void> {
           `indexer ${Math.round(row.streamApplied)} ev/s; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
           `young GC ${gc.msPerSecond.toFixed(1)} ms/s (${gc.count} × ${gc.meanMs.toFixed(2)} ms); ` +
           `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %, wrk ${(row.wrkCpu * 100).toFixed(0)} %, ` +
-          `bench ${(row.benchCpu * 100).toFixed(0)} %`,
+          `bench ${(row.benchCpu * 100).toFixed(0)} %; event loop ${threads.mainRun.toFixed(0)} ms/s on the core, ` +
+          `${threads.mainWait.toFixed(0)} ms/s waiting for it; checkpoints ${threads.checkpoint.toFixed(0)} ms/s, ` +
+          `other threads ${threads.others.toFixed(0)} ms/s`,
       );
       // Let the indexer finish what the stream left before the next row.
       await caughtUp();

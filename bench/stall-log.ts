@@ -6,7 +6,11 @@
 //   BENCH_STALL_LOG=/tmp/stalls.log npm run bench:mixed -- --quick --rows-only --profile /tmp/prof \
 //     --daemon-flag=--import=./bench/stall-log.ts
 //   node bench/stall-profile.ts /tmp/prof/<the main thread's>.cpuprofile /tmp/stalls.log
+//
+// It also writes the main thread's garbage collections, as `gc FROM TO KIND` on the same clock (KIND: minor,
+// major, incremental or weakcb), so that the rows can tell a stall that was a pause from one that was work.
 import { appendFileSync } from 'node:fs';
+import { constants, PerformanceObserver, performance } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
 
 const file = process.env.BENCH_STALL_LOG;
@@ -19,4 +23,22 @@ if (isMainThread && file) {
     if (now - last > threshold) appendFileSync(file, `${last / 1000n} ${now / 1000n}\n`);
     last = now;
   }, 1).unref();
+
+  // performance.now() counts from the time origin on the same monotonic clock as hrtime.
+  const originMicros = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+  const kinds = new Map([
+    [constants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
+    [constants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
+    [constants.NODE_PERFORMANCE_GC_WEAKCB, 'weakcb'],
+  ]);
+  new PerformanceObserver((list) => {
+    let text = '';
+    for (const entry of list.getEntries()) {
+      const from = Math.round(originMicros + entry.startTime * 1000);
+      const kind = kinds.get((entry as unknown as { detail: { kind: number } }).detail.kind) ?? 'other';
+      text += `gc ${from} ${from + Math.round(entry.duration * 1000)} ${kind}\n`;
+    }
+    appendFileSync(file, text);
+  }).observe({ entryTypes: ['gc'] });
 }

@@ -41,15 +41,37 @@ const rows = lines
     const [, from, to, ...label] = line.split(' ');
     return { from: Number(from), to: Number(to), label: label.join(' ') };
   });
+// bench/stall-log.ts's garbage collections: [from, to, kind].
+const gcs = lines
+  .filter((line) => line.startsWith('gc '))
+  .map((line) => {
+    const [, from, to, kind] = line.split(' ');
+    return [Number(from), Number(to), kind ?? ''] as const;
+  });
 const allStalls = lines
-  .filter((line) => !line.startsWith('#'))
+  .filter((line) => !line.startsWith('#') && !line.startsWith('gc '))
   .map((line) => line.split(' ').map(Number) as [number, number])
   .sort((a, b) => a[0] - b[0]);
 const within = (row: { from: number; to: number }) => allStalls.filter(([a]) => a >= row.from && a < row.to);
+/** Milliseconds of the collections (of a kind, or all) that overlap the windows. */
+const gcWithin = (windows: (readonly [number, number])[], kind?: string) => {
+  let micros = 0;
+  for (const [from, to, k] of gcs) {
+    if (kind !== undefined && k !== kind) continue;
+    for (const [a, b] of windows) micros += Math.max(0, Math.min(to, b) - Math.max(from, a));
+  }
+  return micros / 1000;
+};
 for (const row of rows) {
-  const mine = within(row).map(([a, b]) => (b - a) / 1000);
+  const windows = within(row);
+  const mine = windows.map(([a, b]) => (b - a) / 1000);
+  const whole = [[row.from, row.to] as const];
+  const gc =
+    gcs.length === 0
+      ? ''
+      : `; GC ${gcWithin(whole).toFixed(0)} ms (major ${gcWithin(whole, 'major').toFixed(0)} ms), ${gcWithin(windows).toFixed(0)} ms of it in stalls`;
   process.stdout.write(
-    `${row.label.padEnd(28)} ${mine.length} stalls, ${mine.filter((ms) => ms > 10).length} over 10 ms, ${mine.reduce((x, y) => x + y, 0).toFixed(0)} ms in ${((row.to - row.from) / 1e6).toFixed(1)} s, longest ${Math.max(0, ...mine).toFixed(1)} ms\n`,
+    `${row.label.padEnd(28)} ${mine.length} stalls, ${mine.filter((ms) => ms > 10).length} over 10 ms, ${mine.reduce((x, y) => x + y, 0).toFixed(0)} ms in ${((row.to - row.from) / 1e6).toFixed(1)} s, longest ${Math.max(0, ...mine).toFixed(1)} ms${gc}\n`,
   );
 }
 const stalls = rows.filter((row) => row.label.includes(flags.row)).flatMap(within);

@@ -25,6 +25,8 @@ export const WAL_SIZE_LIMIT_BYTES = 4 * CHECKPOINT_WAL_BYTES;
  * gone or cannot keep up (a reader holding an old snapshot).
  */
 export const WRITER_AUTOCHECKPOINT_PAGES = 40_000;
+/** The worker's thread name, as `top -H` and /proc/PID/task/TID/comm show it (at most 15 bytes on Linux). */
+export const CHECKPOINT_THREAD = 'wal-checkpoint';
 /** Where the worker counts its checkpoints, and says that one failed. */
 const COMPLETED = 0;
 const FAILED = 1;
@@ -145,6 +147,7 @@ export class WalCheckpointer {
     if (this.#worker) return this.#worker;
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
+      name: CHECKPOINT_THREAD,
       workerData: { file: this.#file, state: this.#state.buffer },
     });
     // It must not keep the process alive: a daemon exits when its work is done, whatever the WAL.
