@@ -1204,6 +1204,65 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
+    it("patches its kept list with its own usage reports, and reads it again when another daemon's commit came between", async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const other = await connect(db.url);
+      try {
+        await seed(store, [2, 4, 6, 8]);
+        const topic = topics.stacks(1);
+        /** A read by a caller that saw the topic's version now (as the response cache does after a commit). */
+        const hinted = async () => {
+          const [version] = await store.topicVersions([topic]);
+          let body = '';
+          const traffic = await countTraffic(async () => {
+            body = (await store.listStacksJson(1, undefined, {}, version)).body.toString();
+          });
+          assert.equal(body, stringifyJson(await store.listStacks(1)));
+          return { body, traffic };
+        };
+        await store.listStacksJson(1);
+
+        // Its own reports, one and then two at once: the list shows them with no round trip.
+        assert.equal((await store.addStackUsage(4, 300, REPORT, 1)).status, 'recorded');
+        const own = await hinted();
+        assert.equal(own.traffic.roundTrips, 0);
+        assert.match(
+          own.body,
+          /"stack_small_id":4,.*"already_computed_units":300,"in_settle_period":false,"num_total_messages":1,/,
+        );
+        const both = await Promise.all([
+          store.addStackUsage(6, 10, REPORT, 2),
+          store.addStackUsage(8, 20, REPORT, 3),
+        ]);
+        assert.deepEqual(
+          both.map((o) => o.status),
+          ['recorded', 'recorded'],
+        );
+        assert.equal((await hinted()).traffic.roundTrips, 0);
+
+        // Another daemon changes a stack of the node, then this one reports: the topic moved by two, and
+        // the list is read (only what changed), not patched over the other's change.
+        await other.query(
+          `UPDATE stacks SET already_computed_units = 555 WHERE stack_small_id = 2; ${bump(1)}`,
+        );
+        assert.equal((await store.addStackUsage(4, 1, REPORT, 4)).status, 'recorded');
+        const after = await hinted();
+        assert.equal(after.traffic.roundTrips, 1);
+        assert.match(after.body, /"stack_small_id":2,.*"already_computed_units":555,/);
+        assert.match(after.body, /"stack_small_id":4,.*"already_computed_units":301,/);
+
+        // The patched list's old snapshot still reads the rows the reports wrote again: they compare equal.
+        await other.query(`UPDATE stacks SET num_total_messages = 9 WHERE stack_small_id = 8; ${bump(1)}`);
+        const later = await hinted();
+        assert.equal(later.traffic.roundTrips, 1);
+        assert.match(later.body, /"stack_small_id":8,.*"num_total_messages":9,/);
+      } finally {
+        await Promise.all([other.end(), store.close()]);
+        await db.drop();
+      }
+    });
+
     it('upgrades a database from before 0007 with its stacks, and keeps their lists from then on', async () => {
       const db = await freshDatabase();
       let store = await PostgresStore.open({ url: db.url });

@@ -108,6 +108,12 @@ interface NodeList {
   list: ListBody;
 }
 
+/** A stack's usage columns as a usage group leaves them, as decimal text (#patchOwnUsage). */
+interface UsageColumns {
+  already: string;
+  messages: string;
+}
+
 /** Times a group of usage reports is written before a deadlock or serialization failure is given up on. */
 const USAGE_ATTEMPTS = 3;
 
@@ -508,6 +514,9 @@ const S = statements({
     ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`,
   bumpTopics: `INSERT INTO topic_versions (topic, version) SELECT unnest($1::text[]), 1
     ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`,
+  // The same, saying each topic's version after: a usage group patches its nodes' kept lists with them.
+  bumpTopicsReturning: `INSERT INTO topic_versions (topic, version) SELECT unnest($1::text[]), 1
+    ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1 RETURNING topic, version`,
   subscribersOf: 'SELECT node_small_id FROM node_subscriptions WHERE task_small_id = $1',
   topicVersions: 'SELECT topic, version FROM topic_versions WHERE topic = ANY($1::text[])',
   storeId: 'SELECT store_id FROM store_identity WHERE id = 1',
@@ -1406,9 +1415,13 @@ export class PostgresStore implements Store {
   async #recordUsage(reports: UsageReport[]): Promise<UsageOutcome[]> {
     const ids = [...new Set(reports.map((r) => enc(r.stackSmallId)))].sort(compareDigits);
     let appended = false;
+    /** What the group wrote, by node stacks topic: each stack's usage columns after it. */
+    let written = new Map<string, Map<string, UsageColumns>>();
+    let bumped: Promise<QueryResult> | undefined;
     const outcomes = await this.#transaction(
       async (client, defer): Promise<UsageOutcome[]> => {
         appended = false;
+        written = new Map();
         const [stacks, hashes] = await Promise.all([
           this.#exec(client, S.lockStacks, [ids]),
           this.#exec(client, S.lockHashes, [ids]),
@@ -1442,7 +1455,11 @@ export class PostgresStore implements Store {
               report.nowMs,
             ]),
           );
-          touched.add(topics.stacks(dec(row.selected_node_id)));
+          const topic = topics.stacks(dec(row.selected_node_id));
+          touched.add(topic);
+          const stacks = written.get(topic) ?? new Map<string, UsageColumns>();
+          stacks.set(id, { already: enc(already), messages: enc(messages) });
+          written.set(topic, stacks);
           current.set(id, {
             ...row,
             already_computed_units: enc(already),
@@ -1451,13 +1468,50 @@ export class PostgresStore implements Store {
           records.set(id, { total_hash: record.total_hash, num_requests: enc(record.num_requests) });
           return outcome;
         });
-        if (touched.size > 0) defer(this.#exec(client, S.bumpTopics, [[...touched]]));
+        bumped = undefined;
+        if (touched.size > 0) {
+          bumped = this.#exec(client, S.bumpTopicsReturning, [[...touched]]);
+          defer(bumped);
+        }
         return out;
       },
       (out) => out.some((outcome) => outcome.status === 'recorded'),
     );
     if (appended) this.#nodeEvents.emit();
+    // Committed: the bump answered (it went before COMMIT on the same connection).
+    if (bumped !== undefined) {
+      for (const row of (await bumped).rows) {
+        const stacks = written.get(row.topic as string);
+        if (stacks !== undefined) this.#patchOwnUsage(row.topic as string, Number(row.version), stacks);
+      }
+    }
     return outcomes;
+  }
+
+  /**
+   * A node's kept list brought up to a usage group this process committed, without reading it again. The
+   * topic's version after the group's bump is the list's plus one only when no other transaction changed
+   * the node's stacks since the list's snapshot: every writer of a stack bumps its node's topic, under the
+   * topic row's lock, in the same transaction. The list then differs from the database by exactly the
+   * group's usage columns. Its snapshot stays the old one, so a later read since it reads the group's rows
+   * again and finds them equal. Any other version leaves the list to be read (#nodeList).
+   */
+  #patchOwnUsage(topic: string, version: number, stacks: ReadonlyMap<string, UsageColumns>): void {
+    const kept = this.#nodeLists.get(topic);
+    if (kept === undefined || kept.version !== version - 1) return;
+    const state = kept.state.slice();
+    const changes = new Map<number, Buffer>();
+    for (const [id, { already, messages }] of stacks) {
+      const at = kept.index.get(id);
+      if (at === undefined) return;
+      const r = state[at]!.slice();
+      // The values as a read gives them (NUMERIC as decimal text), so that sameState holds for a re-read.
+      r[1] = already;
+      r[3] = messages;
+      state[at] = r;
+      changes.set(at, restated(fragmentAt(kept.list, at), r));
+    }
+    this.#nodeLists.keep(topic, { ...kept, version, state, list: patchBody(kept.list, changes) });
   }
 
   async putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {
