@@ -28,6 +28,7 @@ import { Worker } from 'node:worker_threads';
 import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
+import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
 import { CHECKPOINT_THREAD } from '../src/store/sqlite-checkpointer.ts';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
 import { procTicks, type ThreadTimes, TICKS_PER_SECOND, threadTimes } from './cpu.ts';
@@ -136,8 +137,9 @@ function sleep(seconds: number): Promise<void> {
 
 /** The daemon's threads between two readings, in ms per second of wallMs (Row.threads). */
 function threadShares(before: ThreadTimes, after: ThreadTimes, wallMs: number): Row['threads'] {
-  const shares = { mainRun: 0, mainWait: 0, checkpoint: 0, others: 0 };
+  const shares = { mainRun: 0, mainWait: 0, checkpoint: 0, others: 0, busiest: '' };
   const perSecond = (ns: number) => ns / 1e6 / (wallMs / 1000);
+  const others: [string, number][] = [];
   for (const [name, t] of after) {
     const b = before.get(name) ?? { runNs: 0, waitNs: 0 };
     const run = perSecond(t.runNs - b.runNs);
@@ -145,8 +147,16 @@ function threadShares(before: ThreadTimes, after: ThreadTimes, wallMs: number): 
       shares.mainRun = run;
       shares.mainWait = perSecond(t.waitNs - b.waitNs);
     } else if (name === CHECKPOINT_THREAD) shares.checkpoint = run;
-    else shares.others += run;
+    else {
+      shares.others += run;
+      others.push([name, run]);
+    }
   }
+  shares.busiest = others
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([name, ms]) => `${name} ${ms.toFixed(0)}`)
+    .join(', ');
   return shares;
 }
 
@@ -192,7 +202,7 @@ interface Row {
    * and waiting for it, the WAL checkpoint worker's time, and the rest (V8's compiler and GC helpers,
    * libuv's pool) together.
    */
-  threads: { mainRun: number; mainWait: number; checkpoint: number; others: number };
+  threads: { mainRun: number; mainWait: number; checkpoint: number; others: number; busiest: string };
 }
 
 async function main(): Promise<void> {
@@ -252,6 +262,7 @@ async function main(): Promise<void> {
       '-c',
       SERVER_CPU,
       join(ROOT, 'node_modules/.bin/node'),
+      ...DAEMON_NODE_FLAGS,
       // --profile DIR: the daemon writes a V8 CPU profile there when it stops (slower; not for numbers).
       ...(flags.profile ? ['--cpu-prof', '--cpu-prof-dir', flags.profile] : []),
       ...(flags['daemon-flag'] ?? []),
@@ -518,7 +529,7 @@ async function main(): Promise<void> {
           `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %, wrk ${(row.wrkCpu * 100).toFixed(0)} %, ` +
           `bench ${(row.benchCpu * 100).toFixed(0)} %; event loop ${threads.mainRun.toFixed(0)} ms/s on the core, ` +
           `${threads.mainWait.toFixed(0)} ms/s waiting for it; checkpoints ${threads.checkpoint.toFixed(0)} ms/s, ` +
-          `other threads ${threads.others.toFixed(0)} ms/s`,
+          `other threads ${threads.others.toFixed(0)} ms/s (${threads.busiest})`,
       );
       // Let the indexer finish what the stream left before the next row.
       await caughtUp();

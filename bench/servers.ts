@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
 
 /** The server under test runs on the first core; the load generator owns the second. */
 export const SERVER_CPU = '0';
@@ -119,6 +120,7 @@ export interface DaemonOptions {
 export async function startDaemon(root: string, options: DaemonOptions): Promise<Server> {
   const port = await freePort();
   const args = [
+    ...DAEMON_NODE_FLAGS,
     ...(options.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfDir] : []),
     'src/main.ts',
     'start',

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
 import { percentile } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -20,6 +21,7 @@ async function startDaemon(dataDir: string): Promise<{ url: string; stop: () => 
     '-c',
     '0',
     process.execPath,
+    ...DAEMON_NODE_FLAGS,
     join(ROOT, 'src/main.ts'),
     'start',
     '--port',

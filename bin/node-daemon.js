@@ -3,8 +3,14 @@
 // file is started by an older Node (the system one), it re-runs itself on the Node 24 that `npm ci`
 // installed into node_modules (the `node` package pinned in package.json).
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+
+// The Node options the daemon runs with (`npm start` passes the same; a test keeps the two equal). Read
+// as a file: a JSON import is still experimental on Node 20 and would print a warning on every command.
+const DAEMON_NODE_FLAGS = JSON.parse(
+  readFileSync(new URL('./daemon-node-flags.json', import.meta.url), 'utf8'),
+);
 
 const major = Number(process.versions.node.split('.')[0]);
 if (major >= 24) {
@@ -29,7 +35,8 @@ if (major >= 24) {
     );
     process.exit(1);
   }
-  const child = spawn(pinned, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+  const flags = process.argv[2] === 'start' ? DAEMON_NODE_FLAGS : [];
+  const child = spawn(pinned, [...flags, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: 'inherit',
   });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));

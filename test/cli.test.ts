@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { BIN, run, startDaemon } from './helpers/process.ts';
+import { BIN, ROOT, run, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
+
+/** The machine's own Node (20 on ours), which the command re-runs on the pinned Node 24. */
+const SYSTEM_NODE = '/usr/bin/node';
 
 function oneLine(stderr: string): string {
   const lines = stderr.trim().split('\n');
@@ -117,6 +122,39 @@ describe('node-daemon command', () => {
     const result = await run(['--version'], {}, older);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^\d+\.\d+\.\d+\n$/);
+  });
+});
+
+describe('the Node options the daemon runs with', () => {
+  const flags = JSON.parse(readFileSync(join(ROOT, 'bin/daemon-node-flags.json'), 'utf8')) as string[];
+
+  it('are the ones npm start passes', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: { start: string };
+    };
+    assert.ok(flags.length > 0);
+    assert.equal(pkg.scripts.start, `node ${flags.join(' ')} src/main.ts start`);
+  });
+
+  it('are passed by node-daemon start when it re-runs itself on the pinned Node', async (t) => {
+    const system = spawnSync(SYSTEM_NODE, ['--version'], { encoding: 'utf8' });
+    const major = Number(/^v(\d+)/.exec(system.stdout ?? '')?.[1]);
+    if (system.status !== 0 || !(major < 24)) {
+      t.skip(`${SYSTEM_NODE} is not a Node older than 24: the command runs in-process there`);
+      return;
+    }
+    const { dir, remove } = tempDir();
+    const daemon = await startDaemon(['--data-dir', dir, '--network', 'none'], {}, 60_000, SYSTEM_NODE);
+    try {
+      const { pid } = JSON.parse(readFileSync(join(dir, 'daemon.json'), 'utf8')) as { pid: number };
+      assert.notEqual(pid, daemon.child.pid);
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      for (const flag of flags) assert.ok(argv.includes(flag), `${flag} in ${argv.join(' ')}`);
+    } finally {
+      daemon.child.kill('SIGTERM');
+      assert.equal((await daemon.exited).code, 0);
+      await remove();
+    }
   });
 });
 

@@ -62,8 +62,10 @@ export async function startDaemon(
   env: Record<string, string> = {},
   /** How long the daemon may live before the helper kills it (a test that keeps it longer says so). */
   lifetimeMs = 60_000,
+  /** The Node that runs the command (an older one re-runs it on the pinned Node 24). */
+  node = process.execPath,
 ): Promise<{ child: ChildProcess; url: string; exited: Promise<Finished> }> {
-  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...args], {
+  const child = spawn(node, [BIN, 'start', '--port', '0', ...args], {
     env: cleanEnv(env),
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
