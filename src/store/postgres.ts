@@ -108,6 +108,23 @@ interface NodeList {
   list: ListBody;
 }
 
+/**
+ * A kept list's state and body with some of its stacks' rows of STACK_STATE_COLUMNS written in, by index:
+ * a new state array and new copies of the pieces that hold them (the kept list is never changed).
+ */
+function restatedList(
+  kept: NodeList,
+  changed: ReadonlyMap<number, unknown[]>,
+): Pick<NodeList, 'state' | 'list'> {
+  const state = kept.state.slice();
+  const changes = new Map<number, Buffer>();
+  for (const [at, r] of changed) {
+    state[at] = r;
+    changes.set(at, restated(fragmentAt(kept.list, at), r));
+  }
+  return { state, list: patchBody(kept.list, changes) };
+}
+
 /** A stack's usage columns as a usage group leaves them, as decimal text (#patchOwnUsage). */
 interface UsageColumns {
   already: string;
@@ -343,6 +360,9 @@ export const AUTOPILOT_QUERIES = {
 } as const;
 
 const BUMP_VERSION = 'UPDATE store_version SET version = version + 1';
+/** Moves each of the topics ($1) one version on. */
+const BUMP_TOPICS = `INSERT INTO topic_versions (topic, version) SELECT unnest($1::text[]), 1
+    ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`;
 
 /**
  * A node's kept list, read in one statement, so in one snapshot: that snapshot, the node's stacks topic
@@ -512,11 +532,9 @@ const S = statements({
     SELECT 'chain', 1 WHERE NOT EXISTS (SELECT 1 FROM before
       WHERE ($1::numeric IS NULL OR epoch = $1::numeric) AND ($2::text IS NULL OR parameters = $2::text))
     ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`,
-  bumpTopics: `INSERT INTO topic_versions (topic, version) SELECT unnest($1::text[]), 1
-    ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`,
+  bumpTopics: BUMP_TOPICS,
   // The same, saying each topic's version after: a usage group patches its nodes' kept lists with them.
-  bumpTopicsReturning: `INSERT INTO topic_versions (topic, version) SELECT unnest($1::text[]), 1
-    ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1 RETURNING topic, version`,
+  bumpTopicsReturning: `${BUMP_TOPICS} RETURNING topic, version`,
   subscribersOf: 'SELECT node_small_id FROM node_subscriptions WHERE task_small_id = $1',
   topicVersions: 'SELECT topic, version FROM topic_versions WHERE topic = ANY($1::text[])',
   storeId: 'SELECT store_id FROM store_identity WHERE id = 1',
@@ -1300,7 +1318,6 @@ export class PostgresStore implements Store {
 
   /** The kept list with these rows (whole, in order) written in: changed ones restated, new ones added. */
   #patchedList(kept: NodeList, snapshot: string, version: number, rows: unknown[][]): NodeList {
-    const changes = new Map<number, Buffer>();
     const changed = new Map<number, unknown[]>();
     const added: unknown[][] = [];
     for (const row of rows) {
@@ -1311,15 +1328,12 @@ export class PostgresStore implements Store {
       }
       const r = stateOf(row);
       if (sameState(r, kept.state[at]!)) continue;
-      changes.set(at, restated(fragmentAt(kept.list, at), r));
       changed.set(at, r);
     }
     const base = { snapshot, version, removed: kept.removed };
     if (added.length === 0) {
-      if (changes.size === 0) return { ...base, state: kept.state, index: kept.index, list: kept.list };
-      const state = kept.state.slice();
-      for (const [at, r] of changed) state[at] = r;
-      return { ...base, state, index: kept.index, list: patchBody(kept.list, changes) };
+      if (changed.size === 0) return { ...base, state: kept.state, index: kept.index, list: kept.list };
+      return { ...base, index: kept.index, ...restatedList(kept, changed) };
     }
     // New stacks (an indexer page): merged in id order with the kept ones, the body joined again.
     const state: unknown[][] = [];
@@ -1334,8 +1348,9 @@ export class PostgresStore implements Store {
         parts.push(stackFragment(row));
       }
       if (id === undefined) break;
-      state.push(changed.get(at) ?? kept.state[at]!);
-      parts.push(changes.get(at) ?? fragmentAt(kept.list, at));
+      const r = changed.get(at);
+      state.push(r ?? kept.state[at]!);
+      parts.push(r === undefined ? fragmentAt(kept.list, at) : restated(fragmentAt(kept.list, at), r));
     }
     return {
       ...base,
@@ -1429,7 +1444,6 @@ export class PostgresStore implements Store {
         // The rows as each report leaves them, for the next report on the same stack.
         const current = new Map(stacks.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
         const records = new Map<string, Row>(hashes.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
-        const touched = new Set<string>();
         const out = reports.map((report): UsageOutcome => {
           const id = enc(report.stackSmallId);
           const row = current.get(id);
@@ -1456,7 +1470,6 @@ export class PostgresStore implements Store {
             ]),
           );
           const topic = topics.stacks(dec(row.selected_node_id));
-          touched.add(topic);
           const stacks = written.get(topic) ?? new Map<string, UsageColumns>();
           stacks.set(id, { already: enc(already), messages: enc(messages) });
           written.set(topic, stacks);
@@ -1469,8 +1482,8 @@ export class PostgresStore implements Store {
           return outcome;
         });
         bumped = undefined;
-        if (touched.size > 0) {
-          bumped = this.#exec(client, S.bumpTopicsReturning, [[...touched]]);
+        if (written.size > 0) {
+          bumped = this.#exec(client, S.bumpTopicsReturning, [[...written.keys()]]);
           defer(bumped);
         }
         return out;
@@ -1499,19 +1512,17 @@ export class PostgresStore implements Store {
   #patchOwnUsage(topic: string, version: number, stacks: ReadonlyMap<string, UsageColumns>): void {
     const kept = this.#nodeLists.get(topic);
     if (kept === undefined || kept.version !== version - 1) return;
-    const state = kept.state.slice();
-    const changes = new Map<number, Buffer>();
+    const changed = new Map<number, unknown[]>();
     for (const [id, { already, messages }] of stacks) {
       const at = kept.index.get(id);
       if (at === undefined) return;
-      const r = state[at]!.slice();
+      const r = kept.state[at]!.slice();
       // The values as a read gives them (NUMERIC as decimal text), so that sameState holds for a re-read.
       r[1] = already;
       r[3] = messages;
-      state[at] = r;
-      changes.set(at, restated(fragmentAt(kept.list, at), r));
+      changed.set(at, r);
     }
-    this.#nodeLists.keep(topic, { ...kept, version, state, list: patchBody(kept.list, changes) });
+    this.#nodeLists.keep(topic, { ...kept, version, ...restatedList(kept, changed) });
   }
 
   async putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {
