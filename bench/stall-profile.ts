@@ -29,7 +29,7 @@ const { values: flags, positionals } = parseArgs({
 const [profileFile, stallFile] = positionals;
 if (!profileFile || !stallFile) {
   process.stderr.write(
-    'usage: node bench/stall-profile.ts PROFILE.cpuprofile STALLS.log [--from SECONDS] [--top N]\n',
+    'usage: node bench/stall-profile.ts PROFILE.cpuprofile|- STALLS.log [--row TEXT] [--top N]\n',
   );
   process.exit(2);
 }

@@ -6,12 +6,6 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-// The Node options the daemon runs with (`npm start` passes the same; a test keeps the two equal). Read
-// as a file: a JSON import is still experimental on Node 20 and would print a warning on every command.
-const DAEMON_NODE_FLAGS = JSON.parse(
-  readFileSync(new URL('./daemon-node-flags.json', import.meta.url), 'utf8'),
-);
-
 const major = Number(process.versions.node.split('.')[0]);
 if (major >= 24) {
   const { main } = await import('../src/main.ts');
@@ -35,7 +29,12 @@ if (major >= 24) {
     );
     process.exit(1);
   }
-  const flags = process.argv[2] === 'start' ? DAEMON_NODE_FLAGS : [];
+  // The Node options the daemon runs with (`npm start` passes the same; a test keeps the two equal), read
+  // only here: a JSON import is still experimental on Node 20 and would print a warning on every command.
+  const flags =
+    process.argv[2] === 'start'
+      ? JSON.parse(readFileSync(new URL('./daemon-node-flags.json', import.meta.url), 'utf8'))
+      : [];
   const child = spawn(pinned, [...flags, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: 'inherit',
   });
