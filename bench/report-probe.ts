@@ -4,12 +4,16 @@
  * (pinned to CPU 1) sends the reports one after another over one kept-alive connection, from its main
  * thread. Prints the latency as this client sees it and the daemon's CPU per report. It is the floor that
  * bench:mixed's reporter (a worker thread on a timer, sharing its core with wrk) cannot see below.
+ *
+ *   node bench/report-probe.ts [REPORTS] [--profile DIR]
+ * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (summed by bench/profile.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
 import { json } from './daemon-http.ts';
 import { LOAD_CPU } from './load.ts';
@@ -17,10 +21,14 @@ import { percentile } from './report.ts';
 import { startDaemon } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const reports = Number(process.argv[2] ?? 5000);
+const { values: flags, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { profile: { type: 'string' } },
+});
+const reports = Number(positionals[0] ?? 5000);
 spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)]);
 const dir = mkdtempSync(join(tmpdir(), 'node-daemon-report-probe-'));
-const daemon = await startDaemon(ROOT, { dataDir: dir, network: 'dev' });
+const daemon = await startDaemon(ROOT, { dataDir: dir, network: 'dev', cpuProfDir: flags.profile });
 const token = readFileSync(join(dir, 'api-token'), 'utf8').trim();
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 

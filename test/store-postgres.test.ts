@@ -1349,5 +1349,55 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         await db.drop();
       }
     });
+
+    it('writes a usage group again when the server rolls it back to break a deadlock, on top of what the other transaction committed', async () => {
+      const db = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
+      const other = await connect(db.url);
+      try {
+        await seed(store, [7]);
+        // Another transaction holds node 1's stacks topic row. It waits 30 s before it looks for a
+        // deadlock, the group's server process the default 1 s: the group is the one rolled back.
+        await other.query('BEGIN');
+        await other.query("SET LOCAL deadlock_timeout = '30s'");
+        await other.query('SELECT version FROM topic_versions WHERE topic = $1 FOR UPDATE', [
+          topics.stacks(1),
+        ]);
+        const report = store.addStackUsage(7, 300, REPORT, 1);
+        // The group locked the stack's row and waits for the topic row ...
+        const waiting =
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+        const deadline = Date.now() + 10_000;
+        while ((await other.query(waiting)).rowCount === 0) {
+          assert.ok(Date.now() < deadline, 'the usage group never waited for the topic row');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        // ... which the other transaction keeps while it asks for the stack's row: a cycle. It gets the
+        // row only because the group was rolled back (the group cannot commit without the topic row), then
+        // changes it and commits.
+        await other.query('SELECT 1 FROM stacks WHERE stack_small_id = 7 FOR UPDATE');
+        await other.query(
+          `UPDATE stacks SET already_computed_units = 100 WHERE stack_small_id = 7; ${bump(1)}`,
+        );
+        await other.query('COMMIT');
+
+        // The group was written again, after the other's commit: the report adds to its 100 units.
+        assert.deepEqual(await report, {
+          status: 'recorded',
+          already_computed_units: 400,
+          num_compute_units: 1000,
+          num_total_messages: 1,
+        });
+        const stack = await store.getStack(7);
+        assert.equal(stack?.already_computed_units, 400);
+        assert.equal(stack?.num_total_messages, 1);
+        assert.equal((await store.getStackHash(7))?.num_requests, 1);
+        assert.match((await store.listStacksJson(1)).body.toString(), /"already_computed_units":400,/);
+      } finally {
+        await other.query('ROLLBACK').catch(() => {});
+        await Promise.all([other.end(), store.close()]);
+        await db.drop();
+      }
+    });
   });
 }
