@@ -15,6 +15,7 @@ import { SuiConfigError, SuiNetwork } from './chain/sui/sui-network.ts';
 import type { Config, DevSettings } from './config.ts';
 import { loadOrCreateToken } from './http/security.ts';
 import { LiveIndexer } from './indexer/run.ts';
+import { DataDirLock, LOCK_FILE } from './internal/data-dir-lock.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { Mutex } from './internal/mutex.ts';
@@ -254,9 +255,11 @@ export async function startDaemon(config: Config, logger: Logger, signal?: Abort
     throw listenError(config, error);
   }
   let services: Services | undefined;
+  let lock: DataDirLock | undefined;
   let app: App;
   try {
     interrupted();
+    lock = takeDataDir(config.dataDir);
     services = await openServices(config, logger);
     writeOwner(config, null);
     interrupted();
@@ -282,6 +285,7 @@ export async function startDaemon(config: Config, logger: Logger, signal?: Abort
     await release(hold);
     await services?.close();
     if (services) removeOwner(config.dataDir);
+    lock?.release();
     throw listenError(config, error);
   }
   const address = app.server.address();
@@ -307,6 +311,7 @@ export async function startDaemon(config: Config, logger: Logger, signal?: Abort
         }
         await services.close();
         removeOwner(config.dataDir);
+        lock.release();
       })();
       return closing;
     },
@@ -381,8 +386,8 @@ export const OWNER_FILE = 'daemon.json';
 
 /**
  * The owner record, `<data dir>/daemon.json`: written once the daemon holds its data dir, with its
- * address once it listens, removed when it stops. It only describes: the dev network's ledger lock is
- * what keeps a second daemon out, and the record names the holder in the refusal.
+ * address once it listens, removed when it stops. It only describes: the data dir's lock (daemon.lock,
+ * data-dir-lock.ts) is what keeps a second daemon out, and the record names the holder in the refusal.
  */
 export interface OwnerRecord {
   pid: number;
@@ -438,11 +443,18 @@ function otherOwner(dataDir: string): OwnerRecord | undefined {
   return owner;
 }
 
-/** Why the data dir cannot be this daemon's: the dev network's ledger is locked by another process. */
+/** The data dir's lock (data-dir-lock.ts), or the one line that says who holds it (exit 3). */
+function takeDataDir(dataDir: string): DataDirLock {
+  const lock = DataDirLock.take(dataDir);
+  if (lock === undefined) throw new CliError(dataDirInUse(dataDir), ExitCode.listen);
+  return lock;
+}
+
+/** Why the data dir cannot be this daemon's: its lock, or its dev network's ledger, is held by another process. */
 function dataDirInUse(dataDir: string): string {
   const owner = otherOwner(dataDir);
   if (owner === undefined) {
-    return `the data dir ${dataDir} is in use by another process (its dev network is locked); stop it first, or give this daemon another --data-dir`;
+    return `the data dir ${dataDir} is in use by another process (it holds ${LOCK_FILE} or the dev network's ledger); stop it first, or give this daemon another --data-dir`;
   }
   const where = owner.url === null ? 'still starting' : `listening on ${owner.url}`;
   return `the data dir ${dataDir} is in use by node-daemon pid ${owner.pid}, ${where}; stop it first, or give this daemon another --data-dir`;

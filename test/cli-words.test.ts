@@ -136,6 +136,39 @@ describe('a start that cannot have its address or its data dir', () => {
     await tmp.remove();
   });
 
+  it('one daemon per data dir on every network: a second is refused, and a killed one leaves the dir free', async () => {
+    const tmp = tempDir();
+    // No dev network here, so no ledger: the data dir's own lock keeps the second daemon out.
+    const args = ['--data-dir', tmp.dir, '--network', 'none'];
+    const first = await startDaemon(args);
+    try {
+      const record = join(tmp.dir, 'daemon.json');
+      await until('the owner record names the address', () =>
+        readFileSync(record, 'utf8').includes(first.url),
+      );
+      const second = await run(['start', '--port', '0', ...args]);
+      assert.equal(second.code, 3, second.stderr);
+      assert.equal(
+        oneLine(second.stderr),
+        `the data dir ${tmp.dir} is in use by node-daemon pid ${first.child.pid}, listening on ${first.url}; stop it first, or give this daemon another --data-dir`,
+      );
+      assert.equal(
+        JSON.parse(readFileSync(record, 'utf8')).pid,
+        first.child.pid,
+        'the record is still the first',
+      );
+    } finally {
+      // A crash: no shutdown, the record stays behind, and the kernel drops the lock with the process.
+      first.child.kill('SIGKILL');
+      await first.exited;
+    }
+    assert.equal(existsSync(join(tmp.dir, 'daemon.json')), true, 'the killed daemon left its record');
+    const next = await startDaemon(args);
+    next.child.kill('SIGTERM');
+    assert.equal((await next.exited).code, 0);
+    await tmp.remove();
+  });
+
   it('a taken port leaves a fresh data dir as it was: nothing created, one line, exit 3', async () => {
     const tmp = tempDir();
     const blocker = createServer();

@@ -1,0 +1,49 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+
+/** The file a running daemon keeps locked in its data dir. */
+export const LOCK_FILE = 'daemon.lock';
+
+/** SQLite's result code for a lock another connection holds. */
+const SQLITE_BUSY = 5;
+
+/** How long a start waits for the lock: enough for a daemon that is stopping to let it go. */
+const WAIT_MS = 250;
+
+/**
+ * One daemon per data dir, whatever its network and store. Two daemons on one data dir would both follow the
+ * chain into one SQLite file, both run an autopilot that spends the signer's gas on the same stacks, and
+ * overwrite each other's daemon.json. The lock is SQLite's own (an fcntl lock on `daemon.lock`, taken with
+ * exclusive locking mode and held by one open connection), so the kernel drops it when the process ends,
+ * however it ends: a crash leaves nothing to clean up. The file stays when the lock is let go: removing it
+ * would let a third process lock a new file while a second still waits on the old one.
+ */
+export class DataDirLock {
+  readonly #db: DatabaseSync;
+
+  private constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  /** Takes the data dir's lock (creating the dir and the file when missing); undefined when another holds it. */
+  static take(dataDir: string): DataDirLock | undefined {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const db = new DatabaseSync(join(dataDir, LOCK_FILE), { timeout: WAIT_MS });
+    try {
+      db.exec('PRAGMA locking_mode = EXCLUSIVE');
+      db.exec('BEGIN EXCLUSIVE');
+      db.exec('COMMIT');
+      return new DataDirLock(db);
+    } catch (error) {
+      db.close();
+      if ((error as { errcode?: number }).errcode === SQLITE_BUSY) return undefined;
+      throw error;
+    }
+  }
+
+  /** Lets the data dir go (once; later calls do nothing). */
+  release(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+}
