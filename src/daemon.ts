@@ -443,9 +443,27 @@ function otherOwner(dataDir: string): OwnerRecord | undefined {
   return owner;
 }
 
-/** The data dir's lock (data-dir-lock.ts), or the one line that says who holds it (exit 3). */
+/**
+ * The data dir's lock (data-dir-lock.ts), or one line (exit 3): who holds it, or why the dir cannot be
+ * created or written (a path through a file, a directory of another user).
+ */
 function takeDataDir(dataDir: string): DataDirLock {
-  const lock = DataDirLock.take(dataDir);
+  let lock: DataDirLock | undefined;
+  try {
+    lock = DataDirLock.take(dataDir);
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    const reason =
+      code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+        ? 'permission denied'
+        : code === 'ENOTDIR' || code === 'EEXIST'
+          ? 'a part of that path is a file, not a directory'
+          : `cannot open ${join(dataDir, LOCK_FILE)} (${message})`;
+    throw new CliError(
+      `cannot use the data dir ${dataDir}: ${reason}; give --data-dir a directory this user can create and write`,
+      ExitCode.listen,
+    );
+  }
   if (lock === undefined) throw new CliError(dataDirInUse(dataDir), ExitCode.listen);
   return lock;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
@@ -166,6 +166,20 @@ describe('a start that cannot have its address or its data dir', () => {
     const next = await startDaemon(args);
     next.child.kill('SIGTERM');
     assert.equal((await next.exited).code, 0);
+    await tmp.remove();
+  });
+
+  it('a data dir that cannot be created is one line naming it, exit 3', async () => {
+    const tmp = tempDir();
+    const file = join(tmp.dir, 'a-file');
+    writeFileSync(file, 'not a directory\n');
+    const dataDir = join(file, 'data');
+    const result = await run(['start', '--port', '0', '--network', 'none', '--data-dir', dataDir]);
+    assert.equal(result.code, 3, result.stderr);
+    assert.equal(
+      oneLine(result.stderr),
+      `cannot use the data dir ${dataDir}: a part of that path is a file, not a directory; give --data-dir a directory this user can create and write`,
+    );
     await tmp.remove();
   });
 
