@@ -40,9 +40,12 @@ describe('node-daemon command', () => {
       oneLine(env.stderr),
       'node-daemon: invalid NODE_DAEMON_PORT: "abc" is not accepted; expected an integer from 0 to 65535',
     );
-    const pg = await run(['start', '--port', '0'], {
+    // Its own data dir: the start gets as far as taking it before the store fails.
+    const { dir, remove } = tempDir();
+    const pg = await run(['start', '--port', '0', '--data-dir', dir], {
       DATABASE_URL: 'postgres://postgres:secret-pw@127.0.0.1:1/x',
     });
+    await remove();
     assert.equal(pg.code, 1);
     const line = oneLine(pg.stderr);
     assert.match(line, /^node-daemon: cannot open the PostgreSQL store at 127\.0\.0\.1:1, database x: /);
