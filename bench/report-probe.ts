@@ -5,8 +5,11 @@
  * thread. Prints the latency as this client sees it and the daemon's CPU per report. It is the floor that
  * bench:mixed's reporter (a worker thread on a timer, sharing its core with wrk) cannot see below.
  *
- *   node bench/report-probe.ts [REPORTS] [--profile DIR]
+ *   node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N]
  * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (summed by bench/profile.ts).
+ * --floor also measures the store call alone, through bare node:http and through a plain Fastify route
+ * (bench/report-floor-server.ts), in rounds (default 3) that alternate with the daemon: this VM's speed
+ * drifts, and the daemon's own request handling is the difference within one run.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -18,24 +21,39 @@ import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
 import { json } from './daemon-http.ts';
 import { LOAD_CPU } from './load.ts';
 import { percentile } from './report.ts';
-import { startDaemon } from './servers.ts';
+import { type Server, startDaemon, startReportFloor } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const { values: flags, positionals } = parseArgs({
   allowPositionals: true,
-  options: { profile: { type: 'string' } },
+  options: {
+    profile: { type: 'string' },
+    floor: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+  },
 });
 const reports = Number(positionals[0] ?? 5000);
+const rounds = flags.floor ? Number(flags.rounds ?? 3) : 1;
+/** Reports sent before each measurement (not counted): the code is compiled, the pages are cached. */
+const WARM_UP = 3000;
+/** Units each stack can take: every report is one unit, spread over 50 stacks. */
+const UNITS = (rounds * (reports + WARM_UP)) / 50 + 1;
 spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)]);
-const dir = mkdtempSync(join(tmpdir(), 'node-daemon-report-probe-'));
-const daemon = await startDaemon(ROOT, { dataDir: dir, network: 'dev', cpuProfDir: flags.profile });
-const token = readFileSync(join(dir, 'api-token'), 'utf8').trim();
-const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
-const ok = <T = Record<string, number>>(method: string, path: string, body: unknown) =>
-  json<T>(daemon.origin, method, path, token, body, agent);
+interface Target {
+  server: Server;
+  token: string | undefined;
+  stacks: number[];
+  dir: string;
+}
 
-try {
+/** The daemon with a node and 50 stacks of its own, on the dev network. */
+async function daemonTarget(): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-daemon-report-probe-'));
+  const server = await startDaemon(ROOT, { dataDir: dir, network: 'dev', cpuProfDir: flags.profile });
+  const token = readFileSync(join(dir, 'api-token'), 'utf8').trim();
+  const ok = <T = Record<string, number>>(method: string, path: string, body: unknown) =>
+    json<T>(server.origin, method, path, token, body);
   await ok('POST', '/dev/tasks', { role: 0, model_name: 'probe', security_level: 0 });
   const node = (await ok('POST', '/nodes/register', {})).node_small_id!;
   const price = 1_000_000;
@@ -44,28 +62,106 @@ try {
   for (let i = 0; i < 50; i++) {
     const stack = await ok('POST', '/dev/stacks', {
       task_small_id: 1,
-      num_compute_units: reports,
+      num_compute_units: UNITS,
       price_per_one_million_compute_units: price,
       selected_node_id: node,
     });
     stacks.push(stack.stack_small_id!);
   }
-  const latencies: number[] = [];
-  const [before] = procTicks(daemon.pid);
-  for (let i = 0; i < reports; i++) {
-    const t0 = performance.now();
-    await ok('POST', `/stacks/${stacks[i % stacks.length]}/usage`, { compute_units: 1 });
-    latencies.push(performance.now() - t0);
+  return { server, token, stacks, dir };
+}
+
+async function floorTarget(kind: 'bare' | 'fastify'): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-daemon-report-floor-'));
+  const server = await startReportFloor(ROOT, kind, dir, UNITS);
+  return { server, token: undefined, stacks: Array.from({ length: 50 }, (_, i) => i + 1), dir };
+}
+
+interface Measured {
+  cpuUs: number;
+  latencies: number[];
+}
+
+/** `count` reports one after another over one kept-alive connection; the server's CPU per report. */
+async function measure(target: Target, count: number): Promise<Measured> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const send = (i: number) =>
+    json(
+      target.server.origin,
+      'POST',
+      `/stacks/${target.stacks[i % target.stacks.length]}/usage`,
+      target.token,
+      { compute_units: 1 },
+      agent,
+    );
+  try {
+    for (let i = 0; i < WARM_UP; i++) await send(i);
+    const latencies: number[] = [];
+    const [before] = procTicks(target.server.pid);
+    for (let i = 0; i < count; i++) {
+      const t0 = performance.now();
+      await send(i);
+      latencies.push(performance.now() - t0);
+    }
+    const cpuMs = ((procTicks(target.server.pid)[0] - before) / TICKS_PER_SECOND) * 1000;
+    return { cpuUs: (cpuMs / count) * 1000, latencies: latencies.sort((a, b) => a - b) };
+  } finally {
+    agent.destroy();
   }
-  const cpuMs = ((procTicks(daemon.pid)[0] - before) / TICKS_PER_SECOND) * 1000;
-  latencies.sort((a, b) => a - b);
-  const ms = (p: number) => percentile(latencies, p).toFixed(3);
-  console.log(
-    `${reports} sequential usage reports: p50 ${ms(50)} ms, p90 ${ms(90)} ms, p99 ${ms(99)} ms; ` +
-      `daemon CPU ${((cpuMs / reports) * 1000).toFixed(0)} µs per report`,
-  );
+}
+
+const kinds = flags.floor ? (['daemon', 'bare', 'fastify'] as const) : (['daemon'] as const);
+const targets = new Map<string, Target>();
+const results = new Map<string, Measured[]>();
+try {
+  for (const kind of kinds)
+    targets.set(kind, kind === 'daemon' ? await daemonTarget() : await floorTarget(kind));
+  // All servers stay up; each measures in turn, round after round.
+  for (let round = 0; round < rounds; round++) {
+    for (const kind of kinds) {
+      const measured = await measure(targets.get(kind)!, reports);
+      results.set(kind, [...(results.get(kind) ?? []), measured]);
+    }
+  }
 } finally {
-  agent.destroy();
-  await daemon.stop();
-  rmSync(dir, { recursive: true, force: true });
+  for (const target of targets.values()) {
+    try {
+      await target.server.stop();
+    } finally {
+      rmSync(target.dir, { recursive: true, force: true });
+    }
+  }
+}
+
+const ms = (latencies: number[], p: number) => percentile(latencies, p).toFixed(3);
+if (!flags.floor) {
+  const { cpuUs, latencies } = results.get('daemon')![0]!;
+  console.log(
+    `${reports} sequential usage reports: p50 ${ms(latencies, 50)} ms, p90 ${ms(latencies, 90)} ms, p99 ${ms(latencies, 99)} ms; ` +
+      `daemon CPU ${cpuUs.toFixed(0)} µs per report`,
+  );
+} else {
+  const mean = (kind: string) => {
+    const all = results.get(kind)!;
+    return all.reduce((sum, m) => sum + m.cpuUs, 0) / all.length;
+  };
+  console.log(`${reports} sequential usage reports a round, ${rounds} rounds; server CPU per report:`);
+  const names = {
+    daemon: 'the daemon',
+    bare: 'bare node:http + store call',
+    fastify: 'plain Fastify + store call',
+  };
+  for (const kind of kinds) {
+    const all = results.get(kind)!;
+    const p50 = all.map((m) => ms(m.latencies, 50)).join(', ');
+    console.log(
+      `  ${names[kind].padEnd(28)} ${all
+        .map((m) => m.cpuUs.toFixed(0))
+        .join(', ')
+        .padEnd(16)} µs (mean ${mean(kind).toFixed(0)}); client p50 ${p50} ms`,
+    );
+  }
+  console.log(
+    `  the daemon beyond plain Fastify: ${(mean('daemon') - mean('fastify')).toFixed(0)} µs per report; Fastify beyond bare node:http: ${(mean('fastify') - mean('bare')).toFixed(0)} µs`,
+  );
 }

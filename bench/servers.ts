@@ -140,6 +140,24 @@ export async function startDaemon(root: string, options: DaemonOptions): Promise
   return startPinned(label, root, args, port, '/health');
 }
 
+/** The floor under a usage report (bench/report-floor-server.ts): the store call alone, through bare node:http or plain Fastify. */
+export async function startReportFloor(
+  root: string,
+  kind: 'bare' | 'fastify',
+  dataDir: string,
+  units: number,
+): Promise<Server> {
+  const port = await freePort();
+  const args = ['bench/report-floor-server.ts', kind, String(port), dataDir, String(units)];
+  return startPinned(
+    `${kind === 'bare' ? 'bare node:http' : 'plain Fastify'} + store`,
+    root,
+    args,
+    port,
+    '/',
+  );
+}
+
 /** The plain node:http baseline serving bodyFile for every request. */
 export async function startBare(root: string, bodyFile: string): Promise<Server> {
   const port = await freePort();
