@@ -352,6 +352,8 @@ describe('logs and limits', () => {
       assert.equal(after.statusCode, 200, 'recovered once the burst ended');
       const metrics = (await d.app.inject({ url: '/metrics' })).body;
       assert.match(metrics, new RegExp(`node_daemon_http_requests_shed_total ${shed.length}`));
+      // Every request of the burst was let go: in flight now is the scrape itself.
+      assert.match(metrics, /\nnode_daemon_http_requests_in_flight 1\n/);
     } finally {
       await d.close();
     }

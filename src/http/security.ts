@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
@@ -68,7 +68,8 @@ class TokenFile {
 }
 
 function sha256(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
+  // The one-shot form: no Hash object for every write.
+  return hash('sha256', text, 'buffer');
 }
 
 const TOKEN_PARAMS = /(?:^|[?&])(?:token|access_token|api_token|api-token|apikey|api_key|auth)=/i;
@@ -86,6 +87,14 @@ function hostName(header: string): string {
   const colon = header.lastIndexOf(':');
   return (colon > -1 && header.indexOf(':') === colon ? header.slice(0, colon) : header).toLowerCase();
 }
+
+/**
+ * Marks a request the guard counted until it is released: a property of the request itself, which lives
+ * exactly as long as the request (a WeakSet of requests cost an ephemeron table entry, and a write barrier,
+ * on every request).
+ */
+const COUNTED = Symbol('counted in flight');
+type MarkedRequest = FastifyRequest & { [COUNTED]?: boolean };
 
 export interface RequestGuard {
   /** Runs the guards; true when it has answered the request (which must then go no further). */
@@ -108,7 +117,7 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
     ),
   );
   let inFlight = 0;
-  const counted = new WeakSet<FastifyRequest>();
+  metrics.countInFlight(() => inFlight);
   const deny = (
     request: FastifyRequest,
     reply: FastifyReply,
@@ -121,14 +130,14 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
   };
   return {
     release(request) {
-      if (!counted.delete(request)) return;
+      const marked = request as MarkedRequest;
+      if (marked[COUNTED] !== true) return;
+      marked[COUNTED] = false;
       inFlight -= 1;
-      metrics.httpInFlight.set(inFlight);
     },
     check(request, reply) {
-      counted.add(request);
+      (request as MarkedRequest)[COUNTED] = true;
       inFlight += 1;
-      metrics.httpInFlight.set(inFlight);
       if (inFlight > options.maxInFlight) {
         metrics.httpShed.inc();
         return deny(

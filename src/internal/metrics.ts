@@ -7,6 +7,8 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
  */
 export function createMetrics() {
   const registry = new Registry();
+  /** Requests in flight, as the request guard counts them; read when /metrics is scraped, not per request. */
+  let inFlight = (): number => 0;
   collectDefaultMetrics({ register: registry, prefix: 'node_daemon_' });
   const registers = [registry];
   return {
@@ -39,7 +41,14 @@ export function createMetrics() {
       name: 'node_daemon_http_requests_in_flight',
       help: 'Requests being answered now',
       registers,
+      collect() {
+        this.set(inFlight());
+      },
     }),
+    /** Where the in-flight gauge reads its value (the request guard's count). */
+    countInFlight(source: () => number): void {
+      inFlight = source;
+    },
     indexerEvents: new Counter({
       name: 'node_daemon_indexer_events_total',
       help: 'Events read by the indexer, by outcome (applied, duplicate, ignored, unknown, malformed, orphaned)',
