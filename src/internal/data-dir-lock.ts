@@ -12,6 +12,24 @@ const SQLITE_BUSY = 5;
 const WAIT_MS = 250;
 
 /**
+ * Takes the connection's database file for the connection's lifetime (exclusive locking mode: the lock taken
+ * by the first write is never let go until it closes). False when another connection holds the file (past
+ * the connection's busy timeout); other errors are thrown. The dev network's ledger and the data dir's lock
+ * file both keep out a second process this way.
+ */
+export function holdExclusively(db: DatabaseSync): boolean {
+  db.exec('PRAGMA locking_mode = EXCLUSIVE');
+  try {
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec('COMMIT');
+    return true;
+  } catch (error) {
+    if ((error as { errcode?: number }).errcode === SQLITE_BUSY) return false;
+    throw error;
+  }
+}
+
+/**
  * One daemon per data dir, whatever its network and store. Two daemons on one data dir would both follow the
  * chain into one SQLite file, both run an autopilot that spends the signer's gas on the same stacks, and
  * overwrite each other's daemon.json. The lock is SQLite's own (an fcntl lock on `daemon.lock`, taken with
@@ -30,16 +48,13 @@ export class DataDirLock {
   static take(dataDir: string): DataDirLock | undefined {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const db = new DatabaseSync(join(dataDir, LOCK_FILE), { timeout: WAIT_MS });
+    let held = false;
     try {
-      db.exec('PRAGMA locking_mode = EXCLUSIVE');
-      db.exec('BEGIN EXCLUSIVE');
-      db.exec('COMMIT');
-      return new DataDirLock(db);
-    } catch (error) {
-      db.close();
-      if ((error as { errcode?: number }).errcode === SQLITE_BUSY) return undefined;
-      throw error;
+      held = holdExclusively(db);
+    } finally {
+      if (!held) db.close();
     }
+    return held ? new DataDirLock(db) : undefined;
   }
 
   /** Lets the data dir go (once; later calls do nothing). */

@@ -1,6 +1,7 @@
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { base58 } from '../../internal/base58.ts';
+import { holdExclusively } from '../../internal/data-dir-lock.ts';
 import { normalizeU64 } from '../../internal/u64.ts';
 import { U64ArithmeticError } from '../../protocol/arithmetic.ts';
 import { ChainUnavailableError, type GasUsed, type MoveAbort, type Submission } from '../chain.ts';
@@ -16,7 +17,6 @@ import { decodeState, encodeState, hex, key, type SystemObject } from './state.t
  */
 
 const SCHEMA_VERSION = 1;
-const SQLITE_BUSY = 5;
 
 const SCHEMA = `
 CREATE TABLE objects (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
@@ -113,16 +113,7 @@ export class Ledger {
     try {
       // The state lives in memory between transactions, so a second writer would make the two diverge: the
       // connection takes the file's lock for its lifetime (exclusive locking, and WAL without shared memory).
-      db.exec('PRAGMA locking_mode = EXCLUSIVE');
-      try {
-        db.exec('BEGIN EXCLUSIVE');
-        db.exec('COMMIT');
-      } catch (error) {
-        if ((error as { errcode?: number }).errcode === SQLITE_BUSY) {
-          throw new LedgerBusyError(file);
-        }
-        throw error;
-      }
+      if (!holdExclusively(db)) throw new LedgerBusyError(file);
       db.exec('PRAGMA journal_mode = WAL');
       db.exec('PRAGMA synchronous = NORMAL');
       const version = Number(db.prepare('PRAGMA user_version').get()!.user_version);
