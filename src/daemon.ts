@@ -15,7 +15,7 @@ import { SuiConfigError, SuiNetwork } from './chain/sui/sui-network.ts';
 import type { Config, DevSettings } from './config.ts';
 import { loadOrCreateToken } from './http/security.ts';
 import { LiveIndexer } from './indexer/run.ts';
-import { DataDirLock, LOCK_FILE } from './internal/data-dir-lock.ts';
+import { DataDirLock, dataDirFailure, LOCK_FILE } from './internal/data-dir-lock.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
 import { Mutex } from './internal/mutex.ts';
@@ -452,13 +452,8 @@ function takeDataDir(dataDir: string): DataDirLock {
   try {
     lock = DataDirLock.take(dataDir);
   } catch (error) {
-    const { code, message } = error as NodeJS.ErrnoException;
     const reason =
-      code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
-        ? 'permission denied'
-        : code === 'ENOTDIR' || code === 'EEXIST'
-          ? 'a part of that path is a file, not a directory'
-          : `cannot open ${join(dataDir, LOCK_FILE)} (${message})`;
+      dataDirFailure(error) ?? `cannot open ${join(dataDir, LOCK_FILE)} (${(error as Error).message})`;
     throw new CliError(
       `cannot use the data dir ${dataDir}: ${reason}; give --data-dir a directory this user can create and write`,
       ExitCode.listen,

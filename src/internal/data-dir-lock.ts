@@ -12,6 +12,17 @@ const SQLITE_BUSY = 5;
 const WAIT_MS = 250;
 
 /**
+ * Why a data dir could not be created or written, in a few words, for the file-system errors that say so
+ * (a directory of another user, a read-only file system, a path through a file); undefined for others.
+ */
+export function dataDirFailure(error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return 'permission denied';
+  if (code === 'ENOTDIR' || code === 'EEXIST') return 'a part of that path is a file, not a directory';
+  return undefined;
+}
+
+/**
  * Takes the connection's database file for the connection's lifetime (exclusive locking mode: the lock taken
  * by the first write is never let go until it closes). False when another connection holds the file (past
  * the connection's busy timeout); other errors are thrown. The dev network's ledger and the data dir's lock

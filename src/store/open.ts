@@ -1,3 +1,4 @@
+import { dataDirFailure } from '../internal/data-dir-lock.ts';
 import { CliError } from '../internal/exit-codes.ts';
 import { StoreError } from './errors.ts';
 import { PostgresStore } from './postgres.ts';
@@ -16,9 +17,9 @@ export async function openStore(config: {
   } catch (error) {
     if (error instanceof StoreError)
       throw new CliError(`cannot open the store in ${config.dataDir}: ${error.message}`, 1);
-    if ((error as NodeJS.ErrnoException).code === 'EACCES') {
-      throw new CliError(`cannot create the data directory ${config.dataDir}: permission denied`, 1);
-    }
+    const reason = dataDirFailure(error);
+    if (reason !== undefined)
+      throw new CliError(`cannot create the data directory ${config.dataDir}: ${reason}`, 1);
     throw error;
   }
 }
