@@ -37,7 +37,7 @@ const rounds = flags.floor ? Number(flags.rounds ?? 3) : 1;
 /** Reports sent before each measurement (not counted): the code is compiled, the pages are cached. */
 const WARM_UP = 3000;
 /** Units each stack can take: every report is one unit, spread over 50 stacks. */
-const UNITS = (rounds * (reports + WARM_UP)) / 50 + 1;
+const UNITS = Math.ceil((rounds * (reports + WARM_UP)) / 50) + 1;
 spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)]);
 
 interface Target {
