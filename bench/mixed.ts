@@ -11,6 +11,8 @@
 // The "no writes" rows have neither the reports nor the stream. There is one before and one after every
 // row with writes, and that row's throughput is given as a ratio to the mean of the two around it: this
 // VM's speed drifts by up to 2x within a minute, so the base is measured next to what it is compared with.
+// Two last rows have no reads: the reports alone (the client's floor), and the stream alone (the daemon's
+// CPU over the events it applied: what a live event costs).
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
 //                       [--daemon-flag FLAG ...] [--daemon-output FILE] [--rows-only]
@@ -344,8 +346,8 @@ async function main(): Promise<void> {
       (REPORT_RATES.length *
         // A row, and the on-segments of its interleaved ratio (plus time to read /metrics), with margins;
         (rowSeconds + PAIRS * (SETTLE_SECONDS + SEGMENT_SECONDS) + 5) +
-        // and the warm-up pass before the rows.
-        rowSeconds) *
+        // the warm-up pass before the rows, and the stream's row without reads.
+        rowSeconds * (REPORT_RATES.includes(0) ? 2 : 1)) *
       STREAM_PER_SECOND;
     await double.holdEvents();
     log(`buying the stream's ${streamStacks} stacks (held until released at ${STREAM_PER_SECOND}/s)`);
@@ -524,7 +526,11 @@ async function main(): Promise<void> {
       log(
         `  ${label}: ${Math.round(reads.requestsPerSecond)} req/s, p99 ${reads.p99ms.toFixed(2)} ms; ` +
           `reports p50 ${row.reports.p50ms.toFixed(2)} / p99 ${row.reports.p99ms.toFixed(2)} ms; ` +
-          `indexer ${Math.round(row.streamApplied)} ev/s; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
+          `indexer ${Math.round(row.streamApplied)} ev/s` +
+          (stream && !reading && !reportsPerSecond
+            ? ` (${Math.round((daemonCpu * 1e6) / row.streamApplied)} µs of daemon CPU an event)`
+            : '') +
+          `; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
           `young GC ${gc.msPerSecond.toFixed(1)} ms/s (${gc.count} × ${gc.meanMs.toFixed(2)} ms); ` +
           `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %, wrk ${(row.wrkCpu * 100).toFixed(0)} %, ` +
           `bench ${(row.benchCpu * 100).toFixed(0)} %; event loop ${threads.mainRun.toFixed(0)} ms/s on the core, ` +
@@ -557,6 +563,8 @@ async function main(): Promise<void> {
     if (floorRate !== undefined) {
       rows.push(await measure(`${floorRate} reports/s, no reads`, floorRate, false, false));
     }
+    // What the live stream costs the daemon alone: its CPU over the events it applied, with nothing else.
+    if (REPORT_RATES.includes(0)) rows.push(await measure('stream only, no reads', 0, true, false));
     /**
      * The ratio once more, against this VM's drift, which moves a 4 to 10 s row by ±30 % on its own: one
      * wrk run across segments with the writes (reports and stream) off and on in turn, off first and
@@ -610,7 +618,8 @@ async function main(): Promise<void> {
       return ratios;
     }
     for (const row of rows) {
-      if (row.reportsPerSecond !== null && row.stream && !flags['rows-only']) {
+      const read = !Number.isNaN(row.reads.requestsPerSecond);
+      if (read && row.reportsPerSecond !== null && row.stream && !flags['rows-only']) {
         row.interleaved = await interleaved(row);
       }
     }
