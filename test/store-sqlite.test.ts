@@ -14,29 +14,30 @@ storeContract('sqlite', async () => {
 });
 
 describe('sqlite store', () => {
-  it('migrates an empty directory once and then finds nothing to do', async () => {
+  it('migrates an empty directory once and then finds nothing to do', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     const first = new SqliteStore({ dataDir: `${dir}/nested/data` });
     assert.ok(first.migrationsApplied >= 1);
     await first.close();
     const second = new SqliteStore({ dataDir: `${dir}/nested/data` });
     assert.equal(second.migrationsApplied, 0);
     await second.close();
-    await remove();
   });
 
-  it('refuses a store whose applied migration differs from the shipped one', async () => {
+  it('refuses a store whose applied migration differs from the shipped one', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     await new SqliteStore({ dataDir: dir }).close();
     const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
     db.exec("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1");
     db.close();
     assert.throws(() => new SqliteStore({ dataDir: dir }), { code: 'store_migration_changed' });
-    await remove();
   });
 
-  it('refuses a store migrated by a newer version', async () => {
+  it('refuses a store migrated by a newer version', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     await new SqliteStore({ dataDir: dir }).close();
     const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
     db.exec("INSERT INTO schema_migrations VALUES (9999, '9999-future.sql', 'x', 'now')");
@@ -45,11 +46,11 @@ describe('sqlite store', () => {
       code: 'store_too_new',
       message: /newer node-daemon/,
     });
-    await remove();
   });
 
-  it('uses WAL and has the indexes the read queries need (upstream B18)', async () => {
+  it('uses WAL and has the indexes the read queries need (upstream B18)', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     const store = new SqliteStore({ dataDir: dir });
     const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
     assert.equal(db.prepare('PRAGMA journal_mode').get()?.journal_mode, 'wal');
@@ -127,11 +128,11 @@ describe('sqlite store', () => {
     checkAutopilot('with statistics');
     db.close();
     await store.close();
-    await remove();
   });
 
-  it('deletes the requests of a claimed ticket, and migration 0006 those that older claims left', async () => {
+  it('deletes the requests of a claimed ticket, and migration 0006 those that older claims left', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     let store = new SqliteStore({ dataDir: dir });
     await claimWithAnOpenRequest(store);
     const db = new DatabaseSync(`${dir}/${SQLITE_FILE}`);
@@ -154,11 +155,11 @@ describe('sqlite store', () => {
     assert.deepEqual(requests(), kept);
     db.close();
     await store.close();
-    await remove();
   });
 
-  it('keeps u64 values above 2^53 exact in the file itself', async () => {
+  it('keeps u64 values above 2^53 exact in the file itself', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     const store = new SqliteStore({ dataDir: dir });
     await store.indexerTransaction(async (tx) => {
       await tx.putSubscription({
@@ -177,11 +178,11 @@ describe('sqlite store', () => {
     assert.deepEqual({ ...row }, { p: '18446744073709551615', tp: 'text', tm: 'integer' });
     db.close();
     await store.close();
-    await remove();
   });
 
-  it('checkpoints the WAL from a worker thread once it passes the threshold, not in a commit', async () => {
+  it('checkpoints the WAL from a worker thread once it passes the threshold, not in a commit', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     const store = new SqliteStore({ dataDir: dir, checkpointWalBytes: 64 * 1024 });
     const file = `${dir}/${SQLITE_FILE}`;
     const before = statSync(file).size;
@@ -220,11 +221,11 @@ describe('sqlite store', () => {
     const again = new SqliteStore({ dataDir: dir });
     assert.equal((await again.listNodeEvents(all)).length, written);
     await again.close();
-    await remove();
   });
 
-  it('gives checkpoints back to the writer when the worker cannot open the database', async () => {
+  it('gives checkpoints back to the writer when the worker cannot open the database', async (t) => {
     const { dir, remove } = tempDir();
+    t.after(remove);
     // A directory where the database file should be: the worker's connection fails to open.
     const file = `${dir}/not-a-database`;
     mkdirSync(file);
@@ -244,7 +245,6 @@ describe('sqlite store', () => {
     checkpointer.afterCommit();
     assert.equal(failed, 1);
     await checkpointer.close();
-    await remove();
   });
 
   it('ships migrations that are plain SQL files, numbered from 0001', () => {
