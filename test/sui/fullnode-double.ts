@@ -171,8 +171,8 @@ export class FullnodeDouble {
   readonly executed: ExecutedRecord[] = [];
   /** Every transaction refused before execution, with the reason. */
   readonly refused: { digest: string; reason: string }[] = [];
-  /** Every request: the method, when it arrived, and its read mask's paths (empty without one). */
-  readonly requests: { method: string; at: number; paths: string[] }[] = [];
+  /** Every request: the method, when it arrived, its read mask's paths (empty without one), and its gRPC-web form. */
+  readonly requests: { method: string; at: number; paths: string[]; form: Transport }[] = [];
   /** Owned-object versions already consumed by another transaction that were offered again. */
   equivocations = 0;
   url = '';
@@ -553,7 +553,7 @@ export class FullnodeDouble {
       return;
     }
     const [, serviceName, method] = match as unknown as [string, ServiceName, string];
-    const record = { method: method!, at: Date.now(), paths: [] as string[] };
+    const record = { method: method!, at: Date.now(), paths: [] as string[], form: transport };
     this.requests.push(record);
     const service = (
       T as unknown as Record<
@@ -565,13 +565,14 @@ export class FullnodeDouble {
     if (!info)
       return this.#error(
         res,
+        transport,
         Status.UNIMPLEMENTED,
         `${serviceName}/${method} is not implemented by the double`,
       );
     const fault = this.#faults.get(method!);
     if (fault && fault.times > 0) {
       fault.times -= 1;
-      return this.#error(res, fault.code, fault.message);
+      return this.#error(res, transport, fault.code, fault.message);
     }
     let body = Buffer.concat(chunks);
     if (transport === 'text') body = Buffer.from(body.toString('latin1'), 'base64');
@@ -587,8 +588,8 @@ export class FullnodeDouble {
         return Array.isArray(result) ? result : [result];
       });
     } catch (error) {
-      if (error instanceof GrpcFailure) return this.#error(res, error.code, error.message);
-      return this.#error(res, Status.INTERNAL, (error as Error).stack ?? String(error));
+      if (error instanceof GrpcFailure) return this.#error(res, transport, error.code, error.message);
+      return this.#error(res, transport, Status.INTERNAL, (error as Error).stack ?? String(error));
     }
     const drops = this.#drops.get(method!) ?? 0;
     if (drops > 0) {
@@ -607,9 +608,9 @@ export class FullnodeDouble {
     res.end(transport === 'text' ? payload.toString('base64') : payload);
   }
 
-  #error(res: ServerResponse, code: number, message: string): void {
+  #error(res: ServerResponse, transport: Transport, code: number, message: string): void {
     res.writeHead(200, {
-      'content-type': 'application/grpc-web-text',
+      'content-type': transport === 'text' ? 'application/grpc-web-text' : 'application/grpc-web+proto',
       'grpc-status': String(code),
       'grpc-message': encodeURIComponent(message.split('\n')[0] ?? ''),
     });
