@@ -24,6 +24,7 @@ import { DB_EVENT_LAYOUTS, parsedJsonFromBcs } from '../../src/chain/sui/event-b
 import { KeystoreError, loadKeystore } from '../../src/chain/sui/keystore.ts';
 import {
   DEFAULT_GAS_BUDGET_CAP,
+  EVENT_PAGE_SIZE,
   SuiConfigError,
   SuiNetwork,
   type SuiNetworkOptions,
@@ -1230,7 +1231,8 @@ describe('Sui adapter: reads and events', () => {
     const w = await world();
     try {
       const EPOCHS = 5;
-      const PER_EPOCH = 40;
+      // Four fifths of a page an epoch: pages that cross epochs, and at least four of them.
+      const PER_EPOCH = (EVENT_PAGE_SIZE * 4) / 5;
       for (let epoch = 0; epoch < EPOCHS; epoch++) {
         for (let i = 0; i < PER_EPOCH; i++)
           await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
@@ -1306,14 +1308,15 @@ describe('Sui adapter: reads and events', () => {
     const storeDir = tempDir();
     try {
       await register(w);
-      for (let i = 0; i < 60; i++)
+      // A page and ten more events, with the registration and PublishedEvent.
+      for (let i = 0; i < EVENT_PAGE_SIZE + 10; i++)
         await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
       assert.equal(await w.sui.lag(), undefined, 'nothing read yet');
       let store = new SqliteStore({ dataDir: storeDir.dir });
       const log = captureLogger();
       // One page only: the source is behind.
       const first = await w.sui.events.readPage(null);
-      assert.equal(first.events.length, 50);
+      assert.equal(first.events.length, EVENT_PAGE_SIZE);
       assert.equal(first.hasMore, true);
       await applyPage(store, w.sui.events.id, first, log.logger);
       const behind = await w.sui.lag();
@@ -1321,7 +1324,7 @@ describe('Sui adapter: reads and events', () => {
       assert.ok((behind?.checkpoints ?? 0) > 0);
       assert.equal(typeof behind?.seconds, 'number');
       const rest = await catchUp(store, w.sui.events, log.logger);
-      assert.equal(rest.totals.applied, 12, 'the 62 events less the 50 applied, less PublishedEvent');
+      assert.equal(rest.totals.applied, 12, 'the events past the first page, less PublishedEvent');
       assert.equal(rest.totals.duplicate, 0);
       const caughtUp = await w.sui.lag();
       assert.equal(caughtUp?.caught_up, true);
@@ -1340,7 +1343,7 @@ describe('Sui adapter: reads and events', () => {
       const resumed = await catchUp(store, restarted.events, log.logger);
       assert.equal(resumed.totals.applied, 2);
       assert.equal(resumed.totals.duplicate, 0, 'nothing was read twice');
-      assert.equal((await store.listTasks()).length, 61);
+      assert.equal((await store.listTasks()).length, EVENT_PAGE_SIZE + 11);
       await store.close();
       await restarted.close();
       assert.deepEqual(
