@@ -228,6 +228,7 @@ describe('dev network: genesis and nodes', () => {
     const page = await dev.events.readPage(null);
     assert.equal(page.events.length, 1);
     assert.equal(page.nextCursor, '1');
+    assert.equal(page.events[0]!.cursor, '1', 'each event carries the cursor past it');
     assert.equal(page.hasMore, false);
     const envelope = readEnvelope(page.events[0]!.raw);
     assert.equal(envelope.name, 'PublishedEvent');

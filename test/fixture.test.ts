@@ -79,4 +79,19 @@ describe('the shipped fixture', () => {
     await store.close();
     await remove();
   });
+
+  it('gives each line the cursor past it: a read from it goes on with the next line', async () => {
+    const source = new FileEventSource(FIXTURE, 10);
+    try {
+      const page = await source.readPage(null);
+      assert.equal(page.events.length, 10);
+      assert.equal(page.events.at(-1)!.cursor, page.nextCursor);
+      for (const k of [0, 4, 8]) {
+        const next = await source.readPage(page.events[k]!.cursor!);
+        assert.deepEqual(next.events[0], page.events[k + 1]);
+      }
+    } finally {
+      await source.close();
+    }
+  });
 });

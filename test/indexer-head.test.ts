@@ -25,6 +25,23 @@ function headSource(events: SuiEventJson[]): EventSource {
   };
 }
 
+/** The same, with the cursor past each event on it (as the dev network, Sui and file sources have). */
+function cursorSource(events: SuiEventJson[]): EventSource {
+  return {
+    id: 'test:head',
+    readPage: async (cursor): Promise<EventPage> => {
+      const after = cursor === null ? 0 : Number(cursor);
+      return {
+        events: events
+          .map((raw, i) => ({ position: `test:${i + 1}`, raw, cursor: String(i + 1) }))
+          .slice(after),
+        nextCursor: String(events.length),
+        hasMore: false,
+      };
+    },
+  };
+}
+
 /** Turns of the event loop while `until` is pending (a chain of setImmediate callbacks). */
 function loopTurns(): { stop(): number } {
   let turns = 0;
@@ -155,7 +172,26 @@ describe('the live indexer at the head', () => {
     assert.deepEqual(await shown(chunked), await shown(whole));
   });
 
-  it('resumes exactly after a stop between two of its transactions: the applied ones are duplicates', async () => {
+  it('resumes exactly after a stop between two of its transactions, at the event after the last committed', async () => {
+    const events = history(100);
+    const reference = open().store;
+    await catchUp(reference, cursorSource(events), log.logger);
+
+    const first = open();
+    // The first turn the loop gets is the one catchUp gives after its first transaction: the store goes
+    // away there, as in a crash, and the next transaction fails.
+    setImmediate(() => void first.store.close());
+    await assert.rejects(catchUp(first.store, cursorSource(events), log.logger, { headChunkEvents: 40 }));
+    const again = open(first.dir).store;
+    const saved = Number((await again.getCursor('test:head'))?.cursor);
+    assert.ok(saved >= 1 && saved <= 40, `the cursor past the first transaction: ${saved}`);
+    const progress = await catchUp(again, cursorSource(events), log.logger, { headChunkEvents: 40 });
+    assert.equal(progress.totals.duplicate, 0, 'nothing was read twice');
+    assert.equal(progress.totals.applied, events.length - saved);
+    assert.deepEqual(await shown(again), await shown(reference));
+  });
+
+  it('resumes a source without a cursor for each event at its page: the applied ones are duplicates', async () => {
     const events = history(100);
     const reference = open().store;
     await catchUp(reference, headSource(events), log.logger);

@@ -135,6 +135,12 @@ if (await postgresAvailable('several daemons on one database')) {
       return running;
     };
 
+    /** The last two daemons started, starting what is missing (a failed test before may have left one). */
+    const lastTwo = async (): Promise<[Running, Running]> => {
+      while (daemons.length < 2) await start(`extra-${daemons.length}-${Date.now()}`);
+      return daemons.slice(-2) as [Running, Running];
+    };
+
     /** A long stream: tasks, peer nodes subscribed to them, and many stacks bought on them. */
     const populate = async () => {
       const tasks: bigint[] = [];
@@ -233,7 +239,7 @@ if (await postgresAvailable('several daemons on one database')) {
     });
 
     it('submits a request sent to both daemons with one Idempotency-Key once', async () => {
-      const [a, b] = daemons.slice(-2) as [Running, Running];
+      const [a, b] = await lastTwo();
       const post = (d: Running, key: string) =>
         fetch(`${d.url}/nodes/register`, {
           method: 'POST',
@@ -283,7 +289,7 @@ if (await postgresAvailable('several daemons on one database')) {
     });
 
     it('streams every node event on both daemons, with the same ids in the same order', async () => {
-      const [a, b] = daemons.slice(-2) as [Running, Running];
+      const [a, b] = await lastTwo();
       const streams = await Promise.all([a, b].map((d) => openEvents(`${d.url}/events?node_id=all&after=0`)));
       try {
         // Events from the chain (applied by whichever daemon indexes), and from a usage report that the

@@ -18,6 +18,12 @@ export interface RawEvent {
   raw?: unknown;
   parseError?: string;
   /**
+   * The source's cursor just past this event, when it has one for each event. A transaction that ends
+   * with this event saves it: the indexer's short transactions at the head each resume exactly after
+   * themselves, not at the start of their page.
+   */
+  cursor?: string | undefined;
+  /**
    * The epoch of the transaction that emitted it, when the source knows it (the SuiEvent JSON does not
    * carry it): a try-settle's epoch decides when its stack can be claimed.
    */

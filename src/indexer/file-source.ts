@@ -44,10 +44,11 @@ export class FileEventSource implements EventSource {
       const line = next.value.trim();
       if (line === '') continue;
       const position = `${this.#file}:${this.#position}`;
+      const cursor = String(this.#position);
       try {
-        events.push({ position, raw: JSON.parse(line) });
+        events.push({ position, raw: JSON.parse(line), cursor });
       } catch (error) {
-        events.push({ position, parseError: `not JSON: ${(error as Error).message}` });
+        events.push({ position, parseError: `not JSON: ${(error as Error).message}`, cursor });
       }
     }
     return { events, nextCursor: String(this.#position), hasMore };

@@ -94,10 +94,14 @@ export async function catchUp(
       (batch.parameters !== undefined && !sameParameters(batch.parameters, known.parameters));
     if (batch.events.length > 0 || batch.nextCursor !== progress.cursor || news) {
       // At the head, what arrived since the last read goes in short transactions, so that requests are
-      // answered between them. Each but the last keeps the cursor where it was: after a crash the page is
-      // read again and the events already applied are skipped as duplicates (their keys are claimed).
+      // answered between them. Each but the last saves the cursor just past its last event, so a crash
+      // between them resumes exactly there. A source without a cursor for each event keeps the one before
+      // the page: after a crash the page is read again and the events already applied are skipped as
+      // duplicates (their keys are claimed).
       const chunks = batch.hasMore ? [batch.events] : headChunks(batch.events, options.headChunkEvents);
+      let committed = progress.cursor;
       for (const events of chunks.slice(0, -1)) {
+        committed = events.at(-1)?.cursor ?? committed;
         const started = performance.now();
         // Whether the loop had a turn during the chunk: on PostgreSQL it waits for the server, and the
         // requests are served meanwhile; on SQLite it runs from start to end without one.
@@ -107,7 +111,7 @@ export async function catchUp(
         });
         addCounts(
           progress.totals,
-          await applyPage(store, source.id, { events, nextCursor: progress.cursor, hasMore: true }, log),
+          await applyPage(store, source.id, { events, nextCursor: committed, hasMore: true }, log),
         );
         clearImmediate(turn);
         // A chunk that held the loop gives it back to the requests for as long (HEAD_CHUNK_EVENTS).

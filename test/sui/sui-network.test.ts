@@ -1356,6 +1356,52 @@ describe('Sui adapter: reads and events', () => {
     }
   });
 
+  it("resumes a stop between the head's short transactions after the last event committed, reading none twice", async () => {
+    const w = await world();
+    const storeDir = tempDir();
+    try {
+      await register(w);
+      // Less than a page: the indexer reads them at the head, in one page, and applies it in chunks.
+      const TASKS = Math.min(120, EVENT_PAGE_SIZE - 2);
+      for (let i = 0; i < TASKS; i++)
+        await w.double.dev.createTask({ role: 0, model_name: null, security_level: 0 });
+      const page = await w.sui.events.readPage(null);
+      assert.equal(page.hasMore, false);
+      assert.equal(page.events.length, TASKS + 2, 'PublishedEvent, the registration and the tasks');
+      // Each event carries the cursor past it: reading from it gives the next event, and the last one's is
+      // the page's.
+      assert.equal(page.events.at(-1)!.cursor, page.nextCursor);
+      for (const k of [0, 40, TASKS]) {
+        const next = await w.sui.events.readPage(page.events[k]!.cursor!);
+        assert.equal(next.events[0]!.position, page.events[k + 1]!.position);
+      }
+
+      let store = new SqliteStore({ dataDir: storeDir.dir });
+      const log = captureLogger();
+      // Another connection watches the saved cursor at every turn of the loop; once the first of the short
+      // transactions has committed, the indexer's store goes away, as in a crash, and the next one fails.
+      const watcher = new SqliteStore({ dataDir: storeDir.dir });
+      const watch = async (): Promise<void> => {
+        if ((await watcher.getCursor(w.sui.events.id)) === undefined) setImmediate(() => void watch());
+        else await store.close();
+      };
+      setImmediate(() => void watch());
+      await assert.rejects(catchUp(store, w.sui.events, log.logger, { headChunkEvents: 40 }));
+      await watcher.close();
+      store = new SqliteStore({ dataDir: storeDir.dir });
+      const saved = await store.getCursor(w.sui.events.id);
+      assert.equal(saved?.cursor, page.events[39]!.cursor, 'the cursor past the first transaction');
+      const resumed = await catchUp(store, w.sui.events, log.logger, { headChunkEvents: 40 });
+      assert.equal(resumed.totals.duplicate, 0, 'nothing was read twice');
+      assert.equal(resumed.totals.applied + resumed.totals.ignored, TASKS + 2 - 40);
+      assert.equal((await store.listTasks()).length, TASKS);
+      await store.close();
+    } finally {
+      await w.close();
+      await storeDir.remove();
+    }
+  });
+
   it('lets the live indexer back off on errors (growing, jittered delays) and recover', async () => {
     const w = await world();
     const storeDir = tempDir();

@@ -858,6 +858,7 @@ export class DevNetwork implements Chain {
         position: `dev-network event ${row.seq}`,
         raw: row.raw,
         epoch: row.epoch,
+        cursor: String(row.seq),
       })),
       nextCursor: page.length > 0 ? String(page.at(-1)!.seq) : cursor,
       hasMore: rows.length > PAGE_SIZE,

@@ -22,7 +22,13 @@ export async function listDbEventsPage(
     json: boolean;
     signal: AbortSignal;
   },
-): Promise<{ events: SuiClientTypes.EventEntry[]; hasNextPage: boolean; endCursor: string | null }> {
+): Promise<{
+  events: SuiClientTypes.EventEntry[];
+  /** The resume cursor after each event (the watermark of its frame), in the order of the events. */
+  cursors: (string | null)[];
+  hasNextPage: boolean;
+  endCursor: string | null;
+}> {
   const call = client.ledgerService.listEvents(
     {
       readMask: { paths: options.json ? [...EVENT_FIELDS, 'json'] : EVENT_FIELDS },
@@ -51,6 +57,7 @@ export async function listDbEventsPage(
     { abort: options.signal },
   );
   const events: SuiClientTypes.EventEntry[] = [];
+  const cursors: (string | null)[] = [];
   let endCursor: string | null = null;
   let frontier: string | null = null;
   let end: GrpcTypes.QueryEnd | undefined;
@@ -62,6 +69,7 @@ export async function listDbEventsPage(
       if (events.length >= options.limit) lookahead = true;
       else {
         endCursor = frontier;
+        cursors.push(frontier);
         events.push({
           packageId: normalizeSuiAddress(event.packageId ?? ''),
           module: event.module ?? '',
@@ -82,7 +90,12 @@ export async function listDbEventsPage(
     end?.reason === GrpcTypes.QueryEndReason.SCAN_LIMIT ||
     end?.reason === GrpcTypes.QueryEndReason.ITEM_LIMIT;
   // A page cut short by the node's limits (not by the event past it) goes on from how far it scanned.
-  return { events, hasNextPage, endCursor: hasNextPage && !lookahead ? (frontier ?? endCursor) : endCursor };
+  return {
+    events,
+    cursors,
+    hasNextPage,
+    endCursor: hasNextPage && !lookahead ? (frontier ?? endCursor) : endCursor,
+  };
 }
 
 const EVENT_FIELDS = [

@@ -437,6 +437,7 @@ export class SuiNetwork implements Chain {
         position: `sui:${event.transactionDigest}:${event.eventIndex}`,
         raw: listedEventJson(event, parsed[i]),
         epoch: epoch === undefined ? undefined : normalizeU64(epoch),
+        cursor: page.cursors[i] ?? undefined,
       };
     });
     const last = page.events.at(-1)?.checkpoint;
