@@ -1317,6 +1317,8 @@ export function storeContract(
       assert.deepEqual(ids(await store.listSettleCandidates(1, 950_000, now - 1_000)), [1, 2]);
       assert.deepEqual(ids(await store.listSettleCandidates(1, 950_000, now - 10_000)), [1]);
       assert.deepEqual(ids(await store.listSettleCandidates(1, 1_000_000, now + 1)), [1, 2, 3]);
+      // Stack 4 is open but has no usage: nothing to claim, so never a candidate, even at a fill of 0.
+      assert.deepEqual(ids(await store.listSettleCandidates(1, 0, 0)), [1, 2, 3]);
       const [candidate] = await store.listSettleCandidates(1, 950_000, 0);
       assert.deepEqual(candidate, {
         stack_small_id: 1,

@@ -332,7 +332,8 @@ export const LIST_QUERIES = {
  */
 export const AUTOPILOT_QUERIES = {
   settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
-    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND fill_ppm >= $2
+    WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed AND already_computed_units <> 0
+      AND fill_ppm >= $2
     UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks
     WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed
       AND last_usage_at IS NOT NULL AND last_usage_at < $3

@@ -1049,7 +1049,8 @@ function openConnection(file: string): DatabaseSync {
  */
 export const AUTOPILOT_QUERIES = {
   settleCandidates: `SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks INDEXED BY stacks_open_by_fill
-      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0 AND fill_ppm >= ?2
+      WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0 AND already_computed_units <> 0
+        AND fill_ppm >= ?2
       UNION SELECT stack_small_id, ${TERMS_COLUMNS} FROM stacks INDEXED BY stacks_open_by_last_usage
       WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0
         AND last_usage_at IS NOT NULL AND last_usage_at < ?3

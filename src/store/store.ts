@@ -349,8 +349,9 @@ export interface Store {
   listLedger(nodeSmallId: U64): Promise<LedgerRow[]>;
   listAttesterRewards(nodeSmallId: U64): Promise<AttesterReward[]>;
   /**
-   * The node's open stacks (not settled, not claimed) filled to at least minFillPpm parts per million, or
-   * with usage last reported before idleBefore (ms): one index range each, whatever the store's size.
+   * The node's open stacks (not settled, not claimed) with usage, filled to at least minFillPpm parts per
+   * million or last used before idleBefore (ms): one index range each, whatever the store's size. A stack
+   * without usage is never one, whatever minFillPpm: it has nothing to claim.
    */
   listSettleCandidates(nodeSmallId: U64, minFillPpm: number, idleBefore: number): Promise<OpenStack[]>;
   /** When the node's longest-idle open stack with usage was last used (ms), or null. */
