@@ -3,11 +3,13 @@ import { describe, it } from 'node:test';
 import {
   fragmentAt,
   joinFragments,
+  listSlice,
   PIECE_OBJECTS,
   patchBody,
   restated,
   sameState,
   stackFragment,
+  stateOf,
 } from '../src/store/rows.ts';
 
 /** A deterministic generator (mulberry32), so a failure names its seed. */
@@ -40,6 +42,8 @@ describe('a kept stack list body', () => {
       const list = joinFragments(parts);
       assert.equal(list.body.toString(), `[${parts.map(String).join(',')}]`, `${n} objects`);
       assert.equal(list.body.length, list.body.joined().length);
+      // Its pieces are memory of their own, not slices of a shared pool that they would keep alive.
+      assert.equal(list.body.retained, list.body.length, `${n} objects`);
       assert.equal(list.body.buffers.length, Math.max(1, Math.ceil(n / PIECE_OBJECTS)));
       assert.equal(list.starts.length, n);
       for (const [i, part] of parts.entries()) assert.deepEqual(fragmentAt(list, i), part);
@@ -73,6 +77,44 @@ describe('a kept stack list body', () => {
     }
   });
 
+  it('answers any filtered list or page of a kept list as views of its pieces, byte for byte', () => {
+    for (let seed = 1; seed <= 300; seed++) {
+      const rand = random(seed);
+      const n = Math.floor(rand() * 4 * PIECE_OBJECTS);
+      const parts = Array.from({ length: n }, (_, i) => object(rand, i));
+      const list = joinFragments(parts);
+      // Rows of STACK_STATE_COLUMNS as far as a slice reads them: the id (2, 4, 6, ...), used units, units.
+      const state = parts.map((_, i) => {
+        const units = rand() < 0.05 ? 0 : 100;
+        return [2 * (i + 1), Math.floor(rand() * (units + 1)), 0, 0, 0, 0, null, units];
+      });
+      // Often a fill that chooses long runs (0 or 1%), else any.
+      const fill = rand() < 0.3 ? undefined : rand() < 0.3 ? Math.floor(rand() * 2) / 100 : rand();
+      const after = rand() < 0.5 ? undefined : Math.floor(rand() * (2 * n + 3));
+      const limit = rand() < 0.5 ? undefined : 1 + Math.floor(rand() * n);
+      const what = `seed ${seed}: ${n} objects, fill ${fill}, after ${after}, limit ${limit}`;
+      const wanted = state
+        .map((r, i) => ({ r, i }))
+        .filter(({ r }) => after === undefined || (r[0] as number) > after)
+        .filter(({ r }) => fill === undefined || r[7] === 0 || (r[1] as number) / (r[7] as number) >= fill);
+      const shown = limit === undefined ? wanted : wanted.slice(0, limit);
+      const slice = listSlice(state, list, fill, { after, limit });
+      assert.equal(slice.body.toString(), `[${shown.map(({ i }) => parts[i]).join(',')}]`, what);
+      assert.equal(slice.body.length, slice.body.joined().length, what);
+      assert.deepEqual(
+        [slice.count, slice.last, slice.more],
+        [shown.length, shown.at(-1)?.r[0] ?? null, shown.length < wanted.length],
+        what,
+      );
+      // Views, not copies: each buffer but a bracket is the memory of one of the list's pieces, and it
+      // keeps no more than they (and its brackets).
+      for (const buffer of slice.body.buffers) {
+        assert.ok(buffer.length <= 2 || list.body.buffers.some((p) => p.buffer === buffer.buffer), what);
+      }
+      assert.ok(slice.body.retained <= list.body.retained + 2, what);
+    }
+  });
+
   it("restates a stack's changing fields and keeps its fixed ones", () => {
     const row = (already: unknown, confidential: unknown, refund: unknown) => [
       `0x${'a'.repeat(64)}`,
@@ -93,13 +135,12 @@ describe('a kept stack list body', () => {
     for (const confidential of [0, 1]) {
       const before = row(10, confidential, null);
       const after = row('18446744073709551615', confidential, 77);
-      const state = (r: unknown[]) => [r[1], r[7], r[8], r[9], r[10], r[11], r[13]];
-      const fragment = restated(stackFragment(before), state(after));
+      const fragment = restated(stackFragment(before), stateOf(after));
       assert.deepEqual(fragment, stackFragment(after));
       assert.equal(JSON.parse(fragment.toString()).is_confidential, confidential === 1);
       assert.match(fragment.toString(), /"already_computed_units":18446744073709551615,/);
-      assert.equal(sameState(state(before), state(before)), true);
-      assert.equal(sameState(state(before), state(after)), false);
+      assert.equal(sameState(stateOf(before), stateOf(before)), true);
+      assert.equal(sameState(stateOf(before), stateOf(after)), false);
     }
   });
 });

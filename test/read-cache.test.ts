@@ -7,6 +7,7 @@ import { buildDaemonApp } from '../src/daemon.ts';
 import { ResponseCache, sendCached } from '../src/http/response-cache.ts';
 import { stringifyJson } from '../src/internal/json.ts';
 import { createLogger } from '../src/internal/logger.ts';
+import { Pieces } from '../src/internal/pieces.ts';
 import { PostgresStore } from '../src/store/postgres.ts';
 import { PIECE_OBJECTS } from '../src/store/rows.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
@@ -429,6 +430,21 @@ describe('the response cache budget', () => {
     cache.set('a', newer);
     assert.equal(cache.get('a'), newer);
     assert.equal(cache.get('b')?.etag, '"b"', 'replacing a did not count its old body twice');
+  });
+
+  it('counts a body of views by the memory it keeps, not by its length', () => {
+    // A filtered list is a few bytes of each of its node's pieces, and keeps the pieces alive.
+    const piece = Buffer.alloc(200, 'x');
+    const views = { ...entry('v'), body: new Pieces([piece.subarray(0, 10), piece.subarray(50, 60)]) };
+    assert.deepEqual([views.body.length, views.body.retained], [20, 200]);
+    const cache = new ResponseCache(250);
+    cache.set('a', entry('a'));
+    cache.get('a');
+    cache.set('v', views);
+    assert.equal(kept(cache) + (cache.get('v') ? 'v' : ''), 'v', '100 + 200 bytes kept do not fit in 250');
+    const alone = new ResponseCache(150);
+    alone.set('v', views);
+    assert.equal(alone.get('v'), undefined, 'a body that keeps more than the whole budget is not kept');
   });
 });
 

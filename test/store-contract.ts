@@ -9,6 +9,7 @@ import {
   type IndexerTx,
   type NewStack,
   type NewTask,
+  type Page,
   type Store,
 } from '../src/store/store.ts';
 
@@ -336,6 +337,65 @@ export function storeContract(
       assert.deepEqual(
         (await store.listStacks(1, undefined, { after: 2, limit: 5 })).map((s) => s.stack_small_id),
         [7, ABOVE_SAFE],
+      );
+    });
+
+    it('chooses a filtered list or a page from a kept list exactly as its queries select them', async () => {
+      // Fills on, just under and just over the fractions asked; a stack of no units counts as full.
+      const shapes: [U64, U64, U64][] = [
+        [1, 0, 0],
+        [2, 10, 1],
+        [3, 3, 1],
+        [4, 1000, 900],
+        [5, 1000, 899],
+        [6, 7, 7],
+        [8, 1000, 0],
+        [ABOVE_SAFE, 2n ** 63n, 2n ** 62n + 1n],
+      ];
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        for (const [id, units] of shapes) await tx.putStack(newStack(id, 1, units));
+      });
+      for (const [id, , used] of shapes) {
+        if (BigInt(used) > 0n)
+          assert.equal((await store.addStackUsage(id, used, REQUEST, 1)).status, 'recorded');
+      }
+      const fractions = [undefined, 0, 0.1, 1 / 3, 0.34, 0.5, 0.899, 0.9, 0.9000001, 1];
+      const pages: Page[] = [
+        {},
+        { limit: 1 },
+        { after: 1, limit: 2 },
+        { after: 3 },
+        { after: 7, limit: 100 },
+      ];
+      pages.push({ after: 8, limit: 1 }, { after: ABOVE_SAFE }, { limit: 3 });
+      const check = async (step: string) => {
+        await store.listStacksJson(1); // the node's whole list, kept
+        for (const fraction of fractions) {
+          for (const page of pages) {
+            const what = `${step}: fill ${fraction}, page ${JSON.stringify(page, (_, v) => (typeof v === 'bigint' ? String(v) : v))}`;
+            const all = await store.listStacks(1, fraction, { after: page.after });
+            const rows = page.limit === undefined ? all : all.slice(0, page.limit);
+            const got = await store.listStacksJson(1, fraction, page);
+            assert.equal(got.body.toString(), stringifyJson(rows), what);
+            assert.deepEqual(
+              [got.count, got.last, got.more],
+              [rows.length, rows.at(-1)?.stack_small_id ?? null, rows.length < all.length],
+              what,
+            );
+          }
+        }
+      };
+      await check('as indexed');
+      // Reports move fills across the fractions: 5 to 0.9, 8 from empty to 0.5.
+      assert.equal((await store.addStackUsage(5, 1, new Uint8Array(32).fill(4), 2)).status, 'recorded');
+      assert.equal((await store.addStackUsage(8, 500, new Uint8Array(32).fill(5), 2)).status, 'recorded');
+      await check('after reports');
+      assert.deepEqual(
+        JSON.parse((await store.listStacksJson(1, 0.9)).body.toString()).map(
+          (s: { stack_small_id: number }) => s.stack_small_id,
+        ),
+        [1, 4, 5, 6],
       );
     });
 

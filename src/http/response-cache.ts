@@ -81,22 +81,22 @@ export class ResponseCache {
    * held then outlived every young-generation collection (docs/PERFORMANCE.md, fourth pass).
    */
   set(key: string, entry: Entry): void {
-    if (!this.enabled || entry.body.length > this.#maxBytes) return;
+    if (!this.enabled || sizeOf(entry.body) > this.#maxBytes) return;
     const old = this.#entries.get(key);
     if (old !== undefined) {
-      this.#bytes -= old.body.length;
+      this.#bytes -= sizeOf(old.body);
       this.#entries.delete(key);
     }
     this.#entries.set(key, entry);
     entry.used = true;
-    this.#bytes += entry.body.length;
+    this.#bytes += sizeOf(entry.body);
     for (const [oldest, value] of this.#entries) {
       if (this.#bytes <= this.#maxBytes) break;
       this.#entries.delete(oldest);
       if (value.used) {
         value.used = false;
         this.#entries.set(oldest, value);
-      } else this.#bytes -= value.body.length;
+      } else this.#bytes -= sizeOf(value.body);
     }
   }
 
@@ -104,7 +104,7 @@ export class ResponseCache {
     const old = this.#entries.get(key);
     if (old === undefined) return;
     this.#entries.delete(key);
-    this.#bytes -= old.body.length;
+    this.#bytes -= sizeOf(old.body);
   }
 
   /**
@@ -138,6 +138,14 @@ export class ResponseCache {
     }
     return pending;
   }
+}
+
+/**
+ * What a kept body counts against the cache's budget: the memory it keeps alive. A body in pieces may be
+ * views of larger buffers (a filtered list keeps the pieces of its node's list it shows a part of).
+ */
+function sizeOf(body: Buffer | Pieces): number {
+  return body instanceof Pieces ? body.retained : body.length;
 }
 
 /** The strong ETag of a response: what it shows is fixed by these topics' versions in this store. */

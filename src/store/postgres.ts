@@ -37,6 +37,7 @@ import {
   type ListBody,
   lastIdOf,
   listIndex,
+  listSlice,
   parseIdList,
   patchBody,
   restated,
@@ -1250,9 +1251,16 @@ export class PostgresStore implements Store {
     page: Page = {},
     seenVersion?: number,
   ): Promise<JsonRows> {
-    if (minFillFraction === undefined && page.limit === undefined && page.after === undefined) {
+    // A node's whole list is kept between reads (#nodeList), and a filtered list is chosen from it. So is a
+    // page while a list is kept (bringing it up to date reads only the rows changed since); else the page is
+    // read, not the node's every stack.
+    const paged = page.limit !== undefined || page.after !== undefined;
+    if (!paged || this.#nodeLists.get(topics.stacks(node)) !== undefined) {
       const { state, list } = await this.#nodeList(node, seenVersion);
-      return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
+      if (minFillFraction === undefined && !paged) {
+        return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
+      }
+      return listSlice(state, list, minFillFraction, page);
     }
     // One row past the limit tells whether more remain; the rows as arrays, for the JSON built from them.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };

@@ -29,6 +29,7 @@ import type {
   JsonRows,
   LedgerRow,
   OpenStack,
+  Page,
   StackTerms,
   UsageOutcome,
   UsageReport,
@@ -396,17 +397,13 @@ export function digitsOf(value: unknown): string {
 const flagOf = (value: unknown) => (value === true || value === 1 || value === 1n ? 'true' : 'false');
 
 /**
- * A node's stacks as the API's JSON array text, built straight from the rows' values (STACK_COLUMNS, as
- * arrays) with no objects in between: the cheap miss of a stack list. The same bytes as the route's schema
- * serializer writes (test/store-contract.ts checks it); the text columns are hex ids and addresses,
- * checked when indexed, with nothing to escape. At most `limit` rows; `more` when the store found one past.
- */
-/**
  * The columns of a stack that change after it is created (usage, settlement, claim), in the order
- * stacksStateJson reads them. The others (owner, ids, task, node, units, price, confidential) never do.
+ * stateSuffix writes them, then num_compute_units: it never changes, but a list filtered by fill is chosen
+ * from these rows alone (listSlice). The other columns (owner, ids, task, node, price, confidential) are
+ * only ever shown, and KeptStacks and the kept lists keep them encoded.
  */
 export const STACK_STATE_COLUMNS = `stack_small_id, already_computed_units, in_settle_period, num_total_messages,
-  is_claimed, is_locked_for_claim, user_refund_amount`;
+  is_claimed, is_locked_for_claim, user_refund_amount, num_compute_units`;
 
 /** What KeptStacks keeps of one stack: its JSON, encoded, and where its fixed fields end. */
 interface KeptStack {
@@ -439,7 +436,7 @@ function stateSuffix(
 
 /** A stack's row of STACK_STATE_COLUMNS from its whole row (STACK_COLUMNS, as an array). */
 export function stateOf(r: readonly unknown[]): unknown[] {
-  return [r[1], r[7], r[8], r[9], r[10], r[11], r[13]];
+  return [r[1], r[7], r[8], r[9], r[10], r[11], r[13], r[5]];
 }
 
 /** A stack's JSON from its whole row (STACK_COLUMNS, as an array), with what KeptStacks keeps of it. */
@@ -618,7 +615,9 @@ function piece(
     objects.push(o);
     length += o.length + (i > 0 ? 1 : 0);
   }
-  const out = Buffer.allocUnsafe(length);
+  // Memory of its own, not a slice of Node's shared pool: a kept piece lives long, and a piece under 4 KB
+  // would keep the pool's 8 KB with it (and be counted so: Pieces.retained).
+  const out = Buffer.allocUnsafeSlow(length);
   let at = 0;
   if (from === 0) out[at++] = 0x5b; // [
   for (let i = from; i < to; i++) {
@@ -665,6 +664,101 @@ export function patchBody(list: ListBody, changes: ReadonlyMap<number, Buffer>):
     buffers[p] = piece(object, from, Math.min(from + PIECE_OBJECTS, count), count, starts, ends);
   }
   return { body: new Pieces(buffers), starts, ends };
+}
+
+/**
+ * Whether a stack's row of STACK_STATE_COLUMNS is filled to `fraction`: its used units over its units in
+ * double arithmetic, a stack of no units counting as full. The stores' filtered queries compare the same
+ * way (SQLite's REAL, PostgreSQL's float8), so the stacks chosen here are the ones they select.
+ */
+export function filledTo(r: readonly unknown[], fraction: number): boolean {
+  const units = Number(r[7]);
+  return units === 0 || Number(r[1]) / units >= fraction;
+}
+
+/** A row's small id (its first column) as a U64. */
+function idOf(r: readonly unknown[]): U64 {
+  return normalizeU64(BigInt(r[0] as string | number | bigint));
+}
+
+/**
+ * A filtered list or a page of a node's kept list, from its rows of STACK_STATE_COLUMNS and its body: the
+ * stacks filled to `minFill` (all of them when undefined) after `page.after`, at most `page.limit`, their
+ * objects copied from the body. What the stores' list queries would answer, without a query: a filtered
+ * list of a node's stacks (its whole range, which no index narrows) costs a copy of the stacks it shows.
+ */
+export function listSlice(
+  state: readonly unknown[][],
+  list: ListBody,
+  minFill: number | undefined,
+  page: Page,
+): JsonRows {
+  // The first row after page.after: the rows are in id order.
+  let lo = 0;
+  if (page.after !== undefined) {
+    let hi = state.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (compareU64(idOf(state[mid]!), page.after) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+  }
+  const limit = page.limit ?? Number.POSITIVE_INFINITY;
+  const chosen: number[] = [];
+  let more = false;
+  for (let i = lo; i < state.length; i++) {
+    if (minFill !== undefined && !filledTo(state[i]!, minFill)) continue;
+    if (chosen.length === limit) {
+      more = true;
+      break;
+    }
+    chosen.push(i);
+  }
+  const last = chosen.at(-1);
+  return {
+    body: viewsOf(list, chosen),
+    count: chosen.length,
+    last: last === undefined ? null : idOf(state[last]!),
+    more,
+  };
+}
+
+// Each in memory of its own (Buffer.from would take a slice of a shared pool, which a body holding it keeps).
+const OPEN = Buffer.alloc(1, '[');
+const CLOSE = Buffer.alloc(1, ']');
+const EMPTY = Buffer.alloc(2, '[]');
+
+/**
+ * The JSON array of some of a list's objects (indexes, ascending), as views of its pieces: no copy. Each
+ * object is preceded in its piece by its separator (`[` before the list's first, `,` before the others), so
+ * a run of consecutive objects in one piece is one view with the separator before it.
+ */
+function viewsOf(list: ListBody, chosen: readonly number[]): Pieces {
+  if (chosen.length === 0) return new Pieces([EMPTY]);
+  const count = list.starts.length;
+  const out: Buffer[] = [];
+  const flush = (from: number, to: number) => {
+    let start = list.starts[from]! - 1;
+    if (out.length === 0 && from > 0) {
+      out.push(OPEN);
+      start += 1;
+    }
+    const end = list.ends[to]! + (to === count - 1 ? 1 : 0);
+    out.push(list.body.buffers[(from / PIECE_OBJECTS) | 0]!.subarray(start, end));
+  };
+  let from = chosen[0]!;
+  let to = from;
+  for (let k = 1; k < chosen.length; k++) {
+    const i = chosen[k]!;
+    if (i === to + 1 && i % PIECE_OBJECTS !== 0) to = i;
+    else {
+      flush(from, to);
+      from = to = i;
+    }
+  }
+  flush(from, to);
+  if (to !== count - 1) out.push(CLOSE);
+  return new Pieces(out);
 }
 
 const STATE_START = Buffer.from('"already_computed_units":');

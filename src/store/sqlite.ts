@@ -38,6 +38,7 @@ import {
   type ListBody,
   lastIdOf,
   listIndex,
+  listSlice,
   parseIdList,
   patchBody,
   restated,
@@ -606,19 +607,17 @@ export class SqliteStore implements Store {
    * is while the topic has not moved; patched when only this process's usage reports moved it (their
    * stacks read again by id); else its changing columns read again, each stack's object reused from the
    * kept list when its values are the same. The version is read before the rows, so the list is never
-   * older than the version it is kept with (it can be newer: the next read looks again).
+   * older than the version it is kept with (it can be newer: the next read looks again). Without `read`,
+   * undefined rather than the node's whole list read again.
    */
-  #nodeList(node: U64): JsonRows {
+  #nodeList(node: U64, read: boolean): NodeList | undefined {
     const topic = topics.stacks(node);
     const version = Number(this.#r.topicVersion!.get(topic)?.version ?? 0);
-    let kept = this.#nodeLists.get(topic);
-    if (kept === undefined || kept.version !== version) {
-      kept =
-        (kept !== undefined && kept.version < version && this.#patchedList(topic, kept, version)) ||
-        this.#readList(node, topic, version, kept);
-    }
-    const { state, list } = kept;
-    return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
+    const kept = this.#nodeLists.get(topic);
+    if (kept !== undefined && kept.version === version) return kept;
+    const patched = kept !== undefined && kept.version < version && this.#patchedList(topic, kept, version);
+    if (patched) return patched;
+    return read ? this.#readList(node, topic, version, kept) : undefined;
   }
 
   /** The kept list brought to `version` by its usage-report changes, or undefined when they are not known. */
@@ -696,8 +695,17 @@ export class SqliteStore implements Store {
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
     return this.#guard(() => {
       const filled = minFillFraction !== undefined;
-      // A node's whole list is kept between reads (#nodeList); a filtered list or a page is read.
-      if (!filled && page.limit === undefined && page.after === undefined) return this.#nodeList(node);
+      // A node's whole list is kept between reads (#nodeList), and a filtered list is chosen from it. So is
+      // a page while the list is kept up to date; else the page is read, not the node's every stack.
+      const paged = page.limit !== undefined || page.after !== undefined;
+      const kept = this.#nodeList(node, !paged);
+      if (kept !== undefined) {
+        const { state, list } = kept;
+        if (!filled && !paged) {
+          return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
+        }
+        return listSlice(state, list, minFillFraction, page);
+      }
       const args = filled ? [enc(node), minFillFraction] : [enc(node)];
       const state = (filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
         ...args,
