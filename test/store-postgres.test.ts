@@ -477,6 +477,55 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
+    it('reads the topics asked for in one loop turn in one statement, never one sent before a caller asked', async () => {
+      const db = await freshDatabase();
+      const a = await PostgresStore.open({ url: db.url });
+      const b = await PostgresStore.open({ url: db.url });
+      try {
+        assert.equal(a.checkBy, 'topics');
+        const stack = (id: number, node: number) => ({
+          stack_small_id: id,
+          stack_id: `0x${id}`,
+          owner_address: '0x2',
+          task_small_id: 1,
+          selected_node_id: node,
+          num_compute_units: 10,
+          price_per_one_million_compute_units: 1,
+        });
+        await b.indexerTransaction(async (tx) => {
+          await tx.putStack(stack(1, 1));
+          await tx.putStack(stack(2, 2));
+        });
+        // Fifty readers in one turn, over three topics (one never written): one statement.
+        const asked = [topics.stacks(1), topics.stacks(2), topics.tasks];
+        let answers: number[][] = [];
+        const traffic = await countTraffic(async () => {
+          answers = await Promise.all(Array.from({ length: 50 }, (_, i) => a.topicVersions([asked[i % 3]!])));
+        });
+        assert.deepEqual(traffic, { roundTrips: 1, rows: 2 });
+        const [one, two] = [answers[0]![0]!, answers[1]![0]!];
+        assert.ok(one > 0 && two > 0);
+        assert.deepEqual(answers[2], [0]);
+        assert.deepEqual(await a.topicVersions([topics.tasks, topics.stacks(2), topics.stacks(1)]), [
+          0,
+          two,
+          one,
+        ]);
+
+        // A caller that asks after a batch was sent is not answered by it: another daemon's commit between
+        // the two is seen by the second, whatever the first saw.
+        const early = a.topicVersions([topics.stacks(1)]);
+        await new Promise((resolve) => setImmediate(resolve)); // the batch is closed and its statement sent
+        await b.addStackUsage(1, 1, new Uint8Array(32), Date.now());
+        const late = await a.topicVersions([topics.stacks(1)]);
+        assert.ok((await early)[0]! >= one);
+        assert.equal(late[0], one + 1);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await db.drop();
+      }
+    });
+
     it('adds up usage reported to two stores at once (row locks), and reserves a key once', async () => {
       const db = await freshDatabase();
       const a = await PostgresStore.open({ url: db.url });

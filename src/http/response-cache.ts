@@ -9,9 +9,10 @@ import type { ReadTurns } from './read-turns.ts';
  * Read responses, serialized once and kept until what they show changes. Each response depends on a few
  * topics (the task list; node N's stacks, tickets, ...: store.ts `topics`), whose versions the store moves
  * in the transaction of every change, whichever process commits it. A cached response stays valid while
- * the store's data version has not moved; when it has, its topics' versions are read (one indexed lookup
- * each) and the response stays if none of its own moved: a usage report on one node's stack does not
- * evict /tasks or another node's lists.
+ * its topics' versions have not moved: a usage report on one node's stack does not evict /tasks or another
+ * node's lists. How they are checked is the store's (Store.checkBy): on SQLite, only once its data version
+ * moved (both are local reads); on PostgreSQL, by reading them at once, every topic asked in one loop turn
+ * in one statement (a round trip a turn, where the data version first made two under writes).
  *
  * Every read answers with a strong ETag made from its topics' versions (and the store's identity and the
  * daemon's version), so `If-None-Match` gets a 304 without a body, and without even loading the data.
@@ -187,11 +188,19 @@ export async function sendCached(
   const ifNoneMatch = request.headers['if-none-match'];
   reply.header('cache-control', 'no-cache');
   let entry = cache.get(key);
+  /** The topics' versions read for this request, when they were (a moved entry's are the load's too). */
+  let versions: readonly number[] | undefined;
+  let version = '';
   if (entry !== undefined) {
-    const version = await store.dataVersion();
-    if (entry.checked !== version) {
-      const now = await cache.versionsAt(version, entry.topics, () => store.topicVersions(entry!.topics));
-      if (same(now, entry.versions)) entry.checked = version;
+    if (store.checkBy === 'topics') versions = await store.topicVersions(topics);
+    else {
+      version = await store.dataVersion();
+      if (entry.checked !== version) {
+        versions = await cache.versionsAt(version, topics, () => store.topicVersions(topics));
+      }
+    }
+    if (versions !== undefined) {
+      if (same(versions, entry.versions)) entry.checked = version;
       else {
         cache.delete(key);
         entry = undefined;
@@ -200,12 +209,15 @@ export async function sendCached(
   }
   if (entry === undefined) {
     // The data version first, then the topics' versions, then the data: each no newer than what follows.
-    const version = await store.dataVersion();
-    const [storeId, versions] = await Promise.all([
-      store.storeId(),
-      cache.versionsAt(version, topics, () => store.topicVersions(topics)),
-    ]);
-    const etag = etagOf(storeId, key, topics, versions);
+    if (versions === undefined) {
+      if (store.checkBy === 'topics') versions = await store.topicVersions(topics);
+      else {
+        version = await store.dataVersion();
+        versions = await cache.versionsAt(version, topics, () => store.topicVersions(topics));
+      }
+    }
+    const read = versions;
+    const etag = etagOf(await store.storeId(), key, topics, read);
     if (matches(ifNoneMatch, etag)) {
       cache.count('not_modified');
       reply.header('etag', etag).code(304).send();
@@ -216,12 +228,12 @@ export async function sendCached(
     // handed a load that started before it (on PostgreSQL a load is a round trip, commits land meanwhile).
     entry = await cache.loadOnce(`${key}\n${etag}`, async () => {
       // The versions it was read after: a store may answer data it keeps at those versions as it is.
-      const loaded = await load(versions);
+      const loaded = await load(read);
       return {
         body: typeof loaded.body === 'string' ? Buffer.from(loaded.body) : loaded.body,
         etag,
         topics,
-        versions,
+        versions: read,
         checked: version,
         headers: loaded.headers ?? {},
       };

@@ -734,6 +734,8 @@ export class SqliteStore implements Store {
     return this.#guard(() => this.#r.disputesOwn!.all(enc(node), ...pageArgs(page)).map(rows.dispute));
   }
 
+  readonly checkBy = 'data version';
+
   async topicVersions(topics: readonly string[]): Promise<number[]> {
     return this.#guard(() => topics.map((topic) => Number(this.#r.topicVersion!.get(topic)?.version ?? 0)));
   }

@@ -306,8 +306,16 @@ export interface Store {
   /** Disputes against the node, by stack then attester; a page starts after a stack (all its disputes). */
   listDisputesAgainst(nodeSmallId: U64, page?: Page): Promise<StackAttestationDispute[]>;
   listDisputesOwn(nodeSmallId: U64, page?: Page): Promise<StackAttestationDispute[]>;
-  /** The current version of each topic (0: never changed). */
+  /** The current version of each topic (0: never changed), read after the call. */
   topicVersions(topics: readonly string[]): Promise<number[]>;
+  /**
+   * How a kept response is checked (response-cache.ts). 'data version': dataVersion() first, and the topics'
+   * versions only when it moved (SQLite: both local reads, and the data version spares the others while
+   * nothing commits). 'topics': the topics' versions at once (PostgreSQL: each read is a round trip, the
+   * data version moves with nearly every commit under writes, and topicVersions answers all the topics
+   * asked in one event-loop turn with one statement).
+   */
+  readonly checkBy: 'data version' | 'topics';
   /** A random id of this store, made when it was created: versions of different stores never compare. */
   storeId(): Promise<string>;
   /**
