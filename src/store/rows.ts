@@ -671,7 +671,7 @@ export function patchBody(list: ListBody, changes: ReadonlyMap<number, Buffer>):
  * double arithmetic, a stack of no units counting as full. The stores' filtered queries compare the same
  * way (SQLite's REAL, PostgreSQL's float8), so the stacks chosen here are the ones they select.
  */
-export function filledTo(r: readonly unknown[], fraction: number): boolean {
+function filledTo(r: readonly unknown[], fraction: number): boolean {
   const units = Number(r[7]);
   return units === 0 || Number(r[1]) / units >= fraction;
 }
@@ -683,9 +683,10 @@ function idOf(r: readonly unknown[]): U64 {
 
 /**
  * A filtered list or a page of a node's kept list, from its rows of STACK_STATE_COLUMNS and its body: the
- * stacks filled to `minFill` (all of them when undefined) after `page.after`, at most `page.limit`, their
- * objects copied from the body. What the stores' list queries would answer, without a query: a filtered
- * list of a node's stacks (its whole range, which no index narrows) costs a copy of the stacks it shows.
+ * stacks filled to `minFill` (all of them when undefined) after `page.after`, at most `page.limit`, as views
+ * of the body's pieces. What the stores' list queries would answer, without a query and without a copy: a
+ * filtered list reads its node's whole range (no index narrows it), and copying what it showed was 400 MB/s
+ * of new buffers under uncached reads (docs/PERFORMANCE.md, twelfth pass).
  */
 export function listSlice(
   state: readonly unknown[][],
