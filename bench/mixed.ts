@@ -11,8 +11,9 @@
 // The "no writes" rows have neither the reports nor the stream. There is one before and one after every
 // row with writes, and that row's throughput is given as a ratio to the mean of the two around it: this
 // VM's speed drifts by up to 2x within a minute, so the base is measured next to what it is compared with.
-// Two last rows have no reads: the reports alone (the client's floor), and the stream alone (the daemon's
-// CPU over the events it applied: what a live event costs).
+// Then the first rate's reports under the same reads without the stream (the write target: a report's
+// latency while 50 connections read). Two last rows have no reads: the reports alone (the client's floor),
+// and the stream alone (the daemon's CPU over the events it applied: what a live event costs).
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
 //                       [--daemon-flag FLAG ...] [--daemon-output FILE] [--rows-only]
@@ -558,9 +559,12 @@ async function main(): Promise<void> {
       rows.push(row, after);
       before = after;
     }
-    // The floor of a report's latency as the reporter sees it: the same reports with no read waiting.
     const floorRate = REPORT_RATES.find((rate) => rate > 0);
     if (floorRate !== undefined) {
+      // The reports under the 50 readers without the live stream: the write target as the issue words it
+      // (a report's latency while 50 connections read), and what of the row above it the stream adds.
+      rows.push(await measure(`${floorRate} reports/s, no stream`, floorRate, false));
+      // The floor of a report's latency as the reporter sees it: the same reports with no read waiting.
       rows.push(await measure(`${floorRate} reports/s, no reads`, floorRate, false, false));
     }
     // What the live stream costs the daemon alone: its CPU over the events it applied, with nothing else.
