@@ -396,7 +396,6 @@ describe('the response cache budget', () => {
   const entry = (name: string) => ({
     body: Buffer.alloc(100, name),
     etag: `"${name}"`,
-    topics: [],
     versions: [],
     checked: '0',
     headers: {},

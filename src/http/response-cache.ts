@@ -23,7 +23,6 @@ import type { ReadTurns } from './read-turns.ts';
 interface Entry {
   body: Buffer | Pieces;
   etag: string;
-  topics: readonly string[];
   versions: readonly number[];
   /** The store's data version when these versions were last confirmed current. */
   checked: string;
@@ -187,18 +186,24 @@ export async function sendCached(
   const { cache, store } = deps;
   const ifNoneMatch = request.headers['if-none-match'];
   reply.header('cache-control', 'no-cache');
+  /** The store's data version when the topics' versions were read (SQLite's check; '' on PostgreSQL). */
+  let version = '';
+  /**
+   * The topics' versions now (Store.checkBy), or undefined when the data version is still `checked`: then
+   * none of them can have moved.
+   */
+  const current = async (checked?: string): Promise<readonly number[] | undefined> => {
+    if (store.checkBy === 'topics') return store.topicVersions(topics);
+    version = await store.dataVersion();
+    return version === checked
+      ? undefined
+      : cache.versionsAt(version, topics, () => store.topicVersions(topics));
+  };
   let entry = cache.get(key);
   /** The topics' versions read for this request, when they were (a moved entry's are the load's too). */
   let versions: readonly number[] | undefined;
-  let version = '';
   if (entry !== undefined) {
-    if (store.checkBy === 'topics') versions = await store.topicVersions(topics);
-    else {
-      version = await store.dataVersion();
-      if (entry.checked !== version) {
-        versions = await cache.versionsAt(version, topics, () => store.topicVersions(topics));
-      }
-    }
+    versions = await current(entry.checked);
     if (versions !== undefined) {
       if (same(versions, entry.versions)) entry.checked = version;
       else {
@@ -209,14 +214,7 @@ export async function sendCached(
   }
   if (entry === undefined) {
     // The data version first, then the topics' versions, then the data: each no newer than what follows.
-    if (versions === undefined) {
-      if (store.checkBy === 'topics') versions = await store.topicVersions(topics);
-      else {
-        version = await store.dataVersion();
-        versions = await cache.versionsAt(version, topics, () => store.topicVersions(topics));
-      }
-    }
-    const read = versions;
+    const read = versions ?? (await current())!;
     const etag = etagOf(await store.storeId(), key, topics, read);
     if (matches(ifNoneMatch, etag)) {
       cache.count('not_modified');
@@ -232,7 +230,6 @@ export async function sendCached(
       return {
         body: typeof loaded.body === 'string' ? Buffer.from(loaded.body) : loaded.body,
         etag,
-        topics,
         versions: read,
         checked: version,
         headers: loaded.headers ?? {},

@@ -35,7 +35,6 @@ import {
   KeptLists,
   KeptStacks,
   type ListBody,
-  lastIdOf,
   listIndex,
   listSlice,
   parseIdList,
@@ -1257,9 +1256,6 @@ export class PostgresStore implements Store {
     const paged = page.limit !== undefined || page.after !== undefined;
     if (!paged || this.#nodeLists.get(topics.stacks(node)) !== undefined) {
       const { state, list } = await this.#nodeList(node, seenVersion);
-      if (minFillFraction === undefined && !paged) {
-        return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
-      }
       return listSlice(state, list, minFillFraction, page);
     }
     // One row past the limit tells whether more remain; the rows as arrays, for the JSON built from them.

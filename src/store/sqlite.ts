@@ -36,7 +36,6 @@ import {
   KeptLists,
   KeptStacks,
   type ListBody,
-  lastIdOf,
   listIndex,
   listSlice,
   parseIdList,
@@ -699,13 +698,7 @@ export class SqliteStore implements Store {
       // a page while the list is kept up to date; else the page is read, not the node's every stack.
       const paged = page.limit !== undefined || page.after !== undefined;
       const kept = this.#nodeList(node, !paged);
-      if (kept !== undefined) {
-        const { state, list } = kept;
-        if (!filled && !paged) {
-          return { body: list.body, count: state.length, last: lastIdOf(state, state.length), more: false };
-        }
-        return listSlice(state, list, minFillFraction, page);
-      }
+      if (kept !== undefined) return listSlice(kept.state, kept.list, minFillFraction, page);
       const args = filled ? [enc(node), minFillFraction] : [enc(node)];
       const state = (filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
         ...args,
