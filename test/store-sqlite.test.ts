@@ -223,6 +223,34 @@ describe('sqlite store', () => {
     await again.close();
   });
 
+  it('starts the WAL over in every cycle under a steady run of small commits', async (t) => {
+    const { dir, remove } = tempDir();
+    t.after(remove);
+    const threshold = 256 * 1024;
+    const store = new SqliteStore({ dataDir: dir, checkpointWalBytes: threshold });
+    const fill = new WalFill(`${dir}/${SQLITE_FILE}`);
+    // Usage reports as a busy node sends them: one small transaction after another, the event loop free
+    // between them, a checkpoint running beside the writer. The WAL must start over each time a checkpoint
+    // has caught up, not grow while every commit asks for one more checkpoint.
+    let most = 0;
+    let restarts = 0;
+    let last = 0;
+    for (let i = 0; i < 4000; i++) {
+      await store.appendNodeEvents([{ type: 'task_added', node_small_id: null, data: { note: `${i}` } }]);
+      const bytes = fill.bytes() ?? 0;
+      if (bytes < last) restarts++;
+      last = bytes;
+      most = Math.max(most, bytes);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    fill.close();
+    const all = { after: 0, limit: 5000, nodes: null, types: null };
+    assert.equal((await store.listNodeEvents(all)).length, 4000);
+    await store.close();
+    assert.ok(most < 3 * threshold, `the WAL reached ${most} bytes against a threshold of ${threshold}`);
+    assert.ok(restarts >= 3, `the WAL started over ${restarts} times`);
+  });
+
   it('gives checkpoints back to the writer when the worker cannot open the database', async (t) => {
     const { dir, remove } = tempDir();
     t.after(remove);

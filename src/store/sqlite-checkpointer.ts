@@ -9,6 +9,15 @@ import { Worker } from 'node:worker_threads';
  * commits, and a worker thread with its own connection runs the PASSIVE checkpoint, which never blocks the
  * writer or the readers. A checkpoint is an ordinary SQLite operation whoever runs it: a crash during one
  * loses nothing committed.
+ *
+ * The WAL starts over only at a write transaction that begins after a checkpoint has copied every frame
+ * (https://www.sqlite.org/wal.html, "Avoiding Excessively Large WAL Files"). A checkpoint beside the writer
+ * races it: under a steady run of small commits (usage reports) the next BEGIN nearly always came while the
+ * checkpoint of the frames before it was still running, so the WAL did not start over, stayed past the
+ * threshold, and every commit asked for one more checkpoint, with its fsyncs: measured, 0.6 fsyncs a
+ * report and a WAL ten times the threshold. So the checkpoints that copy the bulk run beside the writer,
+ * and the one that copies the last few frames is waited for: the writer begins nothing until it is done
+ * (`held`), and its next transaction starts the WAL over.
  */
 
 /** WAL bytes past which the worker is asked to checkpoint: ~40 MB, SQLite's threshold before this. */
@@ -25,6 +34,18 @@ export const WAL_SIZE_LIMIT_BYTES = 4 * CHECKPOINT_WAL_BYTES;
  * gone or cannot keep up (a reader holding an old snapshot).
  */
 export const WRITER_AUTOCHECKPOINT_PAGES = 40_000;
+/**
+ * The frames left to copy (the WAL's frames less those a checkpoint has already copied) at or below which
+ * the writer waits for the checkpoint, so that it copies all of them: about 1 MB, a few ms at most.
+ */
+export const FINAL_CHECKPOINT_FRAMES = 256;
+/**
+ * Checkpoints beside the writer after which it waits for the next one whatever is left: a writer that
+ * appends faster than they copy (an indexer catching up) would otherwise keep the WAL from starting over.
+ */
+const ROUNDS_BESIDE_THE_WRITER = 4;
+/** The longest the writer waits for a checkpoint (a disk that stalls): then it goes on, and tries again later. */
+const HOLD_LIMIT_MS = 1000;
 /** The worker's thread name, as `top -H` and /proc/PID/task/TID/comm show it (at most 15 bytes on Linux). */
 export const CHECKPOINT_THREAD = 'wal-checkpoint';
 /** Where the worker counts its checkpoints, and says that one failed. */
@@ -58,6 +79,7 @@ parentPort.on('message', (message) => {
     Atomics.store(state, ${FAILED}, 1);
   }
   Atomics.add(state, ${COMPLETED}, 1);
+  Atomics.notify(state, ${COMPLETED});
 });
 `;
 
@@ -65,33 +87,45 @@ parentPort.on('message', (message) => {
 const LITTLE_ENDIAN = endianness() === 'LE';
 
 /**
- * The bytes of WAL frames a database's WAL holds now, from the WAL-index header in its -shm file
- * (https://www.sqlite.org/walformat.html, "The WAL-Index Header": mxFrame, the u32 at byte 16, and szPage,
- * the u16 at byte 14, in native byte order; SQLite keeps two copies, at 0 and 48, and a reader trusts them
- * only when they agree). The file's size says nothing once the WAL is reused instead of truncated.
+ * What a database's WAL holds now, from the WAL-index in its -shm file (https://www.sqlite.org/walformat.html):
+ * "The WAL-Index Header" gives mxFrame, the u32 at byte 16, and szPage, the u16 at byte 14, in native byte
+ * order (SQLite keeps two copies, at 0 and 48, and a reader trusts them only when they agree); the
+ * checkpoint information after them begins with nBackfill, the u32 at byte 96: the frames a checkpoint has
+ * copied into the database file. The file's size says nothing once the WAL is reused instead of truncated.
  * Undefined while there is no -shm file or the copies differ (a writer in another process mid-commit).
  */
 export class WalFill {
   readonly #shm: string;
   #fd: number | undefined;
-  readonly #header = Buffer.alloc(96);
+  readonly #header = Buffer.alloc(100);
 
   constructor(file: string) {
     this.#shm = `${file}-shm`;
   }
 
+  /** The bytes of WAL frames the WAL holds. */
   bytes(): number | undefined {
+    return this.read()?.bytes;
+  }
+
+  /** The WAL's frames, the bytes they take, and how many of them a checkpoint has copied. */
+  read(): { frames: number; bytes: number; copied: number } | undefined {
+    let read: number;
     try {
       this.#fd ??= openSync(this.#shm, 'r');
-      if (readSync(this.#fd, this.#header, 0, 96, 0) < 96) return undefined;
+      read = readSync(this.#fd, this.#header, 0, 100, 0);
     } catch {
       return undefined;
     }
-    if (!this.#header.subarray(0, 48).equals(this.#header.subarray(48, 96))) return undefined;
-    const frames = LITTLE_ENDIAN ? this.#header.readUInt32LE(16) : this.#header.readUInt32BE(16);
+    if (read < 96 || !this.#header.subarray(0, 48).equals(this.#header.subarray(48, 96))) return undefined;
+    const u32 = (at: number) =>
+      LITTLE_ENDIAN ? this.#header.readUInt32LE(at) : this.#header.readUInt32BE(at);
+    const frames = u32(16);
     const pageField = LITTLE_ENDIAN ? this.#header.readUInt16LE(14) : this.#header.readUInt16BE(14);
+    // Read without SQLite's locks: a checkpoint may be moving it. Never more than the frames there are.
+    const copied = read < 100 ? 0 : Math.min(u32(96), frames);
     // A WAL frame is a 24-byte header and a page; a page size of 65,536 is stored as 1.
-    return frames * ((pageField === 1 ? 65_536 : pageField) + 24);
+    return { frames, bytes: frames * ((pageField === 1 ? 65_536 : pageField) + 24), copied };
   }
 
   close(): void {
@@ -109,6 +143,15 @@ export class WalCheckpointer {
   /** [checkpoints completed, failed (0 or 1)], written by the worker. */
   readonly #state = new Int32Array(new SharedArrayBuffer(8));
   #requested = 0;
+  /** Checkpoints run beside the writer since the WAL last passed the threshold, or since the writer last waited. */
+  #rounds = 0;
+  /**
+   * The WAL's bytes below which the writer does not wait again: a wait that did not start the WAL over (a
+   * reader in another process kept an older snapshot) is not repeated before the WAL has grown by the
+   * threshold once more, so that a stuck WAL never makes every commit wait.
+   */
+  #waitFrom = 0;
+  #held: Promise<void> | undefined;
   #worker: Worker | undefined;
   #failed = false;
   #closed = false;
@@ -129,7 +172,19 @@ export class WalCheckpointer {
     return Atomics.load(this.#state, COMPLETED);
   }
 
-  /** After a commit: asks for a checkpoint when the WAL has grown past the threshold and none is running. */
+  /**
+   * While the writer must wait for a checkpoint to finish before it begins a transaction (see the top of
+   * this file): a promise that settles when it has. Undefined when the writer need not wait.
+   */
+  get held(): Promise<void> | undefined {
+    return this.#held;
+  }
+
+  /**
+   * After a commit: asks for a checkpoint when the WAL has grown past the threshold and none is running.
+   * When few frames are left to copy, or the checkpoints beside the writer have not caught up with it, the
+   * writer waits for this one (`held`).
+   */
   afterCommit(): void {
     if (this.#failed || this.#closed) return;
     if (Atomics.load(this.#state, FAILED) === 1) {
@@ -137,10 +192,35 @@ export class WalCheckpointer {
       return;
     }
     if (this.completed < this.#requested) return;
-    const size = this.#fill.bytes();
-    if (size === undefined || size < this.#threshold) return;
+    const wal = this.#fill.read();
+    if (wal === undefined || wal.bytes < this.#threshold) {
+      this.#rounds = 0;
+      this.#waitFrom = 0;
+      return;
+    }
+    const done = this.completed;
     this.#requested += 1;
     this.#start().postMessage('checkpoint');
+    const many = wal.frames - wal.copied > FINAL_CHECKPOINT_FRAMES && this.#rounds < ROUNDS_BESIDE_THE_WRITER;
+    if (many || wal.bytes < this.#waitFrom) {
+      this.#rounds += 1;
+      return;
+    }
+    this.#rounds = 0;
+    this.#waitFrom = wal.bytes + this.#threshold;
+    const wait = Atomics.waitAsync(this.#state, COMPLETED, done, HOLD_LIMIT_MS);
+    if (!wait.async) return;
+    // A waitAsync holds no handle of the event loop: the timer does, so that a process with a transaction
+    // waiting here does not exit.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, HOLD_LIMIT_MS);
+    });
+    const held = Promise.race([wait.value, limit]).then(() => {
+      clearTimeout(timer);
+      if (this.#held === held) this.#held = undefined;
+    });
+    this.#held = held;
   }
 
   #start(): Worker {
@@ -160,6 +240,8 @@ export class WalCheckpointer {
   #fail(): void {
     if (this.#failed || this.#closed) return;
     this.#failed = true;
+    // A writer waiting for the worker's checkpoint goes on.
+    Atomics.notify(this.#state, COMPLETED);
     void this.#worker?.terminate();
     this.#worker = undefined;
     this.#onFailure();
@@ -168,6 +250,7 @@ export class WalCheckpointer {
   /** Lets a running checkpoint finish, then closes the worker's connection and ends the thread. */
   async close(): Promise<void> {
     this.#closed = true;
+    Atomics.notify(this.#state, COMPLETED);
     this.#fill.close();
     const worker = this.#worker;
     if (!worker) return;

@@ -278,6 +278,9 @@ export class SqliteStore implements Store {
   indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T> {
     // Transactions on the writer connection run one at a time.
     const run = async (): Promise<T> => {
+      // The last checkpoint of the WAL's cycle finishes first, so that this transaction starts it over.
+      const held = this.#checkpointer.held;
+      if (held !== undefined) await held;
       this.#guard(() => this.#writer.exec('BEGIN IMMEDIATE'));
       this.#appended = false;
       this.#touched.clear();
