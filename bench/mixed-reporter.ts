@@ -11,14 +11,17 @@ const {
   rate,
   stacks,
   paused: startPaused,
+  from,
 } = workerData as {
   origin: string;
   token: string;
   rate: number;
   stacks: number[];
   paused?: boolean;
+  /** The address to send from (bench/wire.ts), or the system's choice. */
+  from?: string;
 };
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+const agent = new Agent({ keepAlive: true, maxSockets: 64, ...(from ? { localAddress: from } : {}) });
 const latencies: number[] = [];
 let failed = 0;
 let sent = 0;

@@ -16,8 +16,10 @@
 // and the stream alone (the daemon's CPU over the events it applied: what a live event costs).
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
-//                       [--daemon-flag FLAG ...] [--daemon-output FILE] [--rows-only]
+//                       [--daemon-flag FLAG ...] [--daemon-output FILE] [--rows-only] [--wire]
 // --rows-only skips the interleaved ratio (for comparing latencies, which only the rows give).
+// --wire also measures the reports on the wire, with tcpdump on the loopback interface (bench/wire.ts): the
+// daemon's latency without the reporter's own delays on the load generator's core.
 // --daemon-flag passes a flag to the daemon's node (e.g. --trace-gc-nvp, --inspect=127.0.0.1:9229), and
 // --daemon-output keeps all the daemon's stdout and stderr in FILE: for finding where time goes, not for numbers.
 import { spawn, spawnSync } from 'node:child_process';
@@ -40,6 +42,7 @@ import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
 import { percentile } from './report.ts';
 import { freePort, SERVER_CPU } from './servers.ts';
+import { REPORTER_ADDRESS, WireCapture, wireLatency } from './wire.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values: flags } = parseArgs({
@@ -50,11 +53,13 @@ const { values: flags } = parseArgs({
     rates: { type: 'string' },
     profile: { type: 'string' },
     'rows-only': { type: 'boolean', default: false },
+    wire: { type: 'boolean', default: false },
     'daemon-flag': { type: 'string', multiple: true },
     'daemon-output': { type: 'string' },
   },
 });
 const quick = flags.quick === true;
+const wire = flags.wire === true;
 const SECONDS = quick ? 4 : 10;
 const WARMUP_SECONDS = 2;
 const OWN_STACKS = 1000;
@@ -190,6 +195,9 @@ interface Row {
     /** Share of the reports the daemon answered within 1 ms and 5 ms, by its own request histogram. */
     servedWithin1ms: number;
     servedWithin5ms: number;
+    /** When the reporter ran (s since the epoch), for the reports on the wire (--wire). */
+    from: number;
+    to: number;
   };
   streamApplied: number;
   cacheHitRate: number;
@@ -379,7 +387,7 @@ async function main(): Promise<void> {
     /** The usage reporter (mixed-reporter.ts) in its own thread, at `rate` a second, started or paused. */
     const startReporter = (rate: number, paused = false) => {
       const worker = new Worker(new URL('./mixed-reporter.ts', import.meta.url), {
-        workerData: { origin, token, rate, stacks: own, paused },
+        workerData: { origin, token, rate, stacks: own, paused, from: wire ? REPORTER_ADDRESS : undefined },
       });
       const done = once(worker, 'message') as Promise<
         [{ sent: number; failed: number; latencies: number[] }]
@@ -426,6 +434,7 @@ async function main(): Promise<void> {
       reading = true,
     ): Promise<Row> {
       let running = true;
+      const reporterFrom = Date.now() / 1000;
       const reporter = reportsPerSecond ? startReporter(reportsPerSecond) : undefined;
       // The stream's transactions were executed beforehand and are held by the double.
       const background = stream
@@ -497,6 +506,7 @@ async function main(): Promise<void> {
         ? await reporter.done
         : [{ sent: 0, failed: 0, latencies: [] }];
       await reporter?.worker.terminate();
+      const reporterTo = Date.now() / 1000;
       await background;
       const served = usageBuckets(histogramAfter, usageBefore);
       const gc = youngGc(histogramAfter, usageBefore, SECONDS);
@@ -515,6 +525,8 @@ async function main(): Promise<void> {
           failed,
           servedWithin1ms: served.within1ms,
           servedWithin5ms: served.within5ms,
+          from: reporterFrom,
+          to: reporterTo,
         },
         streamApplied: (appliedAfter - appliedBefore) / SECONDS,
         cacheHitRate: total === 0 ? Number.NaN : delta('hit') / total,
@@ -548,6 +560,8 @@ async function main(): Promise<void> {
     // seconds, once per process (perf showed both in the first row with writes). The first row then
     // measures the daemon as it runs, not as it starts.
     const highest = Math.max(...REPORT_RATES);
+    const capture = wire ? await WireCapture.start(join(dir, 'reports.pcap')) : undefined;
+    if (capture) children.push(capture.process);
     await measure('warm-up (not kept)', highest > 0 ? highest : null, true);
     const rows: Row[] = [];
     let before = await measure('no writes', null, false);
@@ -628,6 +642,8 @@ async function main(): Promise<void> {
       }
     }
 
+    const onWire = await capture?.stop();
+
     // The no-writes rows' own ratios are to the mean of them all: how far the VM drifted in this pass.
     const base = mean(rows.filter((row) => row.reportsPerSecond === null));
     for (const row of rows) if (row.reportsPerSecond === null) row.ratio = row.reads.requestsPerSecond / base;
@@ -660,6 +676,25 @@ async function main(): Promise<void> {
       );
       if (r.reports.failed > 0 || r.reads.non2xx > 0)
         console.log(`  (${r.reports.failed} reports failed, ${r.reads.non2xx} reads not 2xx)`);
+    }
+    if (onWire) {
+      console.log(
+        '\nThe same reports on the wire (tcpdump on lo: from the request leaving the reporter to the answer leaving the daemon)\n',
+      );
+      console.log(
+        '| Writes                       | Reports seen | Client p50 ms | Client p99 ms | Wire p50 ms | Wire p99 ms |',
+      );
+      console.log(
+        '| ---------------------------- | -----------: | ------------: | ------------: | ----------: | ----------: |',
+      );
+      for (const r of rows) {
+        if (!r.reportsPerSecond) continue;
+        const seen = wireLatency(onWire, r.reports.from, r.reports.to);
+        console.log(
+          `| ${r.label.padEnd(28)} | ${String(seen.count).padStart(12)} | ${r.reports.p50ms.toFixed(2).padStart(13)} | ` +
+            `${r.reports.p99ms.toFixed(2).padStart(13)} | ${seen.p50ms.toFixed(2).padStart(11)} | ${seen.p99ms.toFixed(2).padStart(11)} |`,
+        );
+      }
     }
     daemon.kill('SIGTERM');
     await once(daemon, 'exit');
