@@ -42,7 +42,7 @@ export const FINAL_CHECKPOINT_FRAMES = 256;
 /**
  * The longest the writer waits for a checkpoint (a slow disk's fsyncs, a worker starved of the core): then
  * it goes on, and waits again only once the WAL has grown by the threshold. Measured under 500 reports/s
- * and the live stream on the daemon's one core: 1.2 to 11 ms, about ten times a minute.
+ * and the live stream on the daemon's one core: 1.2 to 11 ms, ten waits in 24 s of reports.
  */
 const HOLD_LIMIT_MS = 50;
 /** The worker's thread name, as `top -H` and /proc/PID/task/TID/comm show it (at most 15 bytes on Linux). */
