@@ -247,7 +247,10 @@ describe('sqlite store', () => {
     const all = { after: 0, limit: 5000, nodes: null, types: null };
     assert.equal((await store.listNodeEvents(all)).length, 4000);
     await store.close();
-    assert.ok(most < 3 * threshold, `the WAL reached ${most} bytes against a threshold of ${threshold}`);
+    // 268 KB measured, also with three busy loops on two cores. 17 to 33 MB when the writer never waited;
+    // 1.4 to 8 MB on a loaded machine when waits were cut at 50 ms and the worker started with its first
+    // checkpoint (its start alone took 55 to 127 ms).
+    assert.ok(most < 4 * threshold, `the WAL reached ${most} bytes against a threshold of ${threshold}`);
     assert.ok(restarts >= 3, `the WAL started over ${restarts} times`);
   });
 
