@@ -661,8 +661,8 @@ async function main(): Promise<void> {
     console.log(
       '| ---------------------------- | -------: | ----: | ----------: | ----------: | ----------: | -----------: | ------------: | ------------: | -------------: | -------------: | -----------: | ---------: | ------------: | --------: | ---------: | ------: | --------: |',
     );
+    const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
     for (const r of rows) {
-      const cell = (n: number, digits = 2) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
       console.log(
         `| ${r.label.padEnd(28)} | ${cell(r.reads.requestsPerSecond, 0).padStart(8)} | ${cell(r.ratio ?? Number.NaN)} | ` +
           `${(r.interleaved ? cell(median(r.interleaved)) : '-').padStart(11)} | ` +
@@ -691,8 +691,8 @@ async function main(): Promise<void> {
         if (!r.reportsPerSecond) continue;
         const seen = wireLatency(onWire, r.reports.from, r.reports.to);
         console.log(
-          `| ${r.label.padEnd(28)} | ${String(seen.count).padStart(12)} | ${r.reports.p50ms.toFixed(2).padStart(13)} | ` +
-            `${r.reports.p99ms.toFixed(2).padStart(13)} | ${seen.p50ms.toFixed(2).padStart(11)} | ${seen.p99ms.toFixed(2).padStart(11)} |`,
+          `| ${r.label.padEnd(28)} | ${String(seen.count).padStart(12)} | ${cell(r.reports.p50ms).padStart(13)} | ` +
+            `${cell(r.reports.p99ms).padStart(13)} | ${cell(seen.p50ms).padStart(11)} | ${cell(seen.p99ms).padStart(11)} |`,
         );
       }
     }
