@@ -658,12 +658,68 @@ export function patchBody(list: ListBody, changes: ReadonlyMap<number, Buffer>):
   const starts = list.starts.slice();
   const ends = list.ends.slice();
   const buffers = list.body.buffers.slice();
-  const object = (i: number) => changes.get(i) ?? fragmentAt(list, i);
-  for (const p of new Set([...changes.keys()].map((i) => (i / PIECE_OBJECTS) | 0))) {
-    const from = p * PIECE_OBJECTS;
-    buffers[p] = piece(object, from, Math.min(from + PIECE_OBJECTS, count), count, starts, ends);
+  // The changed stacks of each piece, in order.
+  const byPiece = new Map<number, number[]>();
+  for (const i of changes.keys()) {
+    const p = (i / PIECE_OBJECTS) | 0;
+    const changed = byPiece.get(p);
+    if (changed === undefined) byPiece.set(p, [i]);
+    else changed.push(i);
+  }
+  for (const [p, changed] of byPiece) {
+    changed.sort((a, b) => a - b);
+    buffers[p] = splice(
+      buffers[p]!,
+      changed,
+      changes,
+      Math.min((p + 1) * PIECE_OBJECTS, count),
+      starts,
+      ends,
+    );
   }
   return { body: new Pieces(buffers), starts, ends };
+}
+
+/**
+ * A piece with the objects `changed` (its stacks, in order) replaced: the bytes between them copied as runs,
+ * not object by object, and the places of the piece's stacks from the first changed one to `to` moved by what
+ * the new objects added. A usage report changes one object of 128; rebuilding the piece whole cost a view and
+ * a copy per object (docs/PERFORMANCE.md, fourteenth pass).
+ */
+function splice(
+  old: Buffer,
+  changed: readonly number[],
+  changes: ReadonlyMap<number, Buffer>,
+  to: number,
+  starts: Int32Array,
+  ends: Int32Array,
+): Buffer {
+  let length = old.length;
+  for (const i of changed) length += changes.get(i)!.length - (ends[i]! - starts[i]!);
+  // Memory of its own, as piece() explains.
+  const out = Buffer.allocUnsafeSlow(length);
+  let from = 0; // where the next run of unchanged bytes starts in `old`
+  let at = 0; // where it goes in `out`
+  for (let k = 0; k < changed.length; k++) {
+    const i = changed[k]!;
+    const o = changes.get(i)!;
+    const start = starts[i]!;
+    const end = ends[i]!;
+    at += old.copy(out, at, from, start);
+    const next = k + 1 < changed.length ? changed[k + 1]! : to;
+    starts[i] = at;
+    at += o.copy(out, at);
+    ends[i] = at;
+    from = end;
+    // The unchanged stacks up to the next changed one move by what the changes so far added.
+    const shift = at - end;
+    for (let j = i + 1; j < next; j++) {
+      starts[j]! += shift;
+      ends[j]! += shift;
+    }
+  }
+  old.copy(out, at, from);
+  return out;
 }
 
 /**
