@@ -5,6 +5,7 @@
 //
 //   BENCH_STALL_MS=1000 BENCH_STALL_LOG=/tmp/rows.log npm run bench:mixed -- --quick --rows-only --rates 500 \
 //     --daemon-flag=--perf-basic-prof --daemon-flag=--import=./bench/stall-log.ts &
+//   until pgrep -f 'main.ts start' >/dev/null; do sleep 1; done   # then, until the daemon exits:
 //   perf record -k CLOCK_MONOTONIC -e cpu-clock -F 1000 -g -p "$(pgrep -f 'main.ts start')" -o /tmp/perf.data
 //   perf script -i /tmp/perf.data -F comm,time,ip,sym | node bench/perf-rows.ts /tmp/rows.log [--hz 1000]
 //
