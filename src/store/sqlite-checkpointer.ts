@@ -55,7 +55,8 @@ const FAILED = 1;
 
 // The worker's code, run from a string: it needs no module of ours, and nothing to ship beside this file.
 // It reports through shared memory, not messages: the writer may not return to the event loop for a long
-// time (an indexer catching up runs on microtasks), and it must still see that a checkpoint finished.
+// time (an indexer catching up runs on microtasks), and it must still see that a checkpoint finished. A
+// message after each checkpoint only wakes a writer that is idle, to look at the WAL once more.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { DatabaseSync } = require('node:sqlite');
@@ -81,6 +82,7 @@ parentPort.on('message', (message) => {
   }
   Atomics.add(state, ${COMPLETED}, 1);
   Atomics.notify(state, ${COMPLETED});
+  parentPort.postMessage('done');
 });
 `;
 
@@ -145,6 +147,12 @@ export class WalCheckpointer {
   readonly #state = new Int32Array(new SharedArrayBuffer(8));
   #requested = 0;
   /**
+   * A commit came while a checkpoint ran, and asked for none: once it is done, the writer's thread looks
+   * again, so that a burst of commits that ends while a checkpoint runs does not leave its last frames
+   * in the WAL until the next commit (which may be hours away on a quiet node).
+   */
+  #missed = false;
+  /**
    * The WAL's bytes below which the writer does not wait again: a wait that did not start the WAL over (a
    * reader in another process kept an older snapshot) is not repeated before the WAL has grown by the
    * threshold once more, so that a stuck WAL never makes every commit wait.
@@ -189,7 +197,11 @@ export class WalCheckpointer {
       this.#fail();
       return;
     }
-    if (this.completed < this.#requested) return;
+    if (this.completed < this.#requested) {
+      this.#missed = true;
+      return;
+    }
+    this.#missed = false;
     const wal = this.#fill.read();
     if (wal === undefined || wal.bytes < this.#threshold) {
       this.#waitFrom = 0;
@@ -230,9 +242,13 @@ export class WalCheckpointer {
       name: CHECKPOINT_THREAD,
       workerData: { file: this.#file, state: this.#state.buffer },
     });
-    // It must not keep the process alive: a daemon exits when its work is done, whatever the WAL.
-    worker.unref();
     worker.on('error', () => this.#fail());
+    worker.on('message', () => {
+      if (this.#missed) this.afterCommit();
+    });
+    // It must not keep the process alive: a daemon exits when its work is done, whatever the WAL. After
+    // the listeners: adding a 'message' listener refs the worker's port again.
+    worker.unref();
     this.#worker = worker;
     return worker;
   }
