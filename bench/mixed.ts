@@ -16,10 +16,14 @@
 // and the stream alone (the daemon's CPU over the events it applied: what a live event costs).
 //
 //   node bench/mixed.ts [--quick] [--postgres] [--database-url URL] [--rates 0,100,500] [--profile DIR]
-//                       [--daemon-flag FLAG ...] [--daemon-output FILE] [--rows-only] [--wire]
+//                       [--daemon-flag FLAG ...] [--daemon-output FILE] [--rows-only] [--wire] [--pin-postgres]
 // --rows-only skips the interleaved ratio (for comparing latencies, which only the rows give).
 // --wire also measures the reports on the wire, with tcpdump on the loopback interface (bench/wire.ts): the
 // daemon's latency without the reporter's own delays on the load generator's core.
+// BENCH_TRACE=1 logs each row's steps and its slow reads by the daemon's own clocks (slowShares).
+// --pin-postgres pins the local PostgreSQL server's processes to the load generator's core for the run (and
+// puts them back after): the server's share of the daemon's core, for digging; the daemon's numbers are
+// measured with the server unpinned.
 // --daemon-flag passes a flag to the daemon's node (e.g. --trace-gc-nvp, --inspect=127.0.0.1:9229), and
 // --daemon-output keeps all the daemon's stdout and stderr in FILE: for finding where time goes, not for numbers.
 import { spawn, spawnSync } from 'node:child_process';
@@ -39,7 +43,7 @@ import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
 import { procTicks, type ThreadTimes, TICKS_PER_SECOND, threadTimes } from './cpu.ts';
 import { call, json } from './daemon-http.ts';
 import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
-import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
+import { DEFAULT_SERVER_URL, pinPostgres, ThrowawayDatabases } from './postgres.ts';
 import { percentile } from './report.ts';
 import { freePort, SERVER_CPU } from './servers.ts';
 import { REPORTER_ADDRESS, WireCapture, wireLatency } from './wire.ts';
@@ -54,6 +58,7 @@ const { values: flags } = parseArgs({
     profile: { type: 'string' },
     'rows-only': { type: 'boolean', default: false },
     wire: { type: 'boolean', default: false },
+    'pin-postgres': { type: 'boolean', default: false },
     'daemon-flag': { type: 'string', multiple: true },
     'daemon-output': { type: 'string' },
   },
@@ -117,6 +122,45 @@ function usageBuckets(after: string, before: string): { within1ms: number; withi
   return total === 0
     ? { within1ms: Number.NaN, within5ms: Number.NaN }
     : { within1ms: delta('0.001') / total, within5ms: delta('0.005') / total };
+}
+
+/**
+ * Where the slow reads' time went, by the daemon's own clocks between two /metrics texts: for the stacks
+ * route as the daemon timed it and for the store calls a read makes (topicVersions, the one round trip a
+ * loop turn's reads share on PostgreSQL; listStacksJson, a list read or reloaded) and a report's, the
+ * calls' number and the share of them over 5, 10 and 25 ms. For digging (BENCH_TRACE); the histograms'
+ * buckets are coarse.
+ */
+function slowShares(after: string, before: string): string {
+  const series: [string, RegExp][] = [
+    [
+      'stacks route',
+      /^node_daemon_http_request_duration_seconds_bucket\{(?=[^}]*route="\/stacks\/nodes\/:node_id")[^}]*le="([^"]*)"[^}]*\} (\S+)$/gm,
+    ],
+    ...['topicVersions', 'listStacksJson', 'addStackUsage'].map((query): [string, RegExp] => [
+      query,
+      new RegExp(
+        `^node_daemon_store_query_duration_seconds_bucket\\{(?=[^}]*query="${query}")[^}]*le="([^"]*)"[^}]*\\} (\\S+)$`,
+        'gm',
+      ),
+    ]),
+  ];
+  return series
+    .map(([name, re]) => {
+      const buckets = (text: string) => {
+        const out = new Map<string, number>();
+        for (const m of text.matchAll(re)) out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[2]));
+        return out;
+      };
+      const a = buckets(after);
+      const b = buckets(before);
+      const delta = (le: string) => (a.get(le) ?? 0) - (b.get(le) ?? 0);
+      const total = delta('+Inf');
+      const over = (le: string) =>
+        total === 0 ? '-' : `${(((total - delta(le)) / total) * 100).toFixed(2)} %`;
+      return `${name} ${total}: over 5 ms ${over('0.005')}, 10 ms ${over('0.01')}, 25 ms ${over('0.025')}`;
+    })
+    .join('; ');
 }
 
 /**
@@ -227,7 +271,13 @@ async function main(): Promise<void> {
   const dbs = new ThrowawayDatabases(flags['database-url'] ?? DEFAULT_SERVER_URL);
   const children: ReturnType<typeof spawn>[] = [];
   let double: FullnodeDouble | undefined;
+  let unpin: (() => void) | undefined;
   try {
+    if (flags['pin-postgres']) {
+      if (!flags.postgres) throw new Error('--pin-postgres goes with --postgres');
+      unpin = pinPostgres(LOAD_CPU);
+      log(`PostgreSQL's processes pinned to CPU ${LOAD_CPU} for this run`);
+    }
     // The operator's key, as a Sui CLI keystore.
     const kp = Ed25519Keypair.generate();
     const keystore = join(dir, 'sui.keystore');
@@ -265,7 +315,9 @@ async function main(): Promise<void> {
       peers.push(BigInt(peer.node_small_id!));
     }
 
-    const engine = flags.postgres ? 'PostgreSQL' : 'SQLite';
+    const engine = flags.postgres
+      ? `PostgreSQL${unpin ? ` (its processes pinned to CPU ${LOAD_CPU}, the load generator's)` : ''}`
+      : 'SQLite';
     const database = flags.postgres ? await dbs.create() : undefined;
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
@@ -500,6 +552,7 @@ async function main(): Promise<void> {
       const after = await lookups();
       const histogramAfter = await metrics();
       trace('counted again');
+      trace(`slow shares: ${slowShares(histogramAfter, usageBefore)}`);
       running = false;
       reporter?.worker.postMessage('stop');
       const [{ sent, failed, latencies }] = reporter
@@ -702,6 +755,7 @@ async function main(): Promise<void> {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     await double?.close();
     await dbs.dropAll();
+    unpin?.();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { PostgresStore } from '../src/store/postgres.ts';
@@ -145,5 +146,31 @@ export async function preparePostgresDataset(
     cached: false,
     analyzeSeconds,
     build: { ...built, eventsPerSecond: built.events / built.seconds, fillSeconds },
+  };
+}
+
+/**
+ * Pins every process of the local PostgreSQL server (the postmaster, so the backends it forks from now on,
+ * and those running) to `cpu`, and returns what puts their affinity back as it was. For digging: it keeps
+ * the server's work off the daemon's core (bench:mixed --pin-postgres), which tells how much of a tail is
+ * the server's backends taking that core. Needs taskset and the right to change the server's processes.
+ */
+export function pinPostgres(cpu: string): () => void {
+  const pids = () =>
+    (spawnSync('pgrep', ['-x', 'postgres'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter(Boolean);
+  const found = pids();
+  if (found.length === 0)
+    throw new Error('--pin-postgres: no postgres process on this machine (pgrep -x postgres)');
+  // The mask they had, as taskset prints it ("pid 12's current affinity mask: 3").
+  const mask = /mask: (\w+)/.exec(spawnSync('taskset', ['-p', found[0]!], { encoding: 'utf8' }).stdout)?.[1];
+  if (mask === undefined)
+    throw new Error(`--pin-postgres: could not read the affinity of process ${found[0]}`);
+  for (const pid of found) {
+    const pinned = spawnSync('taskset', ['-p', '-c', cpu, pid], { encoding: 'utf8' });
+    if (pinned.status !== 0) throw new Error(`--pin-postgres: ${pinned.stderr.trim()}`);
+  }
+  return () => {
+    // Every process now, those forked while pinned too.
+    for (const pid of pids()) spawnSync('taskset', ['-p', mask, pid]);
   };
 }
