@@ -511,6 +511,13 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           two,
           one,
         ]);
+        // More topics than the statements by number of topics cover (one to eight): one statement still.
+        const many = [...Array.from({ length: 10 }, (_, i) => topics.stacks(i + 1)), topics.tasks];
+        const manyTraffic = await countTraffic(async () => {
+          answers = await Promise.all(many.map((topic) => a.topicVersions([topic])));
+        });
+        assert.deepEqual(manyTraffic, { roundTrips: 1, rows: 2 });
+        assert.deepEqual(answers.flat(), [one, two, ...Array.from({ length: 9 }, () => 0)]);
 
         // A caller that asks after a batch was sent is not answered by it: another daemon's commit between
         // the two is seen by the second, whatever the first saw.
