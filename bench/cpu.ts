@@ -43,8 +43,11 @@ export function countUserAsOurs(user: string): boolean {
   }
 }
 
-/** Own + reaped children's ticks of the database user's processes (exited backends land in the postmaster's). */
-function databaseTicks(): number {
+/**
+ * Own + reaped children's ticks of the database user's processes (exited backends land in the postmaster's);
+ * 0 unless countUserAsOurs named the user.
+ */
+export function databaseTicks(): number {
   if (databaseUid === undefined) return 0;
   let sum = 0;
   for (const name of readdirSync('/proc')) {

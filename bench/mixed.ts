@@ -40,7 +40,14 @@ import { toBase64 } from '@mysten/sui/utils';
 import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
 import { CHECKPOINT_THREAD } from '../src/store/sqlite-checkpointer.ts';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
-import { procTicks, type ThreadTimes, TICKS_PER_SECOND, threadTimes } from './cpu.ts';
+import {
+  countUserAsOurs,
+  databaseTicks,
+  procTicks,
+  type ThreadTimes,
+  TICKS_PER_SECOND,
+  threadTimes,
+} from './cpu.ts';
 import { call, json } from './daemon-http.ts';
 import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, pinPostgres, ThrowawayDatabases } from './postgres.ts';
@@ -252,6 +259,8 @@ interface Row {
   /** The same for wrk, and for this process (the fullnode double and the reporter), both on CPU 1. */
   wrkCpu: number;
   benchCpu: number;
+  /** The PostgreSQL server's processes, in cores (NaN on SQLite). */
+  databaseCpu: number;
   /**
    * The daemon's threads over the measured seconds, in ms per second: the event loop's time on the core
    * and waiting for it, the WAL checkpoint worker's time, and the rest (V8's compiler and GC helpers,
@@ -318,6 +327,8 @@ async function main(): Promise<void> {
     const engine = flags.postgres
       ? `PostgreSQL${unpin ? ` (its processes pinned to CPU ${LOAD_CPU}, the load generator's)` : ''}`
       : 'SQLite';
+    // The server's processes, whose CPU each row reports beside the daemon's.
+    if (flags.postgres && !countUserAsOurs('postgres')) log('no OS user postgres: its CPU is not counted');
     const database = flags.postgres ? await dbs.create() : undefined;
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
@@ -513,6 +524,7 @@ async function main(): Promise<void> {
       const [cpuBefore] = procTicks(daemon.pid!);
       const threadsBefore = threadTimes(daemon.pid!);
       const [benchBefore, wrkBefore] = procTicks('self');
+      const databaseBefore = databaseTicks();
       const wallBefore = performance.now();
       const measuredFrom = process.hrtime.bigint();
       // Without reads, the row shows what a report costs the client when nothing waits ahead of it.
@@ -547,6 +559,7 @@ async function main(): Promise<void> {
         );
       }
       const [benchAfter, wrkAfter] = procTicks('self');
+      const databaseAfter = databaseTicks();
       trace('measured');
       const appliedAfter = await indexedEvents();
       const after = await lookups();
@@ -587,6 +600,7 @@ async function main(): Promise<void> {
         daemonCpu,
         wrkCpu: cores(wrkAfter - wrkBefore),
         benchCpu: cores(benchAfter - benchBefore),
+        databaseCpu: flags.postgres ? cores(databaseAfter - databaseBefore) : Number.NaN,
         threads,
       };
       log(
@@ -599,7 +613,9 @@ async function main(): Promise<void> {
           `; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
           `young GC ${gc.msPerSecond.toFixed(1)} ms/s (${gc.count} × ${gc.meanMs.toFixed(2)} ms); ` +
           `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %, wrk ${(row.wrkCpu * 100).toFixed(0)} %, ` +
-          `bench ${(row.benchCpu * 100).toFixed(0)} %; event loop ${threads.mainRun.toFixed(0)} ms/s on the core, ` +
+          `bench ${(row.benchCpu * 100).toFixed(0)} %` +
+          (flags.postgres ? `, PostgreSQL ${(row.databaseCpu * 100).toFixed(0)} %` : '') +
+          `; event loop ${threads.mainRun.toFixed(0)} ms/s on the core, ` +
           `${threads.mainWait.toFixed(0)} ms/s waiting for it; checkpoints ${threads.checkpoint.toFixed(0)} ms/s, ` +
           `other threads ${threads.others.toFixed(0)} ms/s (${threads.busiest})`,
       );
