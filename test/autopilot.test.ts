@@ -432,12 +432,16 @@ describe('autopilot', () => {
       await run(d);
       assert.equal((await d.services.store.listAttestationRequests(1)).length, 0, 'all four attested');
       ok(await d.post('/dev/epoch'));
-      const result = await run(d);
-      const claims = (result.actions as Json[]).filter((a) => a.action === 'claim');
+      await run(d);
+      // The claim sent, by this pass or by one the epoch's change woke first (the autopilot is on), as
+      // recorded; the claims it held back are recorded as skipped.
+      const status = ok(await d.get('/autopilot'));
+      const claims = (status.recent_actions as Json[]).filter(
+        (a) => a.action === 'claim' && a.status !== 'skipped',
+      );
       assert.equal(claims.length, 1);
       assert.equal(claims[0]!.status, 'succeeded');
       assert.equal((claims[0]!.stack_small_ids as number[]).length, 2, 'the half the treasury can pay');
-      const status = ok(await d.get('/autopilot'));
       assert.notEqual(status.state, 'halted');
       const waiting = (status.plan as Json[]).filter((p) => p.action === 'claim');
       assert.deepEqual(waiting.flatMap((p) => p.stack_small_ids as number[]).length, 2, 'two stacks wait');
