@@ -109,14 +109,20 @@ function counterBy(metrics: string, name: string, label: string): Map<string, nu
 }
 
 /**
- * The daemon's own view of the usage reports between two /metrics texts: the share answered within 1 ms
- * and within 5 ms (node_daemon_http_request_duration_seconds, route /stacks/:stack_small_id/usage).
+ * A histogram's samples between two /metrics texts, summed over the series of `metric` whose labels include
+ * `label` (e.g. route="/stacks/:stack_small_id/usage"): the count at or under each bucket bound (`le`), and
+ * the total.
  */
-function usageBuckets(after: string, before: string): { within1ms: number; within5ms: number } {
+function histogramDelta(
+  after: string,
+  before: string,
+  metric: string,
+  label: string,
+): { within: (le: string) => number; total: number } {
   const buckets = (text: string) => {
     const out = new Map<string, number>();
-    for (const m of text.matchAll(/^node_daemon_http_request_duration_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
-      if (!m[1]!.includes('route="/stacks/:stack_small_id/usage"')) continue;
+    for (const m of text.matchAll(new RegExp(`^${metric}_bucket\\{([^}]*)\\} (\\S+)$`, 'gm'))) {
+      if (!m[1]!.includes(label)) continue;
       const le = /le="([^"]*)"/.exec(m[1]!)?.[1] ?? '';
       out.set(le, (out.get(le) ?? 0) + Number(m[2]));
     }
@@ -124,11 +130,24 @@ function usageBuckets(after: string, before: string): { within1ms: number; withi
   };
   const a = buckets(after);
   const b = buckets(before);
-  const delta = (le: string) => (a.get(le) ?? 0) - (b.get(le) ?? 0);
-  const total = delta('+Inf');
+  const within = (le: string) => (a.get(le) ?? 0) - (b.get(le) ?? 0);
+  return { within, total: within('+Inf') };
+}
+
+/**
+ * The daemon's own view of the usage reports between two /metrics texts: the share answered within 1 ms
+ * and within 5 ms (node_daemon_http_request_duration_seconds, route /stacks/:stack_small_id/usage).
+ */
+function usageBuckets(after: string, before: string): { within1ms: number; within5ms: number } {
+  const { within, total } = histogramDelta(
+    after,
+    before,
+    'node_daemon_http_request_duration_seconds',
+    'route="/stacks/:stack_small_id/usage"',
+  );
   return total === 0
     ? { within1ms: Number.NaN, within5ms: Number.NaN }
-    : { within1ms: delta('0.001') / total, within5ms: delta('0.005') / total };
+    : { within1ms: within('0.001') / total, within5ms: within('0.005') / total };
 }
 
 /**
@@ -139,32 +158,19 @@ function usageBuckets(after: string, before: string): { within1ms: number; withi
  * buckets are coarse.
  */
 function slowShares(after: string, before: string): string {
-  const series: [string, RegExp][] = [
-    [
-      'stacks route',
-      /^node_daemon_http_request_duration_seconds_bucket\{(?=[^}]*route="\/stacks\/nodes\/:node_id")[^}]*le="([^"]*)"[^}]*\} (\S+)$/gm,
-    ],
-    ...['topicVersions', 'listStacksJson', 'addStackUsage'].map((query): [string, RegExp] => [
+  const series: [string, string, string][] = [
+    ['stacks route', 'node_daemon_http_request_duration_seconds', 'route="/stacks/nodes/:node_id"'],
+    ...['topicVersions', 'listStacksJson', 'addStackUsage'].map((query): [string, string, string] => [
       query,
-      new RegExp(
-        `^node_daemon_store_query_duration_seconds_bucket\\{(?=[^}]*query="${query}")[^}]*le="([^"]*)"[^}]*\\} (\\S+)$`,
-        'gm',
-      ),
+      'node_daemon_store_query_duration_seconds',
+      `query="${query}"`,
     ]),
   ];
   return series
-    .map(([name, re]) => {
-      const buckets = (text: string) => {
-        const out = new Map<string, number>();
-        for (const m of text.matchAll(re)) out.set(m[1]!, (out.get(m[1]!) ?? 0) + Number(m[2]));
-        return out;
-      };
-      const a = buckets(after);
-      const b = buckets(before);
-      const delta = (le: string) => (a.get(le) ?? 0) - (b.get(le) ?? 0);
-      const total = delta('+Inf');
+    .map(([name, metric, label]) => {
+      const { within, total } = histogramDelta(after, before, metric, label);
       const over = (le: string) =>
-        total === 0 ? '-' : `${(((total - delta(le)) / total) * 100).toFixed(2)} %`;
+        total === 0 ? '-' : `${(((total - within(le)) / total) * 100).toFixed(2)} %`;
       return `${name} ${total}: over 5 ms ${over('0.005')}, 10 ms ${over('0.01')}, 25 ms ${over('0.025')}`;
     })
     .join('; ');
