@@ -19,16 +19,25 @@ export const BATCH_EVENTS = 10_000;
  * synchronous stretch: a second's worth of a busy chain (1,000 events, read in one wake-up) held every
  * read and usage report for 25 to 50 ms; 200 events still took 5 to 8 ms, and a usage report's p99 under
  * reads was 18 to 22 ms, 8 to 10 ms with 50. Twenty commits a second instead of five cost nothing visible.
- * After a chunk that held the loop throughout (SQLite's, synchronous), the indexer then waits as long as
- * the chunk took: the reads' turns (read-turns.ts) are half a millisecond each, and a chunk that followed
- * its predecessor at once held the loop for about 2.5 ms of every 3, so the reads queued behind a second's
- * worth of chunks: a read p99 of 25 to 65 ms with the stream alone. At the head the events have waited up
- * to a second for their wake-up; a few more milliseconds cost nothing, and catching up (pages with more
- * behind them) does not wait at all. A chunk that waited on its store (PostgreSQL's round trips) left the
- * loop to the requests meanwhile, and its wall time is mostly the server's: pausing as long slowed the
- * indexer at 500 reports/s below the stream's rate.
  */
 export const HEAD_CHUNK_EVENTS = 50;
+/**
+ * After a head chunk that held the loop throughout (SQLite's, synchronous), the indexer waits this many
+ * times as long as the chunk took before the next: while a wake-up's events go in, it takes at most a
+ * quarter of the loop, and the requests the rest.
+ *
+ * Going from one chunk to the next at once, the chunks held the loop for about 2.5 ms of every 3, and the
+ * reads (read-turns.ts: turns of half a millisecond) queued behind a second's worth of them: a read p99 of
+ * 25 to 65 ms with the stream alone. Waiting as long as the chunk (half the loop) brought that to 10 to 15
+ * ms; three times as long (a quarter), in three alternating pairs of quick runs, took the read p99 at 100
+ * reports/s with the stream from 12.6 to 16.2 ms down to 10.3 to 10.6 (PERFORMANCE.md, sixteenth pass). A
+ * second's 1,000 events, 20 chunks of about a millisecond, then go in over about 80 ms instead of 40: at
+ * the head the events have waited up to a second for their wake-up, and a few more milliseconds cost
+ * nothing. Catching up (pages with more behind them) does not wait at all. A chunk that waited on its
+ * store (PostgreSQL's round trips) left the loop to the requests meanwhile, and its wall time is mostly
+ * the server's: pausing after it slowed the indexer at 500 reports/s below the stream's rate.
+ */
+export const HEAD_PAUSE_FACTOR = 3;
 
 export interface CatchUpProgress {
   pages: number;
@@ -114,9 +123,9 @@ export async function catchUp(
           await applyPage(store, source.id, { events, nextCursor: committed, hasMore: true }, log),
         );
         clearImmediate(turn);
-        // A chunk that held the loop gives it back to the requests for as long (HEAD_CHUNK_EVENTS).
+        // A chunk that held the loop gives it back to the requests for longer (HEAD_PAUSE_FACTOR).
         if (turned) await new Promise((resolve) => setImmediate(resolve));
-        else await pause(performance.now() - started);
+        else await pause((performance.now() - started) * HEAD_PAUSE_FACTOR);
       }
       batch.events = chunks.at(-1)!;
       addCounts(progress.totals, await applyPage(store, source.id, batch, log));
