@@ -28,7 +28,7 @@ export const HEAD_CHUNK_EVENTS = 50;
  *
  * Going from one chunk to the next at once, the chunks held the loop for about 2.5 ms of every 3, and the
  * reads (read-turns.ts: turns of half a millisecond) queued behind a second's worth of them: a read p99 of
- * 25 to 65 ms with the stream alone. Waiting as long as the chunk (half the loop) brought that to 10 to 15
+ * 25 to 65 ms with the stream alone. Waiting as long as the chunk (half the loop) brought that to 10 to 20
  * ms; three times as long (a quarter), in three alternating pairs of quick runs, took the read p99 at 100
  * reports/s with the stream from 12.6 to 16.2 ms down to 10.3 to 10.6 (PERFORMANCE.md, sixteenth pass). A
  * second's 1,000 events, 20 chunks of about a millisecond, then go in over about 80 ms instead of 40: at
