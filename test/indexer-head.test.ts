@@ -145,10 +145,10 @@ describe('the live indexer at the head', () => {
     done = true;
     const indexerMs = performance.now() - started - otherMs;
     assert.equal((await store.getCursor('test:head'))?.cursor, 'end');
-    // Chunks of at most 50, cut between chain transactions. After each but the last the indexer waits, on timers, three times as long as the chunk
-    // (its decoding and its transaction) took: the gap before the next transaction is at least three times
-    // the transaction's span, whatever else the machine runs. Waits as long as the chunk leave gaps of
-    // about the chunk's decoding and transaction, and fail this.
+    // Chunks of at most 50, cut between chain transactions. After each but the last the indexer waits, on
+    // timers, three times as long as the chunk (its decoding and its transaction) took: the gap before the
+    // next transaction is at least three times the transaction's span, whatever else the machine runs.
+    // Waits as long as the chunk leave gaps of about the chunk's decoding and transaction, and fail this.
     assert.ok(spans.length >= 6, `${spans.length} transactions`);
     for (let i = 0; i + 1 < spans.length; i += 1) {
       const held = spans[i]!.to - spans[i]!.from;
