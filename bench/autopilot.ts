@@ -22,7 +22,6 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import type { Chain } from '../src/chain/chain.ts';
 import type { LiveIndexer } from '../src/indexer/run.ts';
@@ -33,6 +32,7 @@ import { SecurityLevel } from '../src/protocol/constants.ts';
 import { AUTOPILOT_QUERIES as PG_QUERIES, PostgresStore } from '../src/store/postgres.ts';
 import { SQLITE_FILE, AUTOPILOT_QUERIES as SQLITE_QUERIES, SqliteStore } from '../src/store/sqlite.ts';
 import type { Store } from '../src/store/store.ts';
+import { benchArgs } from './args.ts';
 import { countUserAsOurs, foreignLoad, snapshot, waitForQuiet } from './cpu.ts';
 import { silentLogger } from './ingest.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
@@ -556,20 +556,12 @@ function quantile(samples: readonly number[], q: number): number {
 const median = (s: readonly number[]) => quantile(s, 0.5);
 
 function options() {
-  const { values } = parseArgs({
-    options: {
-      postgres: { type: 'boolean', default: false },
-      'database-url': { type: 'string' },
-      sizes: { type: 'string', default: '10000,1000000' },
-      passes: { type: 'string', default: '100' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    strict: true,
+  const values = benchArgs('bench:autopilot', HELP, {
+    postgres: { type: 'boolean', default: false },
+    'database-url': { type: 'string' },
+    sizes: { type: 'string', default: '10000,1000000' },
+    passes: { type: 'string', default: '100' },
   });
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    process.exit(0);
-  }
   const sizes = values.sizes.split(',').map(Number);
   const passes = Number(values.passes);
   if (

@@ -32,7 +32,6 @@ import { appendFileSync, createWriteStream, mkdtempSync, readFileSync, rmSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
@@ -40,6 +39,7 @@ import { toBase64 } from '@mysten/sui/utils';
 import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
 import { CHECKPOINT_THREAD } from '../src/store/sqlite-checkpointer.ts';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
+import { benchArgs } from './args.ts';
 import {
   countUserAsOurs,
   databaseTicks,
@@ -56,19 +56,31 @@ import { freePort, SERVER_CPU } from './servers.ts';
 import { REPORTER_ADDRESS, WireCapture, wireLatency } from './wire.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const { values: flags } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    postgres: { type: 'boolean', default: false },
-    'database-url': { type: 'string' },
-    rates: { type: 'string' },
-    profile: { type: 'string' },
-    'rows-only': { type: 'boolean', default: false },
-    wire: { type: 'boolean', default: false },
-    'pin-postgres': { type: 'boolean', default: false },
-    'daemon-flag': { type: 'string', multiple: true },
-    'daemon-output': { type: 'string' },
-  },
+const HELP = `Usage: npm run bench:mixed -- [--quick] [--postgres [--database-url URL]] [--rates 0,100,500] [--wire]
+                            [--rows-only] [--pin-postgres] [--profile DIR] [--daemon-flag FLAG ...]
+                            [--daemon-output FILE]
+
+  --quick          smoke run: 4 s rows, 3 pairs of 2 s segments, 2,000 background stacks
+  --postgres       the same workload on PostgreSQL (a throwaway database on the server)
+  --database-url URL  the PostgreSQL server to work from; default ${DEFAULT_SERVER_URL}
+  --rates R,R      usage reports per second for the rows with writes (default 0,100,500)
+  --wire           also measure the reports on the wire, with tcpdump on the loopback interface
+  --rows-only      skip the interleaved ratio (for comparing latencies, which only the rows give)
+  --pin-postgres   pin the local PostgreSQL server's processes to the load generator's core for the run
+  --profile DIR    run the daemon under node --cpu-prof and write its profiles to DIR
+  --daemon-flag F  pass a flag to the daemon's node (repeatable)
+  --daemon-output FILE  keep all the daemon's stdout and stderr in FILE`;
+const flags = benchArgs('bench:mixed', HELP, {
+  quick: { type: 'boolean', default: false },
+  postgres: { type: 'boolean', default: false },
+  'database-url': { type: 'string' },
+  rates: { type: 'string' },
+  profile: { type: 'string' },
+  'rows-only': { type: 'boolean', default: false },
+  wire: { type: 'boolean', default: false },
+  'pin-postgres': { type: 'boolean', default: false },
+  'daemon-flag': { type: 'string', multiple: true },
+  'daemon-output': { type: 'string' },
 });
 const quick = flags.quick === true;
 const wire = flags.wire === true;
@@ -87,6 +99,16 @@ const PAIRS = quick ? 3 : 5;
 const SEGMENT_SECONDS = quick ? 2 : 3;
 const SETTLE_SECONDS = 1.5;
 const REPORT_RATES = flags.rates ? flags.rates.split(',').map(Number) : [0, 100, 500];
+function usageError(message: string): never {
+  process.stderr.write(`bench:mixed: ${message}; see --help\n`);
+  process.exit(2);
+}
+if (REPORT_RATES.some((r) => !Number.isInteger(r) || r < 0 || r > 10_000)) {
+  usageError(`--rates takes integers from 0 to 10000, separated by commas; got ${flags.rates}`);
+}
+if (!flags.postgres && (flags['database-url'] !== undefined || flags['pin-postgres'])) {
+  usageError('--database-url and --pin-postgres go with --postgres');
+}
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function until(what: string, check: () => Promise<boolean>, seconds = 300): Promise<void> {
@@ -289,7 +311,6 @@ async function main(): Promise<void> {
   let unpin: (() => void) | undefined;
   try {
     if (flags['pin-postgres']) {
-      if (!flags.postgres) throw new Error('--pin-postgres goes with --postgres');
       unpin = pinPostgres(LOAD_CPU);
       log(`PostgreSQL's processes pinned to CPU ${LOAD_CPU} for this run`);
     }

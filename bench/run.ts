@@ -18,7 +18,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './args.ts';
 import type { ForeignLoad } from './cpu.ts';
 import { type Dataset, expectedFilled } from './dataset.ts';
 import { type Engine, type EngineName, engineFor, type PreparedDataset } from './engine.ts';
@@ -116,22 +116,14 @@ interface Options {
 }
 
 function options(): Options {
-  const { values } = parseArgs({
-    options: {
-      quick: { type: 'boolean', default: false },
-      duration: { type: 'string' },
-      profile: { type: 'boolean', default: false },
-      postgres: { type: 'boolean', default: false },
-      engine: { type: 'string' },
-      'database-url': { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-    strict: true,
+  const values = benchArgs('bench', HELP, {
+    quick: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    postgres: { type: 'boolean', default: false },
+    engine: { type: 'string' },
+    'database-url': { type: 'string' },
   });
-  if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    process.exit(0);
-  }
   const quick = values.quick === true;
   const seconds = values.duration === undefined ? (quick ? 3 : 10) : Number(values.duration);
   if (!Number.isInteger(seconds) || seconds < 1 || seconds > 600) {

@@ -10,10 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
+import { benchArgs } from './args.ts';
 import { percentile } from './report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const quick = process.argv.includes('--quick');
+const HELP = `Usage: npm run bench:writes -- [--quick]
+
+  --quick   smoke run: 100 of each write and 500 usage reports (a full run: 1,000 and 5,000)`;
+const { quick } = benchArgs('bench:writes', HELP, { quick: { type: 'boolean', default: false } });
 const N = quick ? 100 : 1000;
 
 async function startDaemon(dataDir: string): Promise<{ url: string; stop: () => Promise<void> }> {

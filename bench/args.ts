@@ -1,0 +1,22 @@
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
+
+/**
+ * A bench script's flags, parsed strictly: --help (or -h) prints `help` and exits 0; an unknown flag, a
+ * missing value or a stray argument prints one line naming it and exits 2, where parseArgs alone would end
+ * in a stack trace (and a script reading process.argv by hand would run in full, ignoring it).
+ */
+export function benchArgs<const T extends ParseArgsOptionsConfig>(name: string, help: string, options: T) {
+  const config = { options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true } as const;
+  let parsed: ReturnType<typeof parseArgs<typeof config>>;
+  try {
+    parsed = parseArgs(config);
+  } catch (error) {
+    process.stderr.write(`${name}: ${(error as Error).message.split('\n')[0]}; see --help\n`);
+    process.exit(2);
+  }
+  if ((parsed.values as { help?: boolean }).help === true) {
+    process.stdout.write(`${help}\n`);
+    process.exit(0);
+  }
+  return parsed.values;
+}
