@@ -448,6 +448,36 @@ describe('the response cache budget', () => {
 });
 
 describe('one load shared by concurrent misses', () => {
+  it('is shared while it is out, and a load that settled (or failed) is not handed out again', async () => {
+    const cache = new ResponseCache(1 << 20);
+    let loads = 0;
+    let release = () => {};
+    const load = async () => {
+      loads += 1;
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      return { body: Buffer.from(`${loads}`), etag: '"e"', versions: [1], checked: '', headers: {} };
+    };
+    const a = cache.loadOnce('k', load);
+    const b = cache.loadOnce('k', load);
+    assert.equal(a, b, 'a second miss while the first load is out shares it');
+    release();
+    assert.equal((await a).body.toString(), '1');
+    const c = cache.loadOnce('k', load);
+    assert.notEqual(c, a, 'a miss after the load settled starts its own');
+    release();
+    assert.equal((await c).body.toString(), '2');
+    const failing = cache.loadOnce('f', async () => {
+      throw new Error('store down');
+    });
+    await assert.rejects(failing, /store down/);
+    const retried = cache.loadOnce('f', load);
+    release();
+    assert.equal((await retried).body.toString(), '3', 'a failed load is not handed to the next miss');
+    assert.equal(loads, 3);
+  });
+
   it('is never handed to a request that saw a commit the load may not have seen', async () => {
     const dir = tempDir();
     const store = new SqliteStore({ dataDir: dir.dir });

@@ -32,6 +32,11 @@ interface Entry {
   used?: boolean;
 }
 
+/** A load in flight (ResponseCache.loadOnce); its promise is dropped once it settles. */
+interface Loading {
+  promise: Promise<Entry> | undefined;
+}
+
 /** A read's body: loaded from the store and serialized, with headers that depend on it. */
 export interface Loaded {
   /** The body, as text or already encoded (in pieces: a stack list). */
@@ -42,7 +47,7 @@ export interface Loaded {
 export class ResponseCache {
   readonly #maxBytes: number;
   readonly #entries = new Map<string, Entry>();
-  readonly #loading = new Map<string, Promise<Entry>>();
+  readonly #loading = new Map<string, Loading>();
   /** Topic versions being read or read, for the data version #versionsOf only. */
   readonly #versions = new Map<string, Promise<number[]>>();
   #versionsOf: string | undefined;
@@ -129,14 +134,25 @@ export class ResponseCache {
     return pending;
   }
 
-  /** One load per key at a time: concurrent misses of one key share it. */
+  /**
+   * One load per key at a time: concurrent misses of one key share it. The Map holds a Loading, emptied
+   * when the load settles, not the load's promise: a settled promise holds its entry, and a Map whose
+   * entries come and go thousands of times a second leaves references in its old hash tables (each
+   * rehash chains the old table to the new one) that young-generation collections count as live. On
+   * PostgreSQL, where loads overlap, every body loaded outlived two of them: 10 MB promoted per collection
+   * and 7 ms pauses under uncached filtered reads (docs/PERFORMANCE.md, seventeenth pass).
+   */
   loadOnce(key: string, load: () => Promise<Entry>): Promise<Entry> {
-    let pending = this.#loading.get(key);
-    if (!pending) {
-      pending = load().finally(() => this.#loading.delete(key));
-      this.#loading.set(key, pending);
-    }
-    return pending;
+    const shared = this.#loading.get(key)?.promise;
+    if (shared !== undefined) return shared;
+    const loading: Loading = { promise: undefined };
+    const promise = load().finally(() => {
+      loading.promise = undefined;
+      this.#loading.delete(key);
+    });
+    loading.promise = promise;
+    this.#loading.set(key, loading);
+    return promise;
   }
 }
 
