@@ -459,23 +459,33 @@ describe('one load shared by concurrent misses', () => {
       });
       return { body: Buffer.from(`${loads}`), etag: '"e"', versions: [1], checked: '', headers: {} };
     };
-    const a = cache.loadOnce('k', load);
-    const b = cache.loadOnce('k', load);
+    const a = cache.loadOnce('k', '"e"', load);
+    const b = cache.loadOnce('k', '"e"', load);
     assert.equal(a, b, 'a second miss while the first load is out shares it');
     release();
     assert.equal((await a).body.toString(), '1');
-    const c = cache.loadOnce('k', load);
+    const c = cache.loadOnce('k', '"e"', load);
     assert.notEqual(c, a, 'a miss after the load settled starts its own');
     release();
     assert.equal((await c).body.toString(), '2');
-    const failing = cache.loadOnce('f', async () => {
+    const failing = cache.loadOnce('f', '"e"', async () => {
       throw new Error('store down');
     });
     await assert.rejects(failing, /store down/);
-    const retried = cache.loadOnce('f', load);
+    const retried = cache.loadOnce('f', '"e"', load);
     release();
     assert.equal((await retried).body.toString(), '3', 'a failed load is not handed to the next miss');
-    assert.equal(loads, 3);
+    // Another ETag (versions moved): a load of its own, and the older one settling does not empty its slot.
+    const older = cache.loadOnce('k', '"e"', load);
+    const releaseOlder = release;
+    const newer = cache.loadOnce('k', '"e2"', load);
+    assert.notEqual(newer, older, 'a miss under other versions is not handed the load of the earlier ones');
+    releaseOlder();
+    await older;
+    assert.equal(cache.loadOnce('k', '"e2"', load), newer, 'the newer load is still shared');
+    release();
+    assert.equal((await newer).body.toString(), '5');
+    assert.equal(loads, 5);
   });
 
   it('is never handed to a request that saw a commit the load may not have seen', async () => {

@@ -32,10 +32,14 @@ interface Entry {
   used?: boolean;
 }
 
-/** A load in flight (ResponseCache.loadOnce); its promise is dropped once it settles. */
+/** A key's load in flight (ResponseCache.loadOnce), for the ETag it was asked under; none once it settles. */
 interface Loading {
+  etag: string;
   promise: Promise<Entry> | undefined;
 }
+
+/** Keys whose load slots are kept (ResponseCache.loadOnce): past this many, all are dropped. */
+const LOADING_KEYS = 4096;
 
 /** A read's body: loaded from the store and serialized, with headers that depend on it. */
 export interface Loaded {
@@ -135,23 +139,30 @@ export class ResponseCache {
   }
 
   /**
-   * One load per key at a time: concurrent misses of one key share it. The Map holds a Loading, emptied
-   * when the load settles, not the load's promise: a settled promise holds its entry, and a Map whose
-   * entries come and go thousands of times a second leaves references in its old hash tables (each
-   * rehash chains the old table to the new one) that young-generation collections count as live. On
-   * PostgreSQL, where loads overlap, every body loaded outlived two of them: 10 MB promoted per collection
-   * and 7 ms pauses under uncached filtered reads (docs/PERFORMANCE.md, seventeenth pass).
+   * One load per key and ETag at a time: concurrent misses that saw the same versions share it. Each key
+   * has a slot, kept (empty) after its load settles, so a miss does not add and delete a Map entry: a Map
+   * whose entries come and go thousands of times a second chains each old hash table to its successor,
+   * and a young-generation collection counts what the old tables still reference as live. On PostgreSQL,
+   * where loads overlap, a Map entry per load (holding the load's promise, so its body) had every body
+   * loaded outlive two collections: 10 MB promoted per collection and 7 ms pauses under uncached filtered
+   * reads (docs/PERFORMANCE.md, seventeenth pass). The slots are dropped, all at once, past LOADING_KEYS.
    */
-  loadOnce(key: string, load: () => Promise<Entry>): Promise<Entry> {
-    const shared = this.#loading.get(key)?.promise;
-    if (shared !== undefined) return shared;
-    const loading: Loading = { promise: undefined };
-    const promise = load().finally(() => {
-      loading.promise = undefined;
-      this.#loading.delete(key);
-    });
+  loadOnce(key: string, etag: string, load: () => Promise<Entry>): Promise<Entry> {
+    let slot = this.#loading.get(key);
+    if (slot?.promise !== undefined && slot.etag === etag) return slot.promise;
+    if (slot === undefined) {
+      if (this.#loading.size >= LOADING_KEYS) this.#loading.clear();
+      slot = { etag, promise: undefined };
+      this.#loading.set(key, slot);
+    }
+    const promise = load();
+    const loading = slot;
+    loading.etag = etag;
     loading.promise = promise;
-    this.#loading.set(key, loading);
+    const settled = () => {
+      if (loading.promise === promise) loading.promise = undefined;
+    };
+    promise.then(settled, settled);
     return promise;
   }
 }
@@ -240,7 +251,7 @@ export async function sendCached(
     cache.count('miss');
     // Shared only by requests that saw the same versions: one that arrives after a commit must not be
     // handed a load that started before it (on PostgreSQL a load is a round trip, commits land meanwhile).
-    entry = await cache.loadOnce(`${key}\n${etag}`, async () => {
+    entry = await cache.loadOnce(key, etag, async () => {
       // The versions it was read after: a store may answer data it keeps at those versions as it is.
       const loaded = await load(read);
       return {
