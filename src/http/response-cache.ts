@@ -148,22 +148,25 @@ export class ResponseCache {
    * reads (docs/PERFORMANCE.md, seventeenth pass). The slots are dropped, all at once, past LOADING_KEYS.
    */
   loadOnce(key: string, etag: string, load: () => Promise<Entry>): Promise<Entry> {
-    let slot = this.#loading.get(key);
-    if (slot?.promise !== undefined && slot.etag === etag) return slot.promise;
-    if (slot === undefined) {
-      if (this.#loading.size >= LOADING_KEYS) this.#loading.clear();
-      slot = { etag, promise: undefined };
-      this.#loading.set(key, slot);
-    }
+    const kept = this.#loading.get(key);
+    if (kept?.promise !== undefined && kept.etag === etag) return kept.promise;
+    const slot = kept ?? this.#newSlot(key);
     const promise = load();
-    const loading = slot;
-    loading.etag = etag;
-    loading.promise = promise;
+    slot.etag = etag;
+    slot.promise = promise;
     const settled = () => {
-      if (loading.promise === promise) loading.promise = undefined;
+      if (slot.promise === promise) slot.promise = undefined;
     };
     promise.then(settled, settled);
     return promise;
+  }
+
+  /** A key's first load slot (loadOnce), after dropping every slot once there are LOADING_KEYS. */
+  #newSlot(key: string): Loading {
+    if (this.#loading.size >= LOADING_KEYS) this.#loading.clear();
+    const slot: Loading = { etag: '', promise: undefined };
+    this.#loading.set(key, slot);
+    return slot;
   }
 }
 
