@@ -11,12 +11,17 @@ export function benchArgs<const T extends ParseArgsOptionsConfig>(name: string, 
   try {
     parsed = parseArgs(config);
   } catch (error) {
-    process.stderr.write(`${name}: ${(error as Error).message.split('\n')[0]}; see --help\n`);
-    process.exit(2);
+    usageError(name, (error as Error).message.split('\n')[0]!);
   }
   if ((parsed.values as { help?: boolean }).help === true) {
     process.stdout.write(`${help}\n`);
     process.exit(0);
   }
   return parsed.values;
+}
+
+/** Ends a bench script on bad arguments: one line naming the script and what is wrong, exit code 2. */
+export function usageError(name: string, message: string): never {
+  process.stderr.write(`${name}: ${message}; see --help\n`);
+  process.exit(2);
 }

@@ -39,7 +39,7 @@ import { toBase64 } from '@mysten/sui/utils';
 import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
 import { CHECKPOINT_THREAD } from '../src/store/sqlite-checkpointer.ts';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
-import { benchArgs } from './args.ts';
+import { benchArgs, usageError } from './args.ts';
 import {
   countUserAsOurs,
   databaseTicks,
@@ -99,15 +99,14 @@ const PAIRS = quick ? 3 : 5;
 const SEGMENT_SECONDS = quick ? 2 : 3;
 const SETTLE_SECONDS = 1.5;
 const REPORT_RATES = flags.rates ? flags.rates.split(',').map(Number) : [0, 100, 500];
-function usageError(message: string): never {
-  process.stderr.write(`bench:mixed: ${message}; see --help\n`);
-  process.exit(2);
-}
 if (REPORT_RATES.some((r) => !Number.isInteger(r) || r < 0 || r > 10_000)) {
-  usageError(`--rates takes integers from 0 to 10000, separated by commas; got ${flags.rates}`);
+  usageError(
+    'bench:mixed',
+    `--rates takes integers from 0 to 10000, separated by commas; got ${flags.rates}`,
+  );
 }
 if (!flags.postgres && (flags['database-url'] !== undefined || flags['pin-postgres'])) {
-  usageError('--database-url and --pin-postgres go with --postgres');
+  usageError('bench:mixed', '--database-url and --pin-postgres go with --postgres');
 }
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
