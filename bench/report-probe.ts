@@ -5,7 +5,9 @@
  * thread. Prints the latency as this client sees it and the daemon's CPU per report. It is the floor that
  * bench:mixed's reporter (a worker thread on a timer, sharing its core with wrk) cannot see below.
  *
- *   node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N]
+ *   node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N] [--postgres] [--help]
+ * --postgres runs the daemon on a throwaway PostgreSQL database (on the local server, dropped at the end) and
+ * also prints the server's CPU per report: a report's whole cost on that store, without reads around it.
  * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (summed by bench/profile.ts).
  * --floor also measures the store call alone, through bare node:http and through a plain Fastify route
  * (bench/report-floor-server.ts), in rounds (default 3) that alternate with the daemon: this VM's speed
@@ -17,23 +19,57 @@ import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { procTicks, TICKS_PER_SECOND } from './cpu.ts';
+import { usageError } from './args.ts';
+import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from './cpu.ts';
 import { json } from './daemon-http.ts';
 import { LOAD_CPU } from './load.ts';
+import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
 import { percentile } from './report.ts';
 import { type Server, startDaemon, startReportFloor } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const { values: flags, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    profile: { type: 'string' },
-    floor: { type: 'boolean', default: false },
-    rounds: { type: 'string' },
-  },
-});
+const NAME = 'bench/report-probe.ts';
+const HELP = `Usage: node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor [--rounds N]] [--postgres]
+
+What a usage report costs with nothing else running: REPORTS (default 5000) reports one after another to a
+daemon on the dev network, after 3000 not counted; the client's latency and the daemon's CPU per report.
+  --profile DIR  run the daemon under node --cpu-prof and write its profile to DIR
+  --floor        also the store call alone, through bare node:http and plain Fastify, in rounds (--rounds, 3)
+  --postgres     the daemon on a throwaway database of the local PostgreSQL server (dropped at the end), and
+                 the server's CPU per report too`;
+// parseArgs itself, not benchArgs: this script takes a positional argument. A bad flag is still one line.
+const { values: flags, positionals } = (() => {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        profile: { type: 'string' },
+        floor: { type: 'boolean', default: false },
+        rounds: { type: 'string' },
+        postgres: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    return usageError(NAME, (error as Error).message.split('\n')[0]!);
+  }
+})();
+if (flags.help) {
+  console.log(HELP);
+  process.exit(0);
+}
 const reports = Number(positionals[0] ?? 5000);
+if (!Number.isInteger(reports) || reports < 1 || positionals.length > 1) {
+  usageError(NAME, `REPORTS is one whole number of reports, not ${positionals.join(' ')}`);
+}
+if (flags.postgres && flags.floor) usageError(NAME, '--floor measures SQLite store calls, not --postgres');
+const databases = flags.postgres ? new ThrowawayDatabases(DEFAULT_SERVER_URL) : undefined;
+if (databases && !countUserAsOurs('postgres')) {
+  usageError(NAME, "--postgres needs the local server's OS user, postgres, to count the server's CPU");
+}
 const rounds = flags.floor ? Number(flags.rounds ?? 3) : 1;
+if (!Number.isInteger(rounds) || rounds < 1)
+  usageError(NAME, `--rounds is a number of rounds, 1 or more, not ${flags.rounds}`);
 /** Reports sent before each measurement (not counted): the code is compiled, the pages are cached. */
 const WARM_UP = 3000;
 /** Units each stack can take: every report is one unit, spread over 50 stacks. */
@@ -50,7 +86,13 @@ interface Target {
 /** The daemon with a node and 50 stacks of its own, on the dev network. */
 async function daemonTarget(): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'node-daemon-report-probe-'));
-  const server = await startDaemon(ROOT, { dataDir: dir, network: 'dev', cpuProfDir: flags.profile });
+  const databaseUrl = databases ? (await databases.create()).url : undefined;
+  const server = await startDaemon(ROOT, {
+    dataDir: dir,
+    network: 'dev',
+    cpuProfDir: flags.profile,
+    databaseUrl,
+  });
   const token = readFileSync(join(dir, 'api-token'), 'utf8').trim();
   const ok = <T = Record<string, number>>(method: string, path: string, body: unknown) =>
     json<T>(server.origin, method, path, token, body);
@@ -79,6 +121,8 @@ async function floorTarget(kind: 'bare' | 'fastify'): Promise<Target> {
 
 interface Measured {
   cpuUs: number;
+  /** PostgreSQL's processes (all of them on this machine), per report; 0 on SQLite. */
+  serverUs: number;
   latencies: number[];
 }
 
@@ -98,13 +142,19 @@ async function measure(target: Target, count: number): Promise<Measured> {
     for (let i = 0; i < WARM_UP; i++) await send(i);
     const latencies: number[] = [];
     const [before] = procTicks(target.server.pid);
+    const serverBefore = databases ? databaseTicks() : 0;
     for (let i = 0; i < count; i++) {
       const t0 = performance.now();
       await send(i);
       latencies.push(performance.now() - t0);
     }
     const cpuMs = ((procTicks(target.server.pid)[0] - before) / TICKS_PER_SECOND) * 1000;
-    return { cpuUs: (cpuMs / count) * 1000, latencies: latencies.sort((a, b) => a - b) };
+    const serverMs = databases ? ((databaseTicks() - serverBefore) / TICKS_PER_SECOND) * 1000 : 0;
+    return {
+      cpuUs: (cpuMs / count) * 1000,
+      serverUs: (serverMs / count) * 1000,
+      latencies: latencies.sort((a, b) => a - b),
+    };
   } finally {
     agent.destroy();
   }
@@ -131,14 +181,16 @@ try {
       rmSync(target.dir, { recursive: true, force: true });
     }
   }
+  await databases?.dropAll();
 }
 
 const ms = (latencies: number[], p: number) => percentile(latencies, p).toFixed(3);
 if (!flags.floor) {
-  const { cpuUs, latencies } = results.get('daemon')![0]!;
+  const { cpuUs, serverUs, latencies } = results.get('daemon')![0]!;
   console.log(
-    `${reports} sequential usage reports: p50 ${ms(latencies, 50)} ms, p90 ${ms(latencies, 90)} ms, p99 ${ms(latencies, 99)} ms; ` +
-      `daemon CPU ${cpuUs.toFixed(0)} µs per report`,
+    `${reports} sequential usage reports${databases ? ' on PostgreSQL' : ''}: p50 ${ms(latencies, 50)} ms, p90 ${ms(latencies, 90)} ms, p99 ${ms(latencies, 99)} ms; ` +
+      `daemon CPU ${cpuUs.toFixed(0)} µs per report` +
+      (databases ? `, PostgreSQL's ${serverUs.toFixed(0)} µs` : ''),
   );
 } else {
   const mean = (kind: string) => {
