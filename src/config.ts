@@ -27,6 +27,11 @@ export interface CommonConfig {
   readonly shutdownTimeout: number;
   /** Megabytes of serialized read responses kept in memory; 0 turns the cache off. */
   readonly cacheMb: number;
+  /**
+   * SQLite's commit durability: normal (a commit survives the daemon's crash; a power cut or an OS crash
+   * may undo the last ones) or full (each commit is flushed to disk before it is answered).
+   */
+  readonly sqliteSynchronous: SqliteSynchronous;
   /** Which requests need the API token: writes (default), all, or none (loopback binds only). */
   readonly auth: 'writes' | 'all' | 'none';
   /** Extra host names the daemon answers to (besides its bind address and localhost). */
@@ -46,6 +51,8 @@ export interface CommonConfig {
 }
 
 export const AUTOPILOT_MODES = ['off', 'dry-run', 'on'] as const;
+export const SQLITE_SYNCHRONOUS = ['normal', 'full'] as const;
+export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number];
 
 export interface DevNetworkConfig {
   readonly network: 'dev';
@@ -282,6 +289,15 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 64,
   },
   {
+    key: 'sqliteSynchronous',
+    flag: 'sqlite-synchronous',
+    env: 'NODE_DAEMON_SQLITE_SYNCHRONOUS',
+    describe:
+      'SQLite: full flushes every commit to disk (usage reports survive a power cut); normal does not',
+    parse: oneOf(SQLITE_SYNCHRONOUS),
+    defaultValue: () => 'normal',
+  },
+  {
     key: 'devSamplingProbability',
     flag: 'dev-sampling-probability',
     env: 'NODE_DAEMON_DEV_SAMPLING_PROBABILITY',
@@ -504,6 +520,12 @@ export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
   }
   const settings = values as unknown as Settings;
   checkExposure(settings);
+  if (settings.databaseUrl !== undefined && settings.sqliteSynchronous !== 'normal') {
+    throw new CliError(
+      `--sqlite-synchronous ${settings.sqliteSynchronous} is for the SQLite store; with a database URL, ` +
+        "PostgreSQL's own synchronous_commit decides (on by default: every commit is flushed)",
+    );
+  }
   return Object.freeze(assemble(settings));
 }
 
@@ -518,6 +540,7 @@ function assemble(settings: Settings): Config {
     logLevel: settings.logLevel,
     shutdownTimeout: settings.shutdownTimeout,
     cacheMb: settings.cacheMb,
+    sqliteSynchronous: settings.sqliteSynchronous,
     auth: settings.auth,
     allowedHosts: settings.allowedHosts,
     corsOrigins: settings.corsOrigins,

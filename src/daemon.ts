@@ -271,7 +271,12 @@ export async function startDaemon(config: Config, logger: Logger, signal?: Abort
       );
     }
     logger.info(
-      { network: config.network, store: services.store.location, signer: services.chain?.signerAddress },
+      {
+        network: config.network,
+        store: services.store.location,
+        ...(config.databaseUrl === undefined ? { sqlite_synchronous: config.sqliteSynchronous } : {}),
+        signer: services.chain?.signerAddress,
+      },
       'store opened',
     );
     interrupted();

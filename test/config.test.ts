@@ -23,6 +23,7 @@ describe('configuration', () => {
     assert.equal(config.dataDir, join(homedir(), '.local', 'share', 'node-daemon'));
     assert.equal(config.databaseUrl, undefined);
     assert.equal(config.logLevel, 'info');
+    assert.equal(config.sqliteSynchronous, 'normal');
     assert.ok(Object.isFrozen(config));
     assert.equal(loadConfig({}, { XDG_DATA_HOME: '/srv/xdg' }).dataDir, '/srv/xdg/node-daemon');
   });
@@ -129,6 +130,12 @@ describe('configuration', () => {
     [{ 'sui-url': 'ftp://x' }, {}, /invalid --sui-url: "ftp:\/\/x".*http:\/\/ or https:\/\/ URL/],
     [{ 'sui-gas-budget-cap': '0' }, {}, /invalid --sui-gas-budget-cap: "0".*from 1000000 to/],
     [{ network: 'sui' }, {}, /^--network sui needs --sui-url, --sui-package-id, --sui-atoma-db-id/],
+    [{ 'sqlite-synchronous': 'off' }, {}, /invalid --sqlite-synchronous: "off".*one of normal, full/],
+    [
+      { 'sqlite-synchronous': 'full' },
+      { DATABASE_URL: 'postgres://db/x' },
+      /^--sqlite-synchronous full is for the SQLite store; .*PostgreSQL's own synchronous_commit/,
+    ],
   ];
   for (const [flags, env, message] of refusals) {
     it(`refuses ${JSON.stringify({ ...flags, ...env })} in one line naming the setting`, () => {

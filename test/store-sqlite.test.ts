@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { openStore } from '../src/store/open.ts';
 import { AUTOPILOT_QUERIES, SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
 import { WalCheckpointer, WalFill } from '../src/store/sqlite-checkpointer.ts';
 import { tempDir } from './helpers/tmp.ts';
@@ -48,6 +49,21 @@ describe('sqlite store', () => {
       code: 'store_too_new',
       message: /newer node-daemon/,
     });
+  });
+
+  it('flushes every commit only when asked: --sqlite-synchronous full, through openStore', async (t) => {
+    const { dir, remove } = tempDir();
+    t.after(remove);
+    const normal = await openStore({ dataDir: dir, databaseUrl: undefined });
+    assert.equal((normal as SqliteStore).synchronous, 'normal');
+    await normal.close();
+    const full = await openStore({ dataDir: dir, databaseUrl: undefined, sqliteSynchronous: 'full' });
+    assert.equal((full as SqliteStore).synchronous, 'full');
+    // The setting is the connection's, not the file's: a store opened again without it is back to normal.
+    await full.close();
+    const again = new SqliteStore({ dataDir: dir });
+    assert.equal(again.synchronous, 'normal');
+    await again.close();
   });
 
   it('uses WAL and has the indexes the read queries need (upstream B18)', async (t) => {

@@ -10,10 +10,11 @@ import type { Store } from './store.ts';
 export async function openStore(config: {
   dataDir: string;
   databaseUrl: string | undefined;
+  sqliteSynchronous?: 'normal' | 'full';
 }): Promise<Store> {
   if (config.databaseUrl !== undefined) return openPostgres(config.databaseUrl);
   try {
-    return new SqliteStore({ dataDir: config.dataDir });
+    return new SqliteStore({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
   } catch (error) {
     if (error instanceof StoreError)
       throw new CliError(`cannot open the store in ${config.dataDir}: ${error.message}`, 1);

@@ -177,6 +177,11 @@ export interface SqliteStoreOptions {
   dataDir: string;
   /** The WAL size, in bytes, at which a worker thread checkpoints it (default ~40 MB; tests use less). */
   checkpointWalBytes?: number;
+  /**
+   * normal (default): a commit survives the process's crash, and a power cut or an OS crash may undo the
+   * newest commits (never part of one). full: each commit is flushed to disk before it returns.
+   */
+  synchronous?: 'normal' | 'full';
 }
 
 /**
@@ -187,6 +192,8 @@ export class SqliteStore implements Store {
   readonly engine = 'sqlite' as const;
   readonly location: string;
   readonly migrationsApplied: number;
+  /** How the writer's commits reach the disk, as SQLite reports it back (SqliteStoreOptions.synchronous). */
+  readonly synchronous: 'normal' | 'full';
   readonly #writer: DatabaseSync;
   readonly #reader: DatabaseSync;
   readonly #w: Record<string, StatementSync>;
@@ -220,6 +227,10 @@ export class SqliteStore implements Store {
     this.location = join(options.dataDir, SQLITE_FILE);
     try {
       this.#writer = openConnection(this.location);
+      // Only the writer commits; the reader and the checkpointer keep NORMAL (a checkpoint syncs either way).
+      if (options.synchronous === 'full') this.#writer.exec('PRAGMA synchronous = FULL');
+      this.synchronous =
+        this.#writer.prepare('PRAGMA synchronous').get()?.synchronous === 2 ? 'full' : 'normal';
       this.migrationsApplied = migrate(this.#writer);
       this.#reader = openConnection(this.location);
       this.#writer.exec(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
@@ -1036,7 +1047,8 @@ function openConnection(file: string): DatabaseSync {
   const db = new DatabaseSync(file, { timeout: 5000 });
   db.exec('PRAGMA journal_mode = WAL');
   // WAL with synchronous=NORMAL never corrupts and never splits a transaction; a power cut may lose only
-  // the newest commits, which the indexer then re-reads from its (equally old) cursor.
+  // the newest commits: the indexer then re-reads its pages from its (equally old) cursor, but usage
+  // reports answered since the last sync are gone (--sqlite-synchronous full syncs every commit).
   db.exec('PRAGMA synchronous = NORMAL');
   // A 64 MB page cache, and checkpoints every ~40 MB of WAL rather than 4 MB: fewer re-reads and
   // fsyncs while the indexer catches up (the WAL still commits each transaction atomically). The writer
