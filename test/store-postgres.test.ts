@@ -1351,7 +1351,7 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
-    it('answers a usage report in two round trips, and rolls it back whole when a write fails', async () => {
+    it('answers a usage report in two round trips, one on a stack it wrote last, and rolls it back whole when a write fails', async () => {
       const db = await freshDatabase();
       const store = await PostgresStore.open({ url: db.url });
       try {
@@ -1364,13 +1364,15 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         const report = (units: number, fill: number) =>
           store.addStackUsage(1, units, new Uint8Array(32).fill(fill), 5);
         assert.equal(await countRoundTrips(() => report(500, 1)), 2);
-        assert.deepEqual(await report(100, 2), {
+        // Then the stack is as this process left it: locks, guard, writes and COMMIT in one round trip.
+        assert.equal(await countRoundTrips(() => report(100, 2)), 1);
+        assert.deepEqual(await store.getStack(1).then((stack) => stack?.already_computed_units), 600);
+        assert.deepEqual(await report(1, 3), {
           status: 'recorded',
-          already_computed_units: 600,
+          already_computed_units: 601,
           num_compute_units: 1000,
-          num_total_messages: 2,
+          num_total_messages: 3,
         });
-        assert.equal(await countRoundTrips(() => report(1, 3)), 2);
         assert.equal(await countRoundTrips(() => store.addStackUsage(9, 1, REPORT, 5)), 2);
         assert.equal((await store.addStackUsage(9, 1, REPORT, 5)).status, 'not_found');
         assert.equal((await report(1000, 4)).status, 'over_capacity');
@@ -1403,6 +1405,64 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       } finally {
         await store.close();
         await db.drop();
+      }
+    });
+
+    it('reads a stack again when another daemon reported on it since, and ends where one writer would', async () => {
+      const db = await freshDatabase();
+      const reference = await freshDatabase();
+      const a = await PostgresStore.open({ url: db.url });
+      const b = await PostgresStore.open({ url: db.url });
+      const alone = await PostgresStore.open({ url: reference.url });
+      try {
+        await seed(a, [1, 2]);
+        await seed(alone, [1, 2]);
+        // The same reports in the same order: through two daemons on one database, and through one.
+        const sent: [Store, number, number, number][] = [
+          [a, 1, 100, 1],
+          [a, 1, 20, 2],
+          [b, 1, 3, 3],
+          [a, 1, 400, 4],
+          [a, 2, 7, 5],
+          [b, 2, 1, 6],
+          [a, 2, 5, 7],
+          [a, 1, 2, 8],
+        ];
+        const trips: number[] = [];
+        const outcomes: unknown[] = [];
+        for (const [store, stack, units, fill] of sent) {
+          const request = new Uint8Array(32).fill(fill);
+          trips.push(
+            await countRoundTrips(async () =>
+              outcomes.push(await store.addStackUsage(stack, units, request, 5)),
+            ),
+          );
+          await alone.addStackUsage(stack, units, request, 5);
+        }
+        assert.deepEqual(outcomes.at(3), {
+          status: 'recorded',
+          already_computed_units: 523,
+          num_compute_units: 1000,
+          num_total_messages: 4,
+        });
+        for (const stack of [1, 2]) {
+          assert.deepEqual(await a.getStack(stack), await alone.getStack(stack));
+          assert.deepEqual(await a.getStackHash(stack), await alone.getStackHash(stack));
+        }
+        assert.deepEqual((await a.getStackHash(1))?.num_requests, 5);
+        assert.deepEqual(await a.getStack(1).then((stack) => stack?.already_computed_units), 525);
+        // a's first report on each stack reads it (2); its next one, with nothing in between, is one round
+        // trip; after b's report its guard fails that round trip, and it reads the stack again (1 + 2, and
+        // the ROLLBACK: a round trip of its own unless it went while the failed statements were answered).
+        const guarded = [trips[3], trips[6]];
+        assert.deepEqual([...trips.slice(0, 3), trips[4], trips[5], trips[7]], [2, 1, 2, 2, 2, 1]);
+        assert.ok(
+          guarded.every((n) => n === 3 || n === 4),
+          `round trips after the other daemon: ${guarded}`,
+        );
+      } finally {
+        await Promise.all([a.close(), b.close(), alone.close()]);
+        await Promise.all([db.drop(), reference.drop()]);
       }
     });
 

@@ -134,6 +134,36 @@ interface UsageColumns {
 /** Times a group of usage reports is written before a deadlock or serialization failure is given up on. */
 const USAGE_ATTEMPTS = 3;
 
+/** A stack as this process's last usage group left it: its locked columns and its request record. */
+interface UsageState {
+  row: Row;
+  record: Row;
+}
+
+/** Stacks whose usage state this process keeps for one-round-trip groups; past it, it starts over. */
+const USAGE_STATES = 100_000;
+
+/** The SQLSTATE of node_daemon_usage_guard (migration 0009): the rows were not what this process kept. */
+const USAGE_GUARD_FAILED = 'NDU01';
+
+/** The command tag of a query's last result (a simple query of several statements answers several). */
+function lastCommand(results: unknown): string | undefined {
+  return ((Array.isArray(results) ? results.at(-1) : results) as QueryResult | undefined)?.command;
+}
+
+/** A group on kept stacks that one of its reports refuses: it is read and decided again. */
+class UsageUnguarded extends Error {}
+
+/**
+ * The group has to be read: a usage guard failed (the stacks were not as this process kept them,
+ * migration 0009), or one of its reports writes nothing for a guard to check.
+ */
+function isUsageGuardFailure(error: unknown): boolean {
+  if (error instanceof UsageUnguarded) return true;
+  const cause = error instanceof StoreError ? error.cause : error;
+  return (cause as { code?: unknown } | undefined)?.code === USAGE_GUARD_FAILED;
+}
+
 /** Orders small ids as PostgreSQL writes NUMERIC (digits, no leading zeros). */
 function compareDigits(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
@@ -464,6 +494,17 @@ const S = statements({
       num_total_messages FROM stacks WHERE stack_small_id = ANY($1::numeric[]) ORDER BY stack_small_id FOR UPDATE`,
   lockHashes: `SELECT stack_small_id, total_hash, num_requests FROM stack_hashes
       WHERE stack_small_id = ANY($1::numeric[]) ORDER BY stack_small_id FOR UPDATE`,
+  // setUsage on a stack this process wrote last, without the locking reads: each UPDATE takes its row's
+  // lock and, should another transaction have changed the row meanwhile, checks its WHERE again on what
+  // that one committed. Unless both rows still hold what this process left ($8 to $11), the guard fails
+  // the transaction.
+  setUsageGuarded: `WITH u AS (UPDATE stacks SET already_computed_units = $2, num_total_messages = $3,
+        fill_ppm = $6, last_usage_at = $7
+      WHERE stack_small_id = $1::numeric AND already_computed_units = $8 AND num_total_messages = $9
+      RETURNING 1),
+    h AS (UPDATE stack_hashes SET total_hash = $4, num_requests = $5
+      WHERE stack_small_id = $1::numeric AND total_hash = $10 AND num_requests = $11 RETURNING 1)
+    SELECT node_daemon_usage_guard((SELECT count(*) FROM u) + (SELECT count(*) FROM h), 2)`,
   setUsage: `WITH u AS (UPDATE stacks SET already_computed_units = $2, num_total_messages = $3, fill_ppm = $6,
       last_usage_at = $7 WHERE stack_small_id = $1::numeric)
     INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES ($1::numeric, $4, $5)
@@ -717,6 +758,8 @@ export class PostgresStore implements Store {
   readonly #keptStacks = new KeptStacks();
   /** Each listed node's whole stack list, encoded, with the snapshot it shows (see #nodeList). */
   readonly #nodeLists = new KeptLists<NodeList>();
+  /** Each stack as this process's last usage group left it (#recordUsage), by small id as decimal text. */
+  readonly #usageStates = new Map<string, UsageState>();
   /** The session that LISTENs for other processes' node events, once someone listens. */
   #listener: Promise<void> | undefined;
 
@@ -865,10 +908,8 @@ export class PostgresStore implements Store {
       await begun;
       // The first deferred failure is the transaction's error; COMMIT then answered ROLLBACK or an error.
       await Promise.all(deferred);
-      const results: unknown = await commit;
-      const last = (Array.isArray(results) ? results.at(-1) : results) as QueryResult | undefined;
       // PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not with an error.
-      if (last?.command !== 'COMMIT') {
+      if (lastCommand(await commit) !== 'COMMIT') {
         throw new StoreError('store_rolled_back', 'the transaction was rolled back by the server', false);
       }
       this.#version = undefined;
@@ -1451,6 +1492,13 @@ export class PostgresStore implements Store {
         try {
           return await this.#recordUsage(reports);
         } catch (error) {
+          // What this process kept of these stacks is not trusted after a failure: the next attempt
+          // reads them. A failed guard only means another writer came first, so it is not an attempt.
+          for (const report of reports) this.#usageStates.delete(enc(report.stackSmallId));
+          if (isUsageGuardFailure(error)) {
+            attempt -= 1;
+            continue;
+          }
           // The group locks its stacks in id order, an indexer page in event order: should the two ever
           // deadlock, the server rolls one back, and the group is simply written again.
           const translated = fromPostgresError(error);
@@ -1466,9 +1514,20 @@ export class PostgresStore implements Store {
     }),
   );
 
-  /** One transaction for a group of reports: their stacks and hashes locked and read in one round trip. */
+  /**
+   * One transaction for a group of reports. Its stacks and hashes are locked and read in one round trip,
+   * and the writes go with COMMIT in a second. When this process's own last group left every one of the
+   * stacks (#usageStates), the reports are computed from what it left, and the writes go with BEGIN and
+   * COMMIT in one round trip, each guarded: it fails the transaction unless its rows still hold those
+   * values. A guard that fails (another daemon's report, an indexer page in between) sends the group
+   * again the first way.
+   */
   async #recordUsage(reports: UsageReport[]): Promise<UsageOutcome[]> {
     const ids = [...new Set(reports.map((r) => enc(r.stackSmallId)))].sort(compareDigits);
+    const kept = ids.map((id) => this.#usageStates.get(id));
+    const known = kept.every((state) => state !== undefined) ? (kept as UsageState[]) : undefined;
+    let current = new Map<string, Row>();
+    let records = new Map<string, Row>();
     let appended = false;
     /** What the group wrote, by node stacks topic: each stack's usage columns after it. */
     let written = new Map<string, Map<string, UsageColumns>>();
@@ -1477,18 +1536,26 @@ export class PostgresStore implements Store {
       async (client, defer): Promise<UsageOutcome[]> => {
         appended = false;
         written = new Map();
-        const [stacks, hashes] = await Promise.all([
-          this.#exec(client, S.lockStacks, [ids]),
-          this.#exec(client, S.lockHashes, [ids]),
-        ]);
-        // The rows as each report leaves them, for the next report on the same stack.
-        const current = new Map(stacks.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
-        const records = new Map<string, Row>(hashes.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
+        if (known !== undefined) {
+          current = new Map(ids.map((id, i) => [id, known[i]!.row]));
+          records = new Map(ids.map((id, i) => [id, known[i]!.record]));
+        } else {
+          const [stacks, hashes] = await Promise.all([
+            this.#exec(client, S.lockStacks, [ids]),
+            this.#exec(client, S.lockHashes, [ids]),
+          ]);
+          // The rows as each report leaves them, for the next report on the same stack.
+          current = new Map(stacks.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
+          records = new Map<string, Row>(hashes.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
+        }
         const out = reports.map((report): UsageOutcome => {
           const id = enc(report.stackSmallId);
           const row = current.get(id);
           if (!row) return { status: 'not_found' };
-          const { outcome, write } = usageChange(dec, row, records.get(id), report);
+          const prior = records.get(id);
+          const { outcome, write } = usageChange(dec, row, prior, report);
+          // A refusal cannot be guarded (it writes nothing): the group is read and decided again.
+          if (!write && known !== undefined) throw new UsageUnguarded();
           if (!write) return outcome;
           const { already, messages, fillPpm, record } = write;
           // Sent together with COMMIT (the connection pipelines): one round trip for all of them.
@@ -1498,16 +1565,25 @@ export class PostgresStore implements Store {
             }
             appended = true;
           }
+          const values = [
+            id,
+            enc(already),
+            enc(messages),
+            record.total_hash,
+            enc(record.num_requests),
+            fillPpm,
+            report.nowMs,
+          ];
           defer(
-            this.#exec(client, S.setUsage, [
-              id,
-              enc(already),
-              enc(messages),
-              record.total_hash,
-              enc(record.num_requests),
-              fillPpm,
-              report.nowMs,
-            ]),
+            known === undefined
+              ? this.#exec(client, S.setUsage, values)
+              : this.#exec(client, S.setUsageGuarded, [
+                  ...values,
+                  row.already_computed_units,
+                  row.num_total_messages,
+                  prior!.total_hash,
+                  prior!.num_requests,
+                ]),
           );
           const topic = topics.stacks(dec(row.selected_node_id));
           const stacks = written.get(topic) ?? new Map<string, UsageColumns>();
@@ -1530,6 +1606,13 @@ export class PostgresStore implements Store {
       },
       (out) => out.some((outcome) => outcome.status === 'recorded'),
     );
+    // Committed (or refused whole, with the guard passed): the stacks are as the group left them.
+    if (this.#usageStates.size + ids.length > USAGE_STATES) this.#usageStates.clear();
+    for (const id of ids) {
+      const row = current.get(id);
+      const record = records.get(id);
+      if (row !== undefined && record !== undefined) this.#usageStates.set(id, { row, record });
+    }
     if (appended) this.#nodeEvents.emit();
     // Committed: the bump answered (it went before COMMIT on the same connection).
     if (bumped !== undefined) {
