@@ -6,7 +6,30 @@ import { type ParseArgsOptionsConfig, parseArgs } from 'node:util';
  * in a stack trace (and a script reading process.argv by hand would run in full, ignoring it).
  */
 export function benchArgs<const T extends ParseArgsOptionsConfig>(name: string, help: string, options: T) {
-  const config = { options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true } as const;
+  return parseOrExit(name, help, options, false).values;
+}
+
+/** benchArgs for a script that also takes positional arguments: its flags and those arguments. */
+export function benchArgsAndOperands<const T extends ParseArgsOptionsConfig>(
+  name: string,
+  help: string,
+  options: T,
+) {
+  const { values, positionals } = parseOrExit(name, help, options, true);
+  return { values, positionals };
+}
+
+function parseOrExit<const T extends ParseArgsOptionsConfig, const P extends boolean>(
+  name: string,
+  help: string,
+  options: T,
+  allowPositionals: P,
+) {
+  const config = {
+    options: { ...options, help: { type: 'boolean', short: 'h' } },
+    strict: true,
+    allowPositionals,
+  } as const;
   let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
     parsed = parseArgs(config);
@@ -17,7 +40,7 @@ export function benchArgs<const T extends ParseArgsOptionsConfig>(name: string, 
     process.stdout.write(`${help}\n`);
     process.exit(0);
   }
-  return parsed.values;
+  return parsed;
 }
 
 /** Ends a bench script on bad arguments: one line naming the script and what is wrong, exit code 2. */

@@ -18,8 +18,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { usageError } from './args.ts';
+import { benchArgsAndOperands, usageError } from './args.ts';
 import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from './cpu.ts';
 import { json } from './daemon-http.ts';
 import { LOAD_CPU } from './load.ts';
@@ -37,27 +36,12 @@ daemon on the dev network, after 3000 not counted; the client's latency and the 
   --floor        also the store call alone, through bare node:http and plain Fastify, in rounds (--rounds, 3)
   --postgres     the daemon on a throwaway database of the local PostgreSQL server (dropped at the end), and
                  the server's CPU per report too`;
-// parseArgs itself, not benchArgs: this script takes a positional argument. A bad flag is still one line.
-const { values: flags, positionals } = (() => {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: {
-        profile: { type: 'string' },
-        floor: { type: 'boolean', default: false },
-        rounds: { type: 'string' },
-        postgres: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    return usageError(NAME, (error as Error).message.split('\n')[0]!);
-  }
-})();
-if (flags.help) {
-  console.log(HELP);
-  process.exit(0);
-}
+const { values: flags, positionals } = benchArgsAndOperands(NAME, HELP, {
+  profile: { type: 'string' },
+  floor: { type: 'boolean', default: false },
+  rounds: { type: 'string' },
+  postgres: { type: 'boolean', default: false },
+});
 const reports = Number(positionals[0] ?? 5000);
 if (!Number.isInteger(reports) || reports < 1 || positionals.length > 1) {
   usageError(NAME, `REPORTS is one whole number of reports, not ${positionals.join(' ')}`);

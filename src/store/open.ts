@@ -3,14 +3,14 @@ import { CliError } from '../internal/exit-codes.ts';
 import { StoreError } from './errors.ts';
 import { PostgresStore } from './postgres.ts';
 import { describeUrl } from './postgres-migrations.ts';
-import { SqliteStore } from './sqlite.ts';
+import { SqliteStore, type SqliteStoreOptions } from './sqlite.ts';
 import type { Store } from './store.ts';
 
 /** Opens the configured store and applies its pending migrations. Throws CliError with one line. */
 export async function openStore(config: {
   dataDir: string;
   databaseUrl: string | undefined;
-  sqliteSynchronous?: 'normal' | 'full';
+  sqliteSynchronous?: SqliteStoreOptions['synchronous'];
 }): Promise<Store> {
   if (config.databaseUrl !== undefined) return openPostgres(config.databaseUrl);
   try {

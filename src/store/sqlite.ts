@@ -193,7 +193,7 @@ export class SqliteStore implements Store {
   readonly location: string;
   readonly migrationsApplied: number;
   /** How the writer's commits reach the disk, as SQLite reports it back (SqliteStoreOptions.synchronous). */
-  readonly synchronous: 'normal' | 'full';
+  readonly synchronous: NonNullable<SqliteStoreOptions['synchronous']>;
   readonly #writer: DatabaseSync;
   readonly #reader: DatabaseSync;
   readonly #w: Record<string, StatementSync>;
