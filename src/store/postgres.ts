@@ -394,6 +394,11 @@ const BUMP_VERSION = 'UPDATE store_version SET version = version + 1';
 /** Moves each of the topics ($1) one version on. */
 const BUMP_TOPICS = `INSERT INTO topic_versions (topic, version) SELECT unnest($1::text[]), 1
     ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`;
+/**
+ * The same, and the store's version with them: one prepared statement where the version's bump went with
+ * COMMIT as a second one, parsed and planned again by the server on every commit (#transaction).
+ */
+const BUMP_TOPICS_AND_VERSION = `WITH v AS (${BUMP_VERSION}) ${BUMP_TOPICS}`;
 
 /**
  * The versions of one to eight topics, a statement for each number of them: `topic IN ($1, $2)` costs the
@@ -584,9 +589,9 @@ const S = statements({
     SELECT 'chain', 1 WHERE NOT EXISTS (SELECT 1 FROM before
       WHERE ($1::numeric IS NULL OR epoch = $1::numeric) AND ($2::text IS NULL OR parameters = $2::text))
     ON CONFLICT (topic) DO UPDATE SET version = topic_versions.version + 1`,
-  bumpTopics: BUMP_TOPICS,
+  bumpTopicsAndVersion: BUMP_TOPICS_AND_VERSION,
   // The same, saying each topic's version after: a usage group patches its nodes' kept lists with them.
-  bumpTopicsReturning: `${BUMP_TOPICS} RETURNING topic, version`,
+  bumpTopicsAndVersionReturning: `${BUMP_TOPICS_AND_VERSION} RETURNING topic, version`,
   subscribersOf: 'SELECT node_small_id FROM node_subscriptions WHERE task_small_id = $1',
   topicVersions: 'SELECT topic, version FROM topic_versions WHERE topic = ANY($1::text[])',
   storeId: 'SELECT store_id FROM store_identity WHERE id = 1',
@@ -883,12 +888,13 @@ export class PostgresStore implements Store {
 
   /**
    * BEGIN, work, COMMIT on one pooled connection; ROLLBACK when work throws. When changed(result) says
-   * the work changed data, the version bump and COMMIT travel in one round trip. Statements the work sent
-   * and handed to `defer` instead of awaiting go in that round trip too, ahead of COMMIT: a failure of
-   * any of them fails the transaction (the server then answers COMMIT with ROLLBACK).
+   * the work changed data, the version bump and COMMIT travel in one round trip, unless the work sent
+   * the bump itself with its topics' (bumpTopicsAndVersion) and said so with `bumped`. Statements the
+   * work sent and handed to `defer` instead of awaiting go in that round trip too, ahead of COMMIT: a
+   * failure of any of them fails the transaction (the server then answers COMMIT with ROLLBACK).
    */
   async #transaction<T>(
-    work: (client: PoolClient, defer: (sent: Promise<unknown>) => void) => Promise<T>,
+    work: (client: PoolClient, defer: (sent: Promise<unknown>) => void, bumped: () => void) => Promise<T>,
     changed: (result: T) => boolean,
   ): Promise<T> {
     const client = await this.#connect();
@@ -899,11 +905,18 @@ export class PostgresStore implements Store {
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
       const deferred: Promise<unknown>[] = [];
-      const result = await work(client, (sent) => {
-        sent.catch(() => undefined);
-        deferred.push(sent);
-      });
-      const commit = client.query(changed(result) ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
+      let versionSent = false;
+      const result = await work(
+        client,
+        (sent) => {
+          sent.catch(() => undefined);
+          deferred.push(sent);
+        },
+        () => {
+          versionSent = true;
+        },
+      );
+      const commit = client.query(changed(result) && !versionSent ? `${BUMP_VERSION}; COMMIT` : 'COMMIT');
       commit.catch(() => undefined);
       await begun;
       // The first deferred failure is the transaction's error; COMMIT then answered ROLLBACK or an error.
@@ -933,8 +946,8 @@ export class PostgresStore implements Store {
       const run = async () => {
         appended = false;
         const result = await this.#transaction(
-          async (client) => {
-            const tx = this.#indexerTx(client);
+          async (client, defer, bumped) => {
+            const tx = this.#indexerTx(client, defer, bumped);
             try {
               const result = await fn(tx.api);
               await tx.flush();
@@ -961,7 +974,11 @@ export class PostgresStore implements Store {
    * events costs a few round trips instead of one per event. The server runs the statements in order; the
    * first failure is thrown by the next call that waits for an answer, or by flush() before COMMIT.
    */
-  #indexerTx(client: PoolClient): {
+  #indexerTx(
+    client: PoolClient,
+    defer: (sent: Promise<unknown>) => void,
+    bumped: () => void,
+  ): {
     api: IndexerTx;
     flush: () => Promise<void>;
     finish: () => void;
@@ -1234,12 +1251,15 @@ export class PostgresStore implements Store {
       api,
       flush: async () => {
         if (failure === undefined) sendWaiting();
-        if (touched.size > 0 && failure === undefined) {
-          void send(S.bumpTopics, [[...touched]]);
-          touched.clear();
-        }
         await last;
         if (failure !== undefined) throw failure;
+        if (touched.size > 0) {
+          // Goes with COMMIT, in its round trip: the topics' rows and the store's version row, which every
+          // writer of every daemon on the database bumps, are locked only for the commit itself.
+          defer(this.#exec(client, S.bumpTopicsAndVersion, [[...touched]]));
+          touched.clear();
+          bumped();
+        }
       },
       finish: () => {
         open = false;
@@ -1533,7 +1553,7 @@ export class PostgresStore implements Store {
     let written = new Map<string, Map<string, UsageColumns>>();
     let bumped: Promise<QueryResult> | undefined;
     const outcomes = await this.#transaction(
-      async (client, defer): Promise<UsageOutcome[]> => {
+      async (client, defer, versionBumped): Promise<UsageOutcome[]> => {
         appended = false;
         written = new Map();
         if (known !== undefined) {
@@ -1599,8 +1619,9 @@ export class PostgresStore implements Store {
         });
         bumped = undefined;
         if (written.size > 0) {
-          bumped = this.#exec(client, S.bumpTopicsReturning, [[...written.keys()]]);
+          bumped = this.#exec(client, S.bumpTopicsAndVersionReturning, [[...written.keys()]]);
           defer(bumped);
+          versionBumped();
         }
         return out;
       },
