@@ -230,7 +230,8 @@ class Prober {
         missing.add(`${where}: status not documented`);
         continue;
       }
-      if (!response.content?.[a.media]) missing.add(`${where}: ${a.media} not documented`);
+      if (a.status !== 304 && !response.content?.[a.media])
+        missing.add(`${where}: ${a.media} not documented`);
       if (a.code !== undefined && !response['x-problem-codes']?.includes(a.code)) {
         missing.add(`${where}: code not documented`);
       }
@@ -583,6 +584,49 @@ describe('every status the daemon answers is documented for its operation', () =
       for (const status of [200, 400, 401, 403, 404, 409, 413, 415, 422, 503]) {
         assert.ok(seen.has(status), `the probes reached ${status}`);
       }
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('every read that answers with an ETag documents it, If-None-Match and its 304, and no other does', async () => {
+    const d = await devDaemon({ demo: true });
+    try {
+      const prober = new Prober(d, await servedDocument(d));
+      await sendExamples(prober);
+      let conditional = 0;
+      for (const { method, path, op } of operations(prober.doc).filter((o) => o.method === 'GET')) {
+        const label = `${method} ${path}`;
+        const res = await prober.send({ label: 'as documented', method, path });
+        if (res.statusCode !== 200) continue;
+        const etag = res.headers.etag as string | undefined;
+        const documented = op.responses['200']?.headers?.ETag !== undefined;
+        assert.equal(
+          documented,
+          etag !== undefined,
+          `${label}: ETag ${etag ?? 'not sent'}, documented ${documented}`,
+        );
+        const inHeader = op.parameters?.some((p) => p.in === 'header' && p.name === 'If-None-Match') ?? false;
+        assert.equal(inHeader, documented, `${label}: If-None-Match documented with its ETag`);
+        if (etag === undefined) continue;
+        conditional += 1;
+        const again = await prober.send({
+          label: 'If-None-Match',
+          method,
+          path,
+          headers: { 'if-none-match': etag },
+        });
+        assert.equal(again.statusCode, 304, `${label}: a current ETag answers 304`);
+        assert.equal(again.body, '', `${label}: a 304 has no body`);
+        const paged = op.parameters?.some((p) => p.in === 'query' && p.name === 'limit') ?? false;
+        assert.equal(
+          op.responses['200']?.headers?.Link !== undefined,
+          paged,
+          `${label}: Link documented with limit`,
+        );
+      }
+      assert.ok(conditional >= 9, `the conditional reads were reached (${conditional})`);
+      prober.assertDocumented();
     } finally {
       await d.close();
     }

@@ -305,6 +305,17 @@ describe('the response cache', () => {
       });
       assert.equal(again.statusCode, 304);
       assert.equal(again.headers.etag, first.headers.etag);
+      // No Content-Length on a 304, HEAD's included (RFC 9110 8.6 allows only the 200's).
+      for (const method of ['GET', 'HEAD'] as const) {
+        const res = await d.app.inject({
+          method,
+          url: '/tasks',
+          headers: { 'if-none-match': String((await d.get('/tasks')).headers.etag) },
+        });
+        assert.equal(res.statusCode, 304, method);
+        assert.equal(res.headers['content-length'], undefined, `${method} 304: no Content-Length`);
+        assert.equal(res.body, '', method);
+      }
       // A new daemon app on the same store, empty cache: still 304, and the data is not even read.
       const config = loadConfig({ 'data-dir': d.dir, demo: false, 'cache-mb': '0' }, {});
       const fresh = await buildDaemonApp(config, d.services, createLogger('silent'));
@@ -340,9 +351,31 @@ describe('the response cache', () => {
         ids.slice(3, 6),
       );
       assert.equal(page2.headers.link, `</stacks/nodes/1?limit=3&after=${ids[5]}>; rel="next"`);
+      // Other spellings of one page share its cache entry; each Link goes on from the request's own URL.
+      for (const url of [
+        '/stacks/stacks/nodes/1?limit=2',
+        '/stacks/nodes/1?limit=02',
+        '/stacks/nodes/1/?limit=2',
+        '/stacks/nodes/1?limit=2',
+      ]) {
+        const res = await d.get(url);
+        assert.equal(res.headers.link, `<${url}&after=${ids[1]}>; rel="next"`, url);
+      }
       const bad = await d.get('/stacks/nodes/1?limit=0');
       assert.equal(bad.statusCode, 400);
       assert.equal((bad.json() as Json).code, 'invalid_parameter');
+      // `after` is a small id, so a u64: past 2^53 it is exact (nothing is there), past 2^64 - 1 refused.
+      for (const after of ['9007199254740993', '18446744073709551615']) {
+        const res = await d.get(`/stacks/nodes/1?limit=2&after=${after}`);
+        assert.equal(res.statusCode, 200, after);
+        assert.deepEqual(res.json(), [], after);
+      }
+      const tooBig = await d.get('/tasks?after=18446744073709551616');
+      assert.equal(tooBig.statusCode, 400);
+      assert.match(
+        String((tooBig.json() as Json).detail),
+        /from 0 to 18446744073709551615; got "18446744073709551616"/,
+      );
     } finally {
       await d.close();
     }
@@ -398,7 +431,7 @@ describe('the response cache budget', () => {
     etag: `"${name}"`,
     versions: [],
     checked: '0',
-    headers: {},
+    next: undefined,
   });
   const kept = (cache: ResponseCache) =>
     ['a', 'b', 'c', 'd', 'e'].filter((key) => cache.get(key) !== undefined).join('');
@@ -457,7 +490,7 @@ describe('one load shared by concurrent misses', () => {
       await new Promise<void>((resolve) => {
         release = resolve;
       });
-      return { body: Buffer.from(`${loads}`), etag: '"e"', versions: [1], checked: '', headers: {} };
+      return { body: Buffer.from(`${loads}`), etag: '"e"', versions: [1], checked: '', next: undefined };
     };
     const a = cache.loadOnce('k', '"e"', load);
     const b = cache.loadOnce('k', '"e"', load);

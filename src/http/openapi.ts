@@ -38,7 +38,8 @@ interface ResponseObject {
 }
 interface OperationObject {
   security?: Record<string, string[]>[];
-  parameters?: { in: string }[];
+  parameters?: { in: string; name?: string }[];
+  [CONDITIONAL]?: boolean;
   requestBody?: unknown;
   responses: Record<string, ResponseObject>;
 }
@@ -99,6 +100,56 @@ export function withParameterExamples<T extends TObject>(schema: T, example: Sta
     ]),
   );
   return { ...schema, properties };
+}
+
+/** The mark of a read served from the response cache (response-cache.ts sendCached), on its route schema. */
+const CONDITIONAL = 'x-conditional-read';
+
+/** Marks a read route served by sendCached: finishDocument documents its ETag, If-None-Match, 304 and Link. */
+export const conditionalRead = { [CONDITIONAL]: true } as const;
+
+/**
+ * A conditional read's headers and 304 in its operation: the ETag on 200 and 304, If-None-Match, and the
+ * Link to the next page on an operation that takes `limit`.
+ */
+function addConditional(operation: OperationObject): void {
+  delete operation[CONDITIONAL];
+  const etag = {
+    description:
+      "A strong tag of what the answer shows (its topics' versions in this store): send it back in If-None-Match",
+    schema: { type: 'string' },
+  };
+  operation.parameters = [
+    ...(operation.parameters ?? []),
+    {
+      in: 'header',
+      name: 'If-None-Match',
+      required: false,
+      description: 'ETags of answers already held (a list, or `*`): a 304 with no body while one is current',
+      schema: { type: 'string' },
+    } as { in: string; name: string },
+  ];
+  const paged = operation.parameters.some((p) => p.in === 'query' && p.name === 'limit');
+  const ok = operation.responses['200'];
+  if (ok) {
+    ok.headers = {
+      ...ok.headers,
+      ETag: etag,
+      ...(paged
+        ? {
+            Link: {
+              description:
+                'With `limit`, while rows remain: `<this request with after=LAST>; rel="next"`, the next page',
+              schema: { type: 'string' },
+            },
+          }
+        : {}),
+    };
+  }
+  operation.responses['304'] = {
+    description: 'Not Modified: an ETag in If-None-Match is current; no body',
+    headers: { ETag: etag },
+  };
 }
 
 /** What any request can be answered before its route runs: the guard's refusals and a daemon bug. */
@@ -165,6 +216,7 @@ export function finishDocument(document: object, options: DocumentOptions): void
   }
   for (const [path, item] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(item)) {
+      if (operation[CONDITIONAL] === true) addConditional(operation);
       const codes = new Set<ErrorCode>([...routeProblems(operation, `${method} ${path}`), ...EVERY_REQUEST]);
       // A bad path or query parameter, or a query parameter the operation does not declare (every
       // operation refuses those, those that declare none included).

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pieces } from '../internal/pieces.ts';
+import type { U64 } from '../internal/u64.ts';
 import { VERSION } from '../internal/version.ts';
 import type { Store } from '../store/store.ts';
 import type { ReadTurns } from './read-turns.ts';
@@ -26,8 +27,8 @@ interface Entry {
   versions: readonly number[];
   /** The store's data version when these versions were last confirmed current. */
   checked: string;
-  /** Headers that go with the body (a page's Link). */
-  headers: Record<string, string>;
+  /** A page's last small id when more rows remain: the Link to the next page is built from it per request. */
+  next: U64 | undefined;
   /** Used since eviction last passed over it (set and marked by ResponseCache only). */
   used?: boolean;
 }
@@ -41,11 +42,12 @@ interface Loading {
 /** Keys whose load slots are kept (ResponseCache.loadOnce): past this many, all are dropped. */
 const LOADING_KEYS = 4096;
 
-/** A read's body: loaded from the store and serialized, with headers that depend on it. */
+/** A read's body: loaded from the store and serialized. */
 export interface Loaded {
   /** The body, as text or already encoded (in pieces: a stack list). */
   body: string | Buffer | Pieces;
-  headers?: Record<string, string>;
+  /** A page's last small id, when rows remain after it (the next page's `after`). */
+  next?: U64;
 }
 
 export class ResponseCache {
@@ -248,7 +250,8 @@ export async function sendCached(
     const etag = etagOf(await store.storeId(), key, topics, read);
     if (matches(ifNoneMatch, etag)) {
       cache.count('not_modified');
-      reply.header('etag', etag).code(304).send();
+      reply.header('etag', etag);
+      sendRaw(reply, 304);
       return;
     }
     cache.count('miss');
@@ -262,7 +265,7 @@ export async function sendCached(
         etag,
         versions: read,
         checked: version,
-        headers: loaded.headers ?? {},
+        next: loaded.next,
       };
     });
     cache.set(key, entry);
@@ -271,32 +274,49 @@ export async function sendCached(
   }
   reply.header('etag', entry.etag);
   if (matches(ifNoneMatch, entry.etag)) {
-    reply.code(304).send();
+    sendRaw(reply, 304);
     return;
   }
   // Writes first under load (read-turns.ts); from here to the send, nothing awaits.
   if (deps.turns) await deps.turns.turn();
-  reply.headers(entry.headers);
+  // From this request's own URL: requests with other spellings of it (an alias path, `limit=05`) share
+  // the entry, and each is sent on from where it is.
+  if (entry.next !== undefined) reply.header('link', nextLink(request.url, entry.next));
   reply.type('application/json; charset=utf-8');
-  if (entry.body instanceof Pieces) sendPieces(reply, entry.body);
+  if (entry.body instanceof Pieces) sendRaw(reply, 200, entry.body);
   else reply.send(entry.body);
 }
 
+/** The Link to a list's next page: this request's path and query, with `after` the page's last small id. */
+export function nextLink(requestUrl: string, last: U64): string {
+  const url = new URL(requestUrl, 'http://daemon');
+  url.searchParams.delete('after');
+  url.searchParams.append('after', String(last));
+  return `<${url.pathname}${url.search}>; rel="next"`;
+}
+
 /**
- * Sends a body kept in pieces as one write of all of them (a writev, as Fastify's send of one buffer is):
- * joining them first would copy the whole body per request. The reply is taken over from Fastify here,
- * which then runs no onSend hook (the daemon has none) but still its onResponse hooks, on the response's
- * finish; the headers are the ones set on the reply. Node sends no body for a HEAD request.
+ * Sends the reply itself, with the headers set on it: a body kept in pieces as one write of all of them
+ * (a writev, as Fastify's send of one buffer is; joining them first would copy the whole body per
+ * request), or a 304 with no Content-Length (RFC 9110 8.6 allows none but the 200's; Fastify's HEAD
+ * routes would add `content-length: 0`). The reply is taken over from Fastify here, which then runs no
+ * onSend hook (the daemon has none) but still its onResponse hooks, on the response's finish. Node
+ * sends no body for a HEAD request.
  */
-function sendPieces(reply: FastifyReply, body: Pieces): void {
+function sendRaw(reply: FastifyReply, status: 200 | 304, body?: Pieces): void {
   const res = reply.raw;
   reply.hijack();
   if (res.destroyed) return;
   for (const [name, value] of Object.entries(reply.getHeaders())) {
     if (value !== undefined) res.setHeader(name, value);
   }
+  if (body === undefined) {
+    res.writeHead(status);
+    res.end();
+    return;
+  }
   res.setHeader('content-length', body.length);
-  res.writeHead(reply.statusCode);
+  res.writeHead(status);
   res.cork();
   for (const buffer of body.buffers) res.write(buffer);
   res.end();

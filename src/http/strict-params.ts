@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { parseU64, U64_MAX } from '../internal/u64.ts';
 import { ProblemError } from '../problems/catalog.ts';
 
 /**
@@ -10,6 +11,8 @@ import { ProblemError } from '../problems/catalog.ts';
 interface NumericField {
   part: 'params' | 'query';
   name: string;
+  /** A u64 (the schema's `u64` keyword, schemas/common.ts U64In): exact digits up to 2^64 - 1. */
+  u64: boolean;
   integer: boolean;
   minimum: number | undefined;
   maximum: number | undefined;
@@ -24,17 +27,19 @@ function numericFields(schema: unknown, part: NumericField['part']): NumericFiel
     ?.properties;
   if (!properties) return [];
   return Object.entries(properties)
-    .filter(([, s]) => s.type === 'integer' || s.type === 'number')
+    .filter(([, s]) => s.type === 'integer' || s.type === 'number' || s.u64 === true)
     .map(([name, s]) => ({
       part,
       name,
-      integer: s.type === 'integer',
+      u64: s.u64 === true,
+      integer: s.type === 'integer' || s.u64 === true,
       minimum: s.minimum as number | undefined,
       maximum: s.maximum as number | undefined,
     }));
 }
 
 function expected(field: NumericField): string {
+  if (field.u64) return `an integer (digits only) from 0 to ${U64_MAX}`;
   const kind = field.integer ? 'an integer (digits only)' : 'a decimal number';
   if (field.minimum !== undefined && field.maximum !== undefined) {
     return `${kind} from ${field.minimum} to ${field.maximum}`;
@@ -52,12 +57,14 @@ function parseField(request: FastifyRequest, field: NumericField): void {
       parameter: field.name,
     });
   }
-  const value = Number(raw);
+  const value = field.u64 ? parseU64(raw) : Number(raw);
   const valid =
+    value !== undefined &&
     (field.integer ? INTEGER : DECIMAL).test(raw) &&
-    Number.isFinite(value) &&
-    (field.minimum === undefined || value >= field.minimum) &&
-    (field.maximum === undefined || value <= field.maximum);
+    (field.u64 ||
+      (Number.isFinite(value) &&
+        (field.minimum === undefined || value >= field.minimum) &&
+        (field.maximum === undefined || value <= field.maximum)));
   if (!valid) {
     throw new ProblemError(
       'invalid_parameter',

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { Bytes, Nullable, SmallId, Strict, StringEnum, U64 } from './common.ts';
+import { Bytes, Nullable, SmallId, Strict, StringEnum, U64, U64In } from './common.ts';
 
 /**
  * The read model as the API serves it, wire-compatible with upstream (fields marked "Addition" are ours),
@@ -30,7 +30,7 @@ export const PageQueryProperties = {
     }),
   ),
   after: Type.Optional(
-    SmallId('Only the rows after this small id (the last one of the previous page), in small-id order.'),
+    U64In('Only the rows after this small id (the last one of the previous page), in small-id order'),
   ),
 };
 export const PageQuerySchema = Type.Object(PageQueryProperties, Strict);

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { U64 } from '../../internal/u64.ts';
 import { nodeEarnings } from '../../operations/earnings.ts';
@@ -18,7 +18,7 @@ import {
   TaskSchema,
 } from '../../schemas/model.ts';
 import { type Page, type Store, topics } from '../../store/store.ts';
-import { problems } from '../openapi.ts';
+import { conditionalRead, problems } from '../openapi.ts';
 import type { ReadTurns } from '../read-turns.ts';
 import { type Loaded, type ResponseCache, sendCached } from '../response-cache.ts';
 import { serialized } from '../serialized.ts';
@@ -43,31 +43,17 @@ function upstreamAlias(url: string, canonical: string) {
 /** The paging a list request asks for: none, or the rows after `after`, at most `limit`. */
 interface PageQuery {
   limit?: number;
-  after?: number;
-}
-
-/** The URL of the next page: this request's path and query, with `after` (last) the page's last row. */
-function nextLink(request: FastifyRequest, last: U64): string {
-  const url = new URL(request.url, 'http://daemon');
-  url.searchParams.delete('after');
-  url.searchParams.append('after', String(last));
-  return `<${url.pathname}${url.search}>; rel="next"`;
+  after?: U64;
 }
 
 /**
- * A page of rows, serialized: without a limit, all of them as they were; with one, `limit` rows and the
- * Link to the next page when more remain (the store was asked for one row more, to tell).
+ * A page of rows, serialized: without a limit, all of them as they were; with one, `limit` rows and, when
+ * more remain (the store was asked for one row more, to tell), the last one's id for the Link.
  */
-function pageOf<Row>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  query: PageQuery,
-  rows: Row[],
-  id: (row: Row) => U64,
-): Loaded {
+function pageOf<Row>(reply: FastifyReply, query: PageQuery, rows: Row[], id: (row: Row) => U64): Loaded {
   if (query.limit === undefined || rows.length <= query.limit) return { body: serialized(reply, rows) };
   const page = rows.slice(0, query.limit);
-  return { body: serialized(reply, page), headers: { link: nextLink(request, id(page.at(-1)!)) } };
+  return { body: serialized(reply, page), next: id(page.at(-1)!) };
 }
 
 /** The store's page for a request: one row past the limit, so that the answer can tell whether more remain. */
@@ -112,6 +98,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
   // Every route also answers with a trailing slash (/tasks/ as upstream's spec has it).
   app.get('/tasks', {
     schema: {
+      ...conditionalRead,
       tags: ['tasks'],
       summary: 'Every task the network has registered, deprecated and removed ones included',
       querystring: PageQuerySchema,
@@ -120,7 +107,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
     handler: async (request, reply) => {
       const query = request.query;
       return sendCached(request, reply, deps, `tasks:${pageKey(query)}`, [topics.tasks], async () =>
-        pageOf(request, reply, query, await store.listTasks(probe(query)), (t) => t.task_small_id),
+        pageOf(reply, query, await store.listTasks(probe(query)), (t) => t.task_small_id),
       );
     },
   });
@@ -146,6 +133,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
 
   app.get('/subscriptions/nodes/:node_id', {
     schema: {
+      ...conditionalRead,
       tags: ['subscriptions'],
       summary: "The node's task subscriptions, by task small id",
       params: NodeIdParamsSchema,
@@ -157,13 +145,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
       const query = request.query;
       const key = `subscriptions:${node}:${pageKey(query)}`;
       return sendCached(request, reply, deps, key, [topics.subscriptions(node)], async () =>
-        pageOf(
-          request,
-          reply,
-          query,
-          await store.listSubscriptions(node, probe(query)),
-          (s) => s.task_small_id,
-        ),
+        pageOf(reply, query, await store.listSubscriptions(node, probe(query)), (s) => s.task_small_id),
       );
     },
   });
@@ -174,6 +156,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
     app.get(url, {
       schema: {
         ...upstreamAlias(url, '/stacks/nodes/{node_id}'),
+        ...conditionalRead,
         tags: ['stacks'],
         summary: 'Stacks assigned to the node, optionally only those filled to at least a fraction',
         params: NodeIdParamsSchema,
@@ -188,9 +171,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
         // listed a stack (KeptStacks): no object per stack, no serializer pass.
         return sendCached(request, reply, deps, key, [topics.stacks(node)], async ([version]) => {
           const rows = await store.listStacksJson(node, fraction, query, version);
-          return rows.more && rows.last !== null
-            ? { body: rows.body, headers: { link: nextLink(request, rows.last) } }
-            : { body: rows.body };
+          return rows.more && rows.last !== null ? { body: rows.body, next: rows.last } : { body: rows.body };
         });
       },
     });
@@ -200,6 +181,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
     app.get(url, {
       schema: {
         ...upstreamAlias(url, '/claimed-stacks/nodes/{node_id}'),
+        ...conditionalRead,
         tags: ['stacks'],
         summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
         params: NodeIdParamsSchema,
@@ -211,13 +193,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
         const query = request.query;
         const key = `claimed:${node}:${pageKey(query)}`;
         return sendCached(request, reply, deps, key, [topics.tickets(node)], async () =>
-          pageOf(
-            request,
-            reply,
-            query,
-            await store.listClaimedStacks(node, probe(query)),
-            (t) => t.stack_small_id,
-          ),
+          pageOf(reply, query, await store.listClaimedStacks(node, probe(query)), (t) => t.stack_small_id),
         );
       },
     });
@@ -225,6 +201,7 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
 
   app.get('/attestation_disputes/against/nodes/:node_id', {
     schema: {
+      ...conditionalRead,
       tags: ['disputes'],
       summary: "Disputes raised against the node's settlements (it is the original node)",
       params: NodeIdParamsSchema,
@@ -238,13 +215,14 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
       return sendCached(request, reply, deps, key, [topics.disputes(node)], async () => {
         const { rows, more } = await disputesPage(store, node, query);
         const body = serialized(reply, rows);
-        return more ? { body, headers: { link: nextLink(request, rows.at(-1)!.stack_small_id) } } : { body };
+        return more ? { body, next: rows.at(-1)!.stack_small_id } : { body };
       });
     },
   });
 
   app.get('/attestation_disputes/own/nodes/:node_id', {
     schema: {
+      ...conditionalRead,
       tags: ['disputes'],
       summary: 'Disputes the node raised as an attester',
       params: NodeIdParamsSchema,
@@ -256,19 +234,14 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
       const query = request.query;
       const key = `own:${node}:${pageKey(query)}`;
       return sendCached(request, reply, deps, key, [topics.disputes(node)], async () =>
-        pageOf(
-          request,
-          reply,
-          query,
-          await store.listDisputesOwn(node, probe(query)),
-          (d) => d.stack_small_id,
-        ),
+        pageOf(reply, query, await store.listDisputesOwn(node, probe(query)), (d) => d.stack_small_id),
       );
     },
   });
 
   app.get('/earnings/nodes/:node_id', {
     schema: {
+      ...conditionalRead,
       tags: ['earnings'],
       summary:
         'What the node earned and can claim: claimed, claimable, settling, disputed and unsettled fees, attester rewards, refunds, by epoch',
