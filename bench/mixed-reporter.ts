@@ -1,7 +1,7 @@
 // The usage reporter of bench/mixed.ts, in a worker thread of its own so that the bench's other work (the
 // fullnode double executing the stream's transactions) never delays it: it sends POST
 // /stacks/{id}/usage at a fixed rate (open loop: on schedule, whatever the answers), over the node's own
-// stacks in turn, until told to stop, and answers each report's latency in ms.
+// stacks in turn, until told to stop, and answers each report's latency in ms and its thread's CPU.
 import { Agent, request } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -23,6 +23,8 @@ const {
 };
 const agent = new Agent({ keepAlive: true, maxSockets: 64, ...(from ? { localAddress: from } : {}) });
 const latencies: number[] = [];
+/** This thread's CPU from here: what the reporter itself costs the load generator's core. */
+const cpuFrom = process.threadCpuUsage();
 let failed = 0;
 let sent = 0;
 let running = true;
@@ -101,7 +103,8 @@ function tick(): void {
       return;
     }
     agent.destroy();
-    parentPort!.postMessage({ sent, failed, latencies });
+    const cpu = process.threadCpuUsage(cpuFrom);
+    parentPort!.postMessage({ sent, failed, latencies, cpuUs: cpu.user + cpu.system });
   };
   drain();
 }

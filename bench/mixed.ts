@@ -270,6 +270,11 @@ interface Row {
     p50ms: number;
     p99ms: number;
     failed: number;
+    /**
+     * The reporter's thread CPU per report sent, in µs (its whole run, a little longer than the row's
+     * measured seconds): of the bench's share of the load generator's core, the part that is the reporter.
+     */
+    reporterCpuUs: number;
     /** Share of the reports the daemon answered within 1 ms and 5 ms, by its own request histogram. */
     servedWithin1ms: number;
     servedWithin5ms: number;
@@ -479,7 +484,7 @@ async function main(): Promise<void> {
         workerData: { origin, token, rate, stacks: own, paused, from: wire ? REPORTER_ADDRESS : undefined },
       });
       const done = once(worker, 'message') as Promise<
-        [{ sent: number; failed: number; latencies: number[] }]
+        [{ sent: number; failed: number; latencies: number[]; cpuUs: number }]
       >;
       return { worker, done };
     };
@@ -594,9 +599,9 @@ async function main(): Promise<void> {
       trace(`slow shares: ${slowShares(histogramAfter, usageBefore)}`);
       running = false;
       reporter?.worker.postMessage('stop');
-      const [{ sent, failed, latencies }] = reporter
+      const [{ sent, failed, latencies, cpuUs }] = reporter
         ? await reporter.done
-        : [{ sent: 0, failed: 0, latencies: [] }];
+        : [{ sent: 0, failed: 0, latencies: [], cpuUs: 0 }];
       await reporter?.worker.terminate();
       const reporterTo = Date.now() / 1000;
       await background;
@@ -615,6 +620,7 @@ async function main(): Promise<void> {
           p50ms: percentile(latencies, 50),
           p99ms: percentile(latencies, 99),
           failed,
+          reporterCpuUs: sent === 0 ? Number.NaN : cpuUs / sent,
           servedWithin1ms: served.within1ms,
           servedWithin5ms: served.within5ms,
           from: reporterFrom,
@@ -640,6 +646,7 @@ async function main(): Promise<void> {
           `young GC ${gc.msPerSecond.toFixed(1)} ms/s (${gc.count} × ${gc.meanMs.toFixed(2)} ms); ` +
           `daemon CPU ${(row.daemonCpu * 100).toFixed(0)} %, wrk ${(row.wrkCpu * 100).toFixed(0)} %, ` +
           `bench ${(row.benchCpu * 100).toFixed(0)} %` +
+          (sent > 0 ? ` (reporter ${Math.round(row.reports.reporterCpuUs)} µs a report)` : '') +
           (flags.postgres ? `, PostgreSQL ${(row.databaseCpu * 100).toFixed(0)} %` : '') +
           `; event loop ${threads.mainRun.toFixed(0)} ms/s on the core, ` +
           `${threads.mainWait.toFixed(0)} ms/s waiting for it; checkpoints ${threads.checkpoint.toFixed(0)} ms/s, ` +
