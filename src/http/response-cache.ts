@@ -288,7 +288,7 @@ export async function sendCached(
 }
 
 /** The Link to a list's next page: this request's path and query, with `after` the page's last small id. */
-export function nextLink(requestUrl: string, last: U64): string {
+function nextLink(requestUrl: string, last: U64): string {
   const url = new URL(requestUrl, 'http://daemon');
   url.searchParams.delete('after');
   url.searchParams.append('after', String(last));

@@ -32,7 +32,7 @@ function numericFields(schema: unknown, part: NumericField['part']): NumericFiel
       part,
       name,
       u64: s.u64 === true,
-      integer: s.type === 'integer' || s.u64 === true,
+      integer: s.type === 'integer',
       minimum: s.minimum as number | undefined,
       maximum: s.maximum as number | undefined,
     }));
@@ -47,6 +47,17 @@ function expected(field: NumericField): string {
   return field.minimum !== undefined ? `${kind} of at least ${field.minimum}` : kind;
 }
 
+/** The parameter as a number of the field's kind within its bounds, or undefined. */
+function boundedNumber(raw: string, field: NumericField): number | undefined {
+  const value = Number(raw);
+  const valid =
+    (field.integer ? INTEGER : DECIMAL).test(raw) &&
+    Number.isFinite(value) &&
+    (field.minimum === undefined || value >= field.minimum) &&
+    (field.maximum === undefined || value <= field.maximum);
+  return valid ? value : undefined;
+}
+
 function parseField(request: FastifyRequest, field: NumericField): void {
   const container = (field.part === 'params' ? request.params : request.query) as Record<string, unknown>;
   const raw = container[field.name];
@@ -57,15 +68,9 @@ function parseField(request: FastifyRequest, field: NumericField): void {
       parameter: field.name,
     });
   }
-  const value = field.u64 ? parseU64(raw) : Number(raw);
-  const valid =
-    value !== undefined &&
-    (field.integer ? INTEGER : DECIMAL).test(raw) &&
-    (field.u64 ||
-      (Number.isFinite(value) &&
-        (field.minimum === undefined || value >= field.minimum) &&
-        (field.maximum === undefined || value <= field.maximum)));
-  if (!valid) {
+  // A u64 exactly (parseU64 takes digits only, up to 2^64 - 1), above 2^53 as a bigint.
+  const value = field.u64 ? parseU64(raw) : boundedNumber(raw, field);
+  if (value === undefined) {
     throw new ProblemError(
       'invalid_parameter',
       `${where} must be ${expected(field)}; got ${JSON.stringify(raw)}`,
