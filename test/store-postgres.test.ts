@@ -1466,6 +1466,60 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
+    it('writes a group on stacks it wrote last in one round trip, a stack reported several times in it ending as one report after the other leaves it', async () => {
+      const db = await freshDatabase();
+      const reference = await freshDatabase();
+      const store = await PostgresStore.open({ url: db.url });
+      const alone = await PostgresStore.open({ url: reference.url });
+      try {
+        await seed(store, [1, 2]);
+        await seed(alone, [1, 2]);
+        const report = (target: Store, stack: number, units: number, fill: number) =>
+          target.addStackUsage(stack, units, new Uint8Array(32).fill(fill), 5);
+        // The first report on each stack reads it; then this process keeps both.
+        await report(store, 1, 100, 1);
+        await report(store, 2, 10, 2);
+        await report(alone, 1, 100, 1);
+        await report(alone, 2, 10, 2);
+        const versionBefore = await store.dataVersion();
+        const topicBefore = await store.topicVersions([topics.stacks(1)]);
+        // Reports at once: the first goes alone (nothing was running), the other four wait for it and go as
+        // one group, stack 1 in it three times (each counting on the one before, whose hash it chains) and
+        // stack 2 once. A round trip each.
+        const group: [number, number, number][] = [
+          [2, 5, 4],
+          [1, 20, 3],
+          [2, 1, 6],
+          [1, 20, 3],
+          [1, 7, 5],
+        ];
+        let outcomes: unknown[] = [];
+        const trips = await countRoundTrips(async () => {
+          outcomes = await Promise.all(
+            group.map(([stack, units, fill]) => report(store, stack, units, fill)),
+          );
+        });
+        assert.equal(trips, 2);
+        const expected: unknown[] = [];
+        for (const [stack, units, fill] of group) expected.push(await report(alone, stack, units, fill));
+        assert.deepEqual(outcomes, expected);
+        assert.deepEqual(
+          outcomes.map((o) => (o as { already_computed_units?: unknown }).already_computed_units),
+          [15, 120, 16, 140, 147],
+        );
+        for (const stack of [1, 2]) {
+          assert.deepEqual(await store.getStack(stack), await alone.getStack(stack));
+          assert.deepEqual(await store.getStackHash(stack), await alone.getStackHash(stack));
+        }
+        // Each group bumped the node's topic and the store's version.
+        assert.deepEqual(await store.topicVersions([topics.stacks(1)]), [topicBefore[0]! + 2]);
+        assert.notEqual(await store.dataVersion(), versionBefore);
+      } finally {
+        await Promise.all([store.close(), alone.close()]);
+        await Promise.all([db.drop(), reference.drop()]);
+      }
+    });
+
     it('writes a usage group again when the server rolls it back to break a deadlock, on top of what the other transaction committed', async () => {
       const db = await freshDatabase();
       const store = await PostgresStore.open({ url: db.url, poolSize: 2 });
