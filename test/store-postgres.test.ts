@@ -1296,6 +1296,16 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           ['recorded', 'recorded'],
         );
         assert.equal((await hinted()).traffic.roundTrips, 0);
+        // Groups with no read between them: the list takes them all when it is next read, one stack twice.
+        for (const units of [5, 7]) {
+          assert.equal((await store.addStackUsage(6, units, REPORT, 4)).status, 'recorded');
+        }
+        const batched = await hinted();
+        assert.equal(batched.traffic.roundTrips, 0);
+        assert.match(
+          batched.body,
+          /"stack_small_id":6,.*"already_computed_units":22,"in_settle_period":false,"num_total_messages":3,/,
+        );
 
         // Another daemon changes a stack of the node, then this one reports: the topic moved by two, and
         // the list is read (only what changed), not patched over the other's change.

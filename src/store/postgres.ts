@@ -106,6 +106,12 @@ interface NodeList {
   /** Each stack's place in the list, by its small id's digits. */
   index: Map<string, number>;
   list: ListBody;
+  /**
+   * Rows of STACK_STATE_COLUMNS, by index, that this process's own usage groups wrote since `state` and
+   * `list` were made (#patchOwnUsage), and that the next read writes in (#materialized): a busy node whose
+   * list nobody reads does not restate it for every group.
+   */
+  pending?: ReadonlyMap<number, unknown[]>;
 }
 
 /**
@@ -1351,7 +1357,8 @@ export class PostgresStore implements Store {
    */
   async #nodeList(node: U64, seenVersion: number | undefined): Promise<NodeList> {
     const topic = topics.stacks(node);
-    const kept = this.#nodeLists.get(topic);
+    const held = this.#nodeLists.get(topic);
+    const kept = held === undefined ? undefined : this.#materialized(topic, held);
     if (kept !== undefined && seenVersion !== undefined && kept.version >= seenVersion) {
       // The list shows at least the version the caller read before asking: nothing to read.
       this.#nodeLists.keep(topic, kept);
@@ -1656,17 +1663,26 @@ export class PostgresStore implements Store {
   #patchOwnUsage(topic: string, version: number, stacks: ReadonlyMap<string, UsageColumns>): void {
     const kept = this.#nodeLists.get(topic);
     if (kept === undefined || kept.version !== version - 1) return;
-    const changed = new Map<number, unknown[]>();
+    const pending = new Map(kept.pending);
     for (const [id, { already, messages }] of stacks) {
       const at = kept.index.get(id);
       if (at === undefined) return;
-      const r = kept.state[at]!.slice();
+      const r = (pending.get(at) ?? kept.state[at]!).slice();
       // The values as a read gives them (NUMERIC as decimal text), so that sameState holds for a re-read.
       r[1] = already;
       r[3] = messages;
-      changed.set(at, r);
+      pending.set(at, r);
     }
-    this.#nodeLists.keep(topic, { ...kept, version, ...restatedList(kept, changed) });
+    this.#nodeLists.keep(topic, { ...kept, version, pending });
+  }
+
+  /** A kept list with the rows its own usage groups left pending written in (kept in its place). */
+  #materialized(topic: string, kept: NodeList): NodeList {
+    if (kept.pending === undefined) return kept;
+    const { pending, ...rest } = kept;
+    const list: NodeList = { ...rest, ...restatedList(kept, pending) };
+    if (this.#nodeLists.get(topic) === kept) this.#nodeLists.keep(topic, list);
+    return list;
   }
 
   async putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void> {
