@@ -1,0 +1,81 @@
+/**
+ * node bench/kept-list-probe.ts [REPORTS] [--rounds N]: what a usage report costs the PostgreSQL store while
+ * a 1,000-stack list of its node is kept and not read: an operator's console read the list once, and the
+ * node's inference server goes on reporting. The store (no HTTP) runs in this process, pinned to CPU 0, on a
+ * throwaway database of the local server; the reports go one after another over 50 of the stacks, after
+ * 1,000 not counted. Prints this process's CPU per report and the wall time, for each round (default 3).
+ */
+import { spawnSync } from 'node:child_process';
+import { stringifyJson } from '../src/internal/json.ts';
+import { benchArgsAndOperands, usageError } from './args.ts';
+import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
+
+const NAME = 'bench/kept-list-probe.ts';
+const HELP = `Usage: node bench/kept-list-probe.ts [REPORTS] [--rounds N]
+
+What a usage report costs the PostgreSQL store (CPU and wall time) while a 1,000-stack list of its node is
+kept and not read: REPORTS (default 4000) reports one after another, after 1000 not counted, in each of N
+rounds (default 3), each on a fresh throwaway database of the local server.`;
+const { values: flags, positionals } = benchArgsAndOperands(NAME, HELP, { rounds: { type: 'string' } });
+const reports = Number(positionals[0] ?? 4000);
+if (!Number.isInteger(reports) || reports < 1 || positionals.length > 1) {
+  usageError(NAME, `REPORTS is one whole number of reports, not ${positionals.join(' ')}`);
+}
+const rounds = Number(flags.rounds ?? 3);
+if (!Number.isInteger(rounds) || rounds < 1)
+  usageError(NAME, `--rounds is a number of rounds, 1 or more, not ${flags.rounds}`);
+// The store under test owns the first core, as the daemon does in the other benchmarks.
+spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]);
+
+const STACKS = 1000;
+const WARM_UP = 1000;
+const databases = new ThrowawayDatabases(DEFAULT_SERVER_URL);
+try {
+  for (let round = 1; round <= rounds; round++) {
+    const { store, dispose } = await databases.fresh();
+    try {
+      await store.indexerTransaction(async (tx) => {
+        await tx.putTask({
+          task_small_id: 1,
+          task_id: `0x${'1'.padStart(64, '0')}`,
+          role: 0,
+          model_name: 'bench',
+          security_level: 0,
+          minimum_reputation_score: null,
+        });
+        for (let id = 1; id <= STACKS; id++) {
+          await tx.putStack({
+            stack_small_id: id,
+            stack_id: `0x${String(id).padStart(64, '0')}`,
+            owner_address: `0x${'ab'.repeat(32)}`,
+            task_small_id: 1,
+            selected_node_id: 1,
+            num_compute_units: 1_000_000_000,
+            price_per_one_million_compute_units: 2_000_000,
+          });
+        }
+      });
+      // The read that keeps the node's list; nothing reads it again until the end.
+      await store.listStacksJson(1);
+      const report = (i: number) => store.addStackUsage((i % 50) + 1, 1, undefined, Date.now());
+      for (let i = 0; i < WARM_UP; i++) await report(i);
+      const cpuFrom = process.cpuUsage();
+      const from = performance.now();
+      for (let i = 0; i < reports; i++) await report(i);
+      const cpu = process.cpuUsage(cpuFrom);
+      const wallUs = ((performance.now() - from) * 1000) / reports;
+      // The list, read at last, shows every report: the store's own rows say the same.
+      const kept = (await store.listStacksJson(1)).body.toString();
+      const rows = stringifyJson(await store.listStacks(1));
+      if (kept !== rows) throw new Error('the kept list does not show the reports');
+      const cpuUs = (cpu.user + cpu.system) / reports;
+      console.log(
+        `round ${round}: ${reports} reports with the node's list kept: ${cpuUs.toFixed(0)} µs of CPU and ${wallUs.toFixed(0)} µs wall a report`,
+      );
+    } finally {
+      await dispose();
+    }
+  }
+} finally {
+  await databases.dropAll();
+}
