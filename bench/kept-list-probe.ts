@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { stringifyJson } from '../src/internal/json.ts';
 import { benchArgsAndOperands, usageError } from './args.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
+import { seedNodeStacks } from './seed.ts';
 
 const NAME = 'bench/kept-list-probe.ts';
 const HELP = `Usage: node bench/kept-list-probe.ts [REPORTS] [--rounds N]
@@ -34,26 +35,11 @@ try {
   for (let round = 1; round <= rounds; round++) {
     const { store, dispose } = await databases.fresh();
     try {
-      await store.indexerTransaction(async (tx) => {
-        await tx.putTask({
-          task_small_id: 1,
-          task_id: `0x${'1'.padStart(64, '0')}`,
-          role: 0,
-          model_name: 'bench',
-          security_level: 0,
-          minimum_reputation_score: null,
-        });
-        for (let id = 1; id <= STACKS; id++) {
-          await tx.putStack({
-            stack_small_id: id,
-            stack_id: `0x${String(id).padStart(64, '0')}`,
-            owner_address: `0x${'ab'.repeat(32)}`,
-            task_small_id: 1,
-            selected_node_id: 1,
-            num_compute_units: 1_000_000_000,
-            price_per_one_million_compute_units: 2_000_000,
-          });
-        }
+      await seedNodeStacks(store, STACKS, {
+        node: 1,
+        units: 1_000_000_000,
+        price: 2_000_000,
+        model: 'bench',
       });
       // The read that keeps the node's list; nothing reads it again until the end.
       await store.listStacksJson(1);

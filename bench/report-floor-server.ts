@@ -9,6 +9,7 @@
 import { createServer } from 'node:http';
 import Fastify from 'fastify';
 import { SqliteStore } from '../src/store/sqlite.ts';
+import { seedNodeStacks } from './seed.ts';
 
 const [kind, portText, dir, unitsText] = process.argv.slice(2);
 if ((kind !== 'bare' && kind !== 'fastify') || !portText || !dir || !unitsText) {
@@ -18,27 +19,7 @@ if ((kind !== 'bare' && kind !== 'fastify') || !portText || !dir || !unitsText) 
 const port = Number(portText);
 const NODE = 1;
 const store = new SqliteStore({ dataDir: dir });
-await store.indexerTransaction(async (tx) => {
-  await tx.putTask({
-    task_small_id: 1,
-    task_id: `0x${'1'.padStart(64, '0')}`,
-    role: 0,
-    model_name: 'floor',
-    security_level: 0,
-    minimum_reputation_score: null,
-  });
-  for (let id = 1; id <= 50; id++) {
-    await tx.putStack({
-      stack_small_id: id,
-      stack_id: `0x${String(id).padStart(64, '0')}`,
-      owner_address: `0x${'ab'.repeat(32)}`,
-      task_small_id: 1,
-      selected_node_id: NODE,
-      num_compute_units: Number(unitsText),
-      price_per_one_million_compute_units: 1_000_000,
-    });
-  }
-});
+await seedNodeStacks(store, 50, { node: NODE, units: Number(unitsText), price: 1_000_000, model: 'floor' });
 
 /** The report, as the daemon records one without a request hash, for a signer that owns node 1. */
 async function record(id: number, units: number): Promise<string> {
