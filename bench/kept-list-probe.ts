@@ -1,9 +1,10 @@
 /**
- * node bench/kept-list-probe.ts [REPORTS] [--rounds N]: what a usage report costs the PostgreSQL store while
- * a 1,000-stack list of its node is kept and not read: an operator's console read the list once, and the
- * node's inference server goes on reporting. The store (no HTTP) runs in this process, pinned to CPU 0, on a
- * throwaway database of the local server; the reports go one after another over 50 of the stacks, after
- * 1,000 not counted. Prints this process's CPU per report and the wall time, for each round (default 3).
+ * node bench/kept-list-probe.ts [REPORTS] [--rounds N] [--over S]: what a usage report costs the PostgreSQL
+ * store while a 1,000-stack list of its node is kept and not read: an operator's console read the list once,
+ * and the node's inference server goes on reporting. The store (no HTTP) runs in this process, pinned to CPU
+ * 0, on a throwaway database of the local server; the reports go one after another round S of the stacks
+ * (default 50), after 1,000 not counted. Prints this process's CPU per report and the wall time, for each
+ * round (default 3).
  */
 import { spawnSync } from 'node:child_process';
 import { stringifyJson } from '../src/internal/json.ts';
@@ -12,12 +13,16 @@ import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
 import { seedNodeStacks } from './seed.ts';
 
 const NAME = 'bench/kept-list-probe.ts';
-const HELP = `Usage: node bench/kept-list-probe.ts [REPORTS] [--rounds N]
+const HELP = `Usage: node bench/kept-list-probe.ts [REPORTS] [--rounds N] [--over S]
 
 What a usage report costs the PostgreSQL store (CPU and wall time) while a 1,000-stack list of its node is
 kept and not read: REPORTS (default 4000) reports one after another, after 1000 not counted, in each of N
-rounds (default 3), each on a fresh throwaway database of the local server.`;
-const { values: flags, positionals } = benchArgsAndOperands(NAME, HELP, { rounds: { type: 'string' } });
+rounds (default 3), each on a fresh throwaway database of the local server. The reports go round S of the
+node's stacks (--over, default 50, at most 1000): the list's pending rows grow to S between reads.`;
+const { values: flags, positionals } = benchArgsAndOperands(NAME, HELP, {
+  rounds: { type: 'string' },
+  over: { type: 'string' },
+});
 const reports = Number(positionals[0] ?? 4000);
 if (!Number.isInteger(reports) || reports < 1 || positionals.length > 1) {
   usageError(NAME, `REPORTS is one whole number of reports, not ${positionals.join(' ')}`);
@@ -25,6 +30,9 @@ if (!Number.isInteger(reports) || reports < 1 || positionals.length > 1) {
 const rounds = Number(flags.rounds ?? 3);
 if (!Number.isInteger(rounds) || rounds < 1)
   usageError(NAME, `--rounds is a number of rounds, 1 or more, not ${flags.rounds}`);
+const over = Number(flags.over ?? 50);
+if (!Number.isInteger(over) || over < 1 || over > 1000)
+  usageError(NAME, `--over is a number of stacks from 1 to 1000, not ${flags.over}`);
 // The store under test owns the first core, as the daemon does in the other benchmarks.
 spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]);
 
@@ -43,7 +51,7 @@ try {
       });
       // The read that keeps the node's list; nothing reads it again until the end.
       await store.listStacksJson(1);
-      const report = (i: number) => store.addStackUsage((i % 50) + 1, 1, undefined, Date.now());
+      const report = (i: number) => store.addStackUsage((i % over) + 1, 1, undefined, Date.now());
       for (let i = 0; i < WARM_UP; i++) await report(i);
       const cpuFrom = process.cpuUsage();
       const from = performance.now();

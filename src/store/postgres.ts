@@ -109,9 +109,10 @@ interface NodeList {
   /**
    * Rows of STACK_STATE_COLUMNS, by index, that this process's own usage groups wrote since `state` and
    * `list` were made (#patchOwnUsage), and that the next read writes in (#materialized): a busy node whose
-   * list nobody reads does not restate it for every group.
+   * list nobody reads does not restate it for every group. The one part of a kept list that changes: each
+   * group adds to it in place, and nothing but #materialized reads it.
    */
-  pending?: ReadonlyMap<number, unknown[]>;
+  pending?: Map<number, unknown[]>;
 }
 
 /**
@@ -1663,11 +1664,21 @@ export class PostgresStore implements Store {
   #patchOwnUsage(topic: string, version: number, stacks: ReadonlyMap<string, UsageColumns>): void {
     const kept = this.#nodeLists.get(topic);
     if (kept === undefined || kept.version !== version - 1) return;
-    const pending = new Map(kept.pending);
-    for (const [id, { already, messages }] of stacks) {
+    const places: number[] = [];
+    for (const id of stacks.keys()) {
       const at = kept.index.get(id);
       if (at === undefined) return;
-      const r = (pending.get(at) ?? kept.state[at]!).slice();
+      places.push(at);
+    }
+    // Added to in place, not copied per group: only #materialized reads the pending rows, in the same turn
+    // as it takes the entry from #nodeLists, and it replaces the entry. A copy cost a busy node whose list
+    // nobody read a Map of up to its every stack per group.
+    const pending = kept.pending ?? new Map<number, unknown[]>();
+    let i = 0;
+    for (const { already, messages } of stacks.values()) {
+      const at = places[i++]!;
+      // A pending row is this entry's own copy; a row of `state` may be shared with a body, so it is copied.
+      const r = pending.get(at) ?? kept.state[at]!.slice();
       // The values as a read gives them (NUMERIC as decimal text), so that sameState holds for a re-read.
       r[1] = already;
       r[3] = messages;
