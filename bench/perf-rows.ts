@@ -3,7 +3,7 @@
 // windows (the '#' lines bench/mixed.ts writes into bench/stall-log.ts's file) and put in one part each, by
 // the first rule below that a sample's call chain matches. For finding where time goes, not for numbers.
 //
-//   BENCH_STALL_MS=1000 BENCH_STALL_LOG=/tmp/rows.log npm run bench:mixed -- --quick --rows-only --rates 500 \
+//   BENCH_STALL_MS=off BENCH_STALL_LOG=/tmp/rows.log npm run bench:mixed -- --quick --rows-only --rates 500 \
 //     --daemon-flag=--perf-basic-prof --daemon-flag=--import=./bench/stall-log.ts &
 //   until pgrep -f 'main.ts start' >/dev/null; do sleep 1; done   # then, until the daemon exits:
 //   perf record -k CLOCK_MONOTONIC -e cpu-clock -F 1000 -g -p "$(pgrep -f 'main.ts start')" -o /tmp/perf.data
@@ -11,7 +11,9 @@
 //
 // `-k CLOCK_MONOTONIC` puts perf's timestamps on the clock of the rows' windows; --perf-basic-prof names the
 // JIT-compiled frames. Prints, per row, milliseconds of CPU a second per part (a sample is 1/F s of CPU:
-// --hz is perf record's -F).
+// --hz is perf record's -F). Those names can be stale: code that V8 moves or collects leaves its address to
+// newer code under the old name (seen: pino's asChindings "called" by pg's query). The kernel's frames and
+// the node binary's (Builtins_*, libuv) are right; for which JS function ran, V8's own profile is.
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';

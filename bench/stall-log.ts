@@ -9,20 +9,27 @@
 //
 // It also writes the main thread's garbage collections, as `gc FROM TO KIND` on the same clock (KIND: minor,
 // major, incremental or weakcb), so that the rows can tell a stall that was a pause from one that was work.
+//
+// The timer wakes the loop about 850 times a second: in a row with no reads that is most of what the loop
+// does (strace: 14.5 epoll_pwait a report at 100 reports/s, against 3.75 without it), so the daemon's CPU in
+// such a row is overstated. BENCH_STALL_MS=off keeps the GC lines and bench/mixed.ts's row lines (all that
+// bench/perf-rows.ts needs) without the timer.
 import { appendFileSync } from 'node:fs';
 import { constants, PerformanceObserver, performance } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';
 
 const file = process.env.BENCH_STALL_LOG;
 if (isMainThread && file) {
-  const threshold = BigInt(Math.round(Number(process.env.BENCH_STALL_MS ?? 10) * 1e6));
-  let last = process.hrtime.bigint();
-  setInterval(() => {
-    const now = process.hrtime.bigint();
-    // A file, not stderr: a write to a full non-blocking pipe would throw inside the daemon.
-    if (now - last > threshold) appendFileSync(file, `${last / 1000n} ${now / 1000n}\n`);
-    last = now;
-  }, 1).unref();
+  if (process.env.BENCH_STALL_MS !== 'off') {
+    const threshold = BigInt(Math.round(Number(process.env.BENCH_STALL_MS ?? 10) * 1e6));
+    let last = process.hrtime.bigint();
+    setInterval(() => {
+      const now = process.hrtime.bigint();
+      // A file, not stderr: a write to a full non-blocking pipe would throw inside the daemon.
+      if (now - last > threshold) appendFileSync(file, `${last / 1000n} ${now / 1000n}\n`);
+      last = now;
+    }, 1).unref();
+  }
 
   // performance.now() counts from the time origin on the same monotonic clock as hrtime.
   const originMicros = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
