@@ -1296,15 +1296,24 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           ['recorded', 'recorded'],
         );
         assert.equal((await hinted()).traffic.roundTrips, 0);
-        // Groups with no read between them: the list takes them all when it is next read, one stack twice.
-        for (const units of [5, 7]) {
-          assert.equal((await store.addStackUsage(6, units, REPORT, 4)).status, 'recorded');
+        // Groups with no read between them: the list takes them all when it is next read, one stack twice
+        // and another between (each group adds to the rows the groups before it left pending).
+        for (const [stack, units] of [
+          [6, 5],
+          [8, 4],
+          [6, 7],
+        ] as const) {
+          assert.equal((await store.addStackUsage(stack, units, REPORT, 4)).status, 'recorded');
         }
         const batched = await hinted();
         assert.equal(batched.traffic.roundTrips, 0);
         assert.match(
           batched.body,
           /"stack_small_id":6,.*"already_computed_units":22,"in_settle_period":false,"num_total_messages":3,/,
+        );
+        assert.match(
+          batched.body,
+          /"stack_small_id":8,.*"already_computed_units":24,"in_settle_period":false,"num_total_messages":2,/,
         );
 
         // Another daemon changes a stack of the node, then this one reports: the topic moved by two, and
