@@ -1664,19 +1664,14 @@ export class PostgresStore implements Store {
   #patchOwnUsage(topic: string, version: number, stacks: ReadonlyMap<string, UsageColumns>): void {
     const kept = this.#nodeLists.get(topic);
     if (kept === undefined || kept.version !== version - 1) return;
-    const places: number[] = [];
-    for (const id of stacks.keys()) {
-      const at = kept.index.get(id);
-      if (at === undefined) return;
-      places.push(at);
-    }
+    // Every stack is checked before any is written: the pending rows are the entry's own, changed in place.
+    for (const id of stacks.keys()) if (!kept.index.has(id)) return;
     // Added to in place, not copied per group: only #materialized reads the pending rows, in the same turn
     // as it takes the entry from #nodeLists, and it replaces the entry. A copy cost a busy node whose list
     // nobody read a Map of up to its every stack per group.
     const pending = kept.pending ?? new Map<number, unknown[]>();
-    let i = 0;
-    for (const { already, messages } of stacks.values()) {
-      const at = places[i++]!;
+    for (const [id, { already, messages }] of stacks) {
+      const at = kept.index.get(id)!;
       // A pending row is this entry's own copy; a row of `state` may be shared with a body, so it is copied.
       const r = pending.get(at) ?? kept.state[at]!.slice();
       // The values as a read gives them (NUMERIC as decimal text), so that sameState holds for a re-read.
