@@ -334,12 +334,19 @@ describe('autopilot', () => {
       await world(d);
       const stack = await buy(d, 1, 1000);
       await serve(d, stack, 1000, new Map());
-      await run(d);
-      assert.ok(await d.services.store.getTicket(stack), 'settled');
-      // The task goes away before the claim: claim_funds would abort (its task is gone, contracts.md §2.14).
+      // The task goes away between the settlement and the claim: claim_funds would then abort (its task is
+      // gone, contracts.md §2.14). It is deprecated an epoch before, so that it can be removed in the
+      // settlement's own epoch: the ticket is not claimable yet, and no pass of the autopilot (woken by
+      // every event it indexes) can claim before the task is gone.
       ok(await d.post('/dev/tasks/1/deprecate'));
       ok(await d.post('/dev/epoch'));
+      await run(d);
+      const ticket = await d.services.store.getTicket(stack);
+      assert.ok(ticket, 'settled');
       ok(await d.post('/dev/tasks/1/remove'));
+      while ((await d.services.dev!.currentEpoch()) < BigInt(ticket.claimable_from_epoch ?? 0)) {
+        ok(await d.post('/dev/epoch'));
+      }
       const sentBefore = d.services.dev!.transactionsOf(d.services.chain!.signerAddress).length;
       for (let i = 0; i < 3; i++) await run(d);
       const status = ok(await d.get('/autopilot'));
