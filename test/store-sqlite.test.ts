@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { openStore } from '../src/store/open.ts';
 import { AUTOPILOT_QUERIES, SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
 import { WalCheckpointer, WalFill } from '../src/store/sqlite-checkpointer.ts';
+import { WalIndexWatch } from '../src/store/sqlite-wal-index.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
@@ -330,6 +331,61 @@ describe('sqlite store', () => {
     child.kill();
     assert.equal(out, 'written');
     assert.equal(exit, 0);
+  });
+
+  it("moves its data version on another process's commit, seen in the WAL index without a read transaction", async (t) => {
+    const { dir, remove } = tempDir();
+    t.after(remove);
+    const store = new SqliteStore({ dataDir: dir });
+    t.after(() => store.close());
+    const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const before = await store.dataVersion();
+    assert.match(before, /^w/, 'read from the WAL index, not with PRAGMA data_version');
+    await nextTurn();
+    assert.equal(await store.dataVersion(), before, 'nothing committed: the same version');
+    assert.deepEqual(await store.listTasks(), []);
+    // `node-daemon replay` into the data dir of a store that stays open, as OPERATIONS.md allows.
+    const child = spawn(
+      process.execPath,
+      [
+        new URL('../src/main.ts', import.meta.url).pathname,
+        'replay',
+        new URL('fixtures/events.jsonl', import.meta.url).pathname,
+        '--data-dir',
+        dir,
+      ],
+      { stdio: 'pipe' },
+    );
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 0);
+    await nextTurn();
+    const after = await store.dataVersion();
+    assert.notEqual(after, before, "the other process's commits moved it");
+    assert.match(after, /^w/);
+    assert.equal((await store.listTasks()).length, 6, 'and its rows are there to read');
+  });
+
+  it('watches the WAL index only while commits move it, and not at all without one', async (t) => {
+    const { dir, remove } = tempDir();
+    t.after(remove);
+    const file = `${dir}/watched.sqlite`;
+    assert.equal(WalIndexWatch.open(file), undefined, 'no database, no WAL index');
+    const db = new DatabaseSync(file);
+    t.after(() => db.close());
+    db.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (x)');
+    const watch = WalIndexWatch.open(file)!;
+    t.after(() => watch.close());
+    const first = watch.version();
+    assert.equal(watch.version(), first);
+    db.exec('INSERT INTO t VALUES (1)');
+    const second = watch.version();
+    assert.notEqual(second, first, 'a commit moves the header');
+    watch.committed(first);
+    assert.equal(watch.active, true, 'a commit since `first` was seen');
+    // A commit that left the header as it was: the watch cannot be trusted, and turns off for good.
+    watch.committed(watch.version());
+    assert.equal(watch.active, false);
+    assert.equal(watch.version(), undefined);
   });
 
   it('ships migrations that are plain SQL files, numbered from 0001', () => {

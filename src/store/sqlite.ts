@@ -53,6 +53,7 @@ import {
   usageChange,
 } from './rows.ts';
 import { WAL_SIZE_LIMIT_BYTES, WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.ts';
+import { WalIndexWatch } from './sqlite-wal-index.ts';
 import type {
   Attestation,
   AttestationOutcome,
@@ -202,6 +203,8 @@ export class SqliteStore implements Store {
   /** The JSON of the stacks already listed, encoded, with the values it shows (see KeptStacks). */
   readonly #keptStacks = new KeptStacks();
   #version: string | undefined;
+  /** Commits of any connection, seen in the WAL index without a read transaction (see dataVersion). */
+  readonly #walIndex: WalIndexWatch | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
   #storeId: string | undefined;
@@ -245,6 +248,7 @@ export class SqliteStore implements Store {
       },
       options.checkpointWalBytes,
     );
+    this.#walIndex = WalIndexWatch.open(this.location);
     this.#w = prepareWrites(this.#writer);
     this.#r = prepareReads(this.#reader);
     // The stack lists as rows of values (arrays), for the JSON built straight from them; and the same
@@ -292,7 +296,9 @@ export class SqliteStore implements Store {
       // The last checkpoint of the WAL's cycle finishes first, so that this transaction starts it over.
       const held = this.#checkpointer.held;
       if (held !== undefined) await held;
+      const seen = this.#walIndex?.version();
       this.#guard(() => this.#writer.exec('BEGIN IMMEDIATE'));
+      const changes = seen === undefined ? 0 : this.#totalChanges();
       this.#appended = false;
       this.#touched.clear();
       this.#rowChange.clear();
@@ -303,7 +309,10 @@ export class SqliteStore implements Store {
           for (const topic of this.#touched) {
             versions.push([topic, Number(this.#w.bumpTopic!.get(topic)!.version)]);
           }
+          const wrote = seen !== undefined && this.#totalChanges() !== changes;
           this.#writer.exec('COMMIT');
+          // A transaction that changed no row writes no WAL frame, and so leaves the header as it was.
+          if (wrote) this.#walIndex?.committed(seen);
           // Only once committed: a version of a transaction that rolled back is given again.
           for (const [topic, version] of versions)
             this.#logChange(topic, version, this.#rowChange.get(topic));
@@ -1008,12 +1017,22 @@ export class SqliteStore implements Store {
     });
   }
 
+  /** Rows the writer connection has changed since it opened (SQLite's total_changes()). */
+  #totalChanges(): number {
+    return Number(this.#w.totalChanges!.get()!.n);
+  }
+
   async dataVersion(): Promise<string> {
-    // PRAGMA data_version changes when any other connection, in this process or another, commits. It is
-    // read at most once per event-loop turn (a burst of requests shares one read), and forgotten at once
-    // when this process commits.
+    // Moves when any connection, in this process or another, commits. It is read at most once per
+    // event-loop turn (a burst of requests shares one read), and forgotten at once when this process
+    // commits. From the WAL index's header when it can be (one pread: sqlite-wal-index.ts), else PRAGMA
+    // data_version (a read transaction); the prefixes keep the two apart should the watch turn off.
     if (this.#version === undefined) {
-      this.#version = this.#guard(() => String(this.#r.dataVersion!.get()!.data_version));
+      const watched = this.#walIndex?.version();
+      this.#version =
+        watched !== undefined
+          ? `w${watched}`
+          : `p${this.#guard(() => String(this.#r.dataVersion!.get()!.data_version))}`;
       setImmediate(() => {
         this.#version = undefined;
       });
@@ -1037,6 +1056,7 @@ export class SqliteStore implements Store {
     await this.#queue;
     this.#closed = true;
     await this.#checkpointer.close();
+    this.#walIndex?.close();
     this.#reader.close();
     this.#writer.exec('PRAGMA optimize');
     this.#writer.close();
@@ -1172,6 +1192,7 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
 
 function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
   return {
+    totalChanges: db.prepare('SELECT total_changes() AS n'),
     getUsage:
       db.prepare(`SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units, num_total_messages FROM stacks
       WHERE stack_small_id = ?`),
