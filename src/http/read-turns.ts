@@ -9,8 +9,7 @@
  * socket). Turns are given after the loop's I/O phase, in arrival order, for at most `sliceMs` at a time;
  * then the loop goes back to its sockets, and a write that arrived meanwhile is served there and then.
  * Reads keep their order and their throughput (the same work, in slices); an idle daemon sends a read in
- * the same turn of the loop it arrived in. A slice of 0.25 ms answers a report under 50 saturating readers
- * in about 0.75 ms, for about 6 % of their reads; 0.5 ms took 1.1 ms (DECISIONS.md).
+ * the same turn of the loop it arrived in.
  */
 export class ReadTurns {
   readonly #sliceMs: number;
@@ -20,7 +19,7 @@ export class ReadTurns {
   #sliceStart = 0;
   #given = 0;
 
-  constructor(sliceMs = 0.25) {
+  constructor(sliceMs = 0.5) {
     this.#sliceMs = sliceMs;
   }
 
