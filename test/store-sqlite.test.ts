@@ -363,6 +363,13 @@ describe('sqlite store', () => {
     assert.notEqual(after, before, "the other process's commits moved it");
     assert.match(after, /^w/);
     assert.equal((await store.listTasks()).length, 6, 'and its rows are there to read');
+    // This process's own commit moves it too, and the watch, checking that it did, stays on.
+    const open = (await store.listStacks(1)).find((s) => !s.in_settle_period && !s.is_claimed);
+    assert.ok(open, 'the fixture leaves node 1 an open stack');
+    assert.equal((await store.addStackUsage(open.stack_small_id, 1, undefined, 1)).status, 'recorded');
+    const own = await store.dataVersion();
+    assert.notEqual(own, after);
+    assert.match(own, /^w/);
   });
 
   it('watches the WAL index only while commits move it, and not at all without one', async (t) => {

@@ -298,7 +298,6 @@ export class SqliteStore implements Store {
       if (held !== undefined) await held;
       const seen = this.#walIndex?.version();
       this.#guard(() => this.#writer.exec('BEGIN IMMEDIATE'));
-      const changes = seen === undefined ? 0 : this.#totalChanges();
       this.#appended = false;
       this.#touched.clear();
       this.#rowChange.clear();
@@ -309,10 +308,11 @@ export class SqliteStore implements Store {
           for (const topic of this.#touched) {
             versions.push([topic, Number(this.#w.bumpTopic!.get(topic)!.version)]);
           }
-          const wrote = seen !== undefined && this.#totalChanges() !== changes;
           this.#writer.exec('COMMIT');
-          // A transaction that changed no row writes no WAL frame, and so leaves the header as it was.
-          if (wrote) this.#walIndex?.committed(seen);
+          // A topic's bump is a row written, so the WAL index header must have moved. The commits that
+          // bump none (a cursor, an idempotency key) move no cached response, and are not checked: a
+          // transaction that changed no row writes no WAL frame and leaves the header as it was.
+          if (versions.length > 0) this.#walIndex?.committed(seen);
           // Only once committed: a version of a transaction that rolled back is given again.
           for (const [topic, version] of versions)
             this.#logChange(topic, version, this.#rowChange.get(topic));
@@ -1017,11 +1017,6 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** Rows the writer connection has changed since it opened (SQLite's total_changes()). */
-  #totalChanges(): number {
-    return Number(this.#w.totalChanges!.get()!.n);
-  }
-
   async dataVersion(): Promise<string> {
     // Moves when any connection, in this process or another, commits. It is read at most once per
     // event-loop turn (a burst of requests shares one read), and forgotten at once when this process
@@ -1192,7 +1187,6 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
 
 function prepareWrites(db: DatabaseSync): Record<string, StatementSync> {
   return {
-    totalChanges: db.prepare('SELECT total_changes() AS n'),
     getUsage:
       db.prepare(`SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units, num_total_messages FROM stacks
       WHERE stack_small_id = ?`),
