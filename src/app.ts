@@ -70,6 +70,8 @@ export interface AppDeps {
   autopilot?: Autopilot | undefined;
   /** The live node events (GET /events); absent, the route is not served. */
   events?: EventHub | undefined;
+  /** The reads' turns (src/http/read-turns.ts); tests pass their own to watch them. */
+  turns?: ReadTurns | undefined;
   /** How long a request may take to arrive whole (REQUEST_TIMEOUT_MS); tests shorten it. */
   requestTimeoutMs?: number | undefined;
 }
@@ -142,12 +144,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // One onRequest and one onResponse hook, synchronous: they run on every request.
   // The console's page and files are public code: under --auth all it loads, then asks for the token.
   const guard = createGuard({ ...deps.security, isPublic: isConsolePath }, metrics);
+  // Read turns are short while writes arrive (read-turns.ts): the hook below tells them.
+  const turns = deps.turns ?? new ReadTurns();
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
   });
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    if (request.method !== 'GET' && request.method !== 'HEAD') turns.writeArrived();
     if (closing) {
       reply.header('connection', 'close');
       sendProblem(request, reply, 'shutting_down', 'the daemon is shutting down; retry once it is back', {
@@ -262,7 +267,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const cache = new ResponseCache(config.cacheMb * 1024 * 1024, (outcome) =>
     metrics.httpCacheLookups.inc({ outcome }),
   );
-  await app.register(readRoutes, { store, cache, turns: new ReadTurns() });
+  await app.register(readRoutes, { store, cache, turns });
   await app.register(writeRoutes, { network: config.network, writes, store });
   await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
   if (deps.events) {

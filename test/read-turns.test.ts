@@ -3,9 +3,14 @@ import { readFileSync } from 'node:fs';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { buildApp } from '../src/app.ts';
 import { ReadTurns } from '../src/http/read-turns.ts';
 import { TOKEN_FILE } from '../src/http/security.ts';
+import { createLogger } from '../src/internal/logger.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { devDaemon } from './helpers/dev-daemon.ts';
+import { tempDir } from './helpers/tmp.ts';
 
 /** Turns of the event loop, counted by a chain of setImmediate callbacks while `until` is pending. */
 function loopTurns(until: Promise<unknown>): { now(): number } {
@@ -24,7 +29,7 @@ function loopTurns(until: Promise<unknown>): { now(): number } {
 
 describe('read turns', () => {
   it('gives turns in arrival order, one per turn of the loop when the slice is spent at once', async () => {
-    const turns = new ReadTurns(0);
+    const turns = new ReadTurns({ sliceMs: 0 });
     const seen: [number, number][] = [];
     const all = Promise.all(
       [0, 1, 2, 3].map(async (i) => {
@@ -45,7 +50,7 @@ describe('read turns', () => {
   });
 
   it('lets every waiting read through in one turn of the loop while the slice lasts', async () => {
-    const turns = new ReadTurns(10_000);
+    const turns = new ReadTurns({ sliceMs: 10_000 });
     const seen: number[] = [];
     const all = Promise.all(
       [0, 1, 2, 3, 4].map(async () => {
@@ -56,6 +61,56 @@ describe('read turns', () => {
     const clock = loopTurns(all);
     await all;
     assert.equal(new Set(seen).size, 1, `all in one turn: ${seen}`);
+  });
+
+  it('gives short slices for a while after a write arrived, then long ones again', async () => {
+    const turns = new ReadTurns({ sliceMs: 10_000, busySliceMs: 0, busyForMs: 50 });
+    /** The loop turns five reads waiting at once were let through in. */
+    const spread = async () => {
+      const seen: number[] = [];
+      const all = Promise.all(
+        [0, 1, 2, 3, 4].map(async () => {
+          await turns.turn();
+          seen.push(clock.now());
+        }),
+      );
+      const clock = loopTurns(all);
+      await all;
+      return new Set(seen).size;
+    };
+    assert.equal(await spread(), 1, 'no write yet: one long slice');
+    turns.writeArrived();
+    assert.equal(await spread(), 5, 'just after a write: a read per slice');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    assert.equal(await spread(), 1, 'busyForMs after the write: long slices again');
+  });
+
+  it('are told of every request that writes, and of no read', async () => {
+    const { dir, remove } = tempDir();
+    const store = new SqliteStore({ dataDir: dir });
+    const turns = new ReadTurns({ busyForMs: 60_000 });
+    const app = await buildApp({
+      config: TEST_APP_CONFIG,
+      store,
+      logger: createLogger('silent'),
+      security: openSecurity(dir),
+      turns,
+    });
+    try {
+      for (const url of ['/tasks', '/stacks/nodes/1', '/health', '/nowhere']) {
+        await app.inject({ method: 'GET', url });
+        await app.inject({ method: 'HEAD', url });
+      }
+      assert.equal(turns.busy, false, 'reads only');
+      // Refused (no token, no network), but a write all the same: it came in on the read load.
+      const res = await app.inject({ method: 'POST', url: '/nodes/register', payload: {} });
+      assert.notEqual(res.statusCode, 200);
+      assert.equal(turns.busy, true, 'after a POST');
+    } finally {
+      await app.close();
+      await store.close();
+      await remove();
+    }
   });
 
   it('answers a usage report before the reads that arrived with it', async () => {
