@@ -27,6 +27,20 @@ function loopTurns(until: Promise<unknown>): { now(): number } {
   return { now: () => turns };
 }
 
+/** Lets `reads` reads wait for their turns at once: the loop turn each was let through in, as they went. */
+async function turnsTaken(turns: ReadTurns, reads: number): Promise<number[]> {
+  const seen: number[] = [];
+  const all = Promise.all(
+    Array.from({ length: reads }, async () => {
+      await turns.turn();
+      seen.push(clock.now());
+    }),
+  );
+  const clock = loopTurns(all);
+  await all;
+  return seen;
+}
+
 describe('read turns', () => {
   it('gives turns in arrival order, one per turn of the loop when the slice is spent at once', async () => {
     const turns = new ReadTurns({ sliceMs: 0 });
@@ -50,34 +64,14 @@ describe('read turns', () => {
   });
 
   it('lets every waiting read through in one turn of the loop while the slice lasts', async () => {
-    const turns = new ReadTurns({ sliceMs: 10_000 });
-    const seen: number[] = [];
-    const all = Promise.all(
-      [0, 1, 2, 3, 4].map(async () => {
-        await turns.turn();
-        seen.push(clock.now());
-      }),
-    );
-    const clock = loopTurns(all);
-    await all;
+    const seen = await turnsTaken(new ReadTurns({ sliceMs: 10_000 }), 5);
     assert.equal(new Set(seen).size, 1, `all in one turn: ${seen}`);
   });
 
   it('gives short slices for a while after a write arrived, then long ones again', async () => {
     const turns = new ReadTurns({ sliceMs: 10_000, busySliceMs: 0, busyForMs: 50 });
-    /** The loop turns five reads waiting at once were let through in. */
-    const spread = async () => {
-      const seen: number[] = [];
-      const all = Promise.all(
-        [0, 1, 2, 3, 4].map(async () => {
-          await turns.turn();
-          seen.push(clock.now());
-        }),
-      );
-      const clock = loopTurns(all);
-      await all;
-      return new Set(seen).size;
-    };
+    /** How many loop turns five reads waiting at once were let through in. */
+    const spread = async () => new Set(await turnsTaken(turns, 5)).size;
     assert.equal(await spread(), 1, 'no write yet: one long slice');
     turns.writeArrived();
     assert.equal(await spread(), 5, 'just after a write: a read per slice');
