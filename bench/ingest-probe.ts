@@ -5,13 +5,14 @@
  * and per second of this process's CPU time spent in applyPage (the generator excluded). On SQLite the CPU
  * figure is the one to compare between changes: other processes on the machine do not move it. It counts
  * every thread of the process (V8's GC helpers, the WAL checkpointer); the main thread's own CPU is printed
- * beside it, the bound on wall time when the other threads find a free core. On PostgreSQL the server's
+ * beside it, the bound on wall time when the other threads find a free core. The store is instrumented as
+ * the daemon's is (its calls timed into the metrics). On PostgreSQL the server's
  * CPU is not in it; read the wall figure there.
  */
 import { pino } from 'pino';
 import { applyPage } from '../src/indexer/apply.ts';
 import { mixedStream, pages, stacksStream } from './events.ts';
-import { freshSqlite, PAGE_SIZE } from './ingest.ts';
+import { asTheDaemonHasIt, freshSqlite, PAGE_SIZE } from './ingest.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
 
 const args = process.argv.slice(2);
@@ -19,7 +20,8 @@ const events = Number(args.find((a) => /^\d+$/.test(a)) ?? 200_000);
 const pg = args.includes('--postgres');
 const stacksOnly = args.includes('--stacks');
 const dbs = new ThrowawayDatabases(process.env.DATABASE_URL ?? DEFAULT_SERVER_URL);
-const { store, dispose } = pg ? await dbs.fresh() : await freshSqlite();
+const { store: opened, dispose } = pg ? await dbs.fresh() : await freshSqlite();
+const store = asTheDaemonHasIt(opened);
 const log = pino({ level: 'silent' });
 try {
   let wallNs = 0n;

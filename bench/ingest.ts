@@ -6,6 +6,8 @@ import { pino } from 'pino';
 import { applyPage } from '../src/indexer/apply.ts';
 import { FileEventSource } from '../src/indexer/file-source.ts';
 import { BATCH_EVENTS, catchUp } from '../src/indexer/run.ts';
+import { createMetrics } from '../src/internal/metrics.ts';
+import { instrumentStore } from '../src/store/instrument.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { IndexerCounts, Store } from '../src/store/store.ts';
 import { pages } from './events.ts';
@@ -84,7 +86,17 @@ export async function freshSqlite(): Promise<FreshStore> {
   };
 }
 
-/** Into a fresh store (SQLite unless fresh says otherwise), with applyPage; the store is disposed of afterwards. */
+let metrics: ReturnType<typeof createMetrics> | undefined;
+/** The store as the daemon's indexer has it: every call timed into the daemon's metrics (src/daemon.ts). */
+export function asTheDaemonHasIt(store: Store): Store {
+  metrics ??= createMetrics();
+  return instrumentStore(store, metrics);
+}
+
+/**
+ * Into a fresh store (SQLite unless fresh says otherwise), instrumented as the daemon's is, with applyPage;
+ * the store is disposed of afterwards.
+ */
 export async function measureApply(
   name: string,
   stream: Iterable<unknown>,
@@ -92,7 +104,7 @@ export async function measureApply(
 ): Promise<IngestResult> {
   const { store, dispose } = await fresh();
   try {
-    const { events, seconds, counts } = await applyStream(store, 'bench:memory', stream);
+    const { events, seconds, counts } = await applyStream(asTheDaemonHasIt(store), 'bench:memory', stream);
     return { name, path: 'applyPage', events, seconds, eventsPerSecond: events / seconds, counts };
   } finally {
     await dispose();
