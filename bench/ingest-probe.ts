@@ -6,8 +6,8 @@
  * figure is the one to compare between changes: other processes on the machine do not move it. It counts
  * every thread of the process (V8's GC helpers, the WAL checkpointer); the main thread's own CPU is printed
  * beside it, the bound on wall time when the other threads find a free core. The store is instrumented as
- * the daemon's is (its calls timed into the metrics). On PostgreSQL the server's
- * CPU is not in it; read the wall figure there.
+ * the daemon's is (its calls timed into the metrics). On PostgreSQL the server's CPU is not in it; read the
+ * wall figure there.
  */
 import { pino } from 'pino';
 import { applyPage } from '../src/indexer/apply.ts';
