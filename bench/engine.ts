@@ -49,8 +49,17 @@ export interface Engine {
      * note as a reference.
      */
     tasksRatio?: number;
-    /** Every ingest run and the data set's build at least this many events/s; undefined: no ingest target. */
-    ingestEventsPerSecond?: number;
+    /**
+     * Every timed ingest run of the streams (200,000 events; 50,000 with --quick) at least this many events/s
+     * (issue 13); undefined: none. The JIT-cold first run is shown and not judged.
+     */
+    streamEventsPerSecond?: number;
+    /** The data set's build (1,001,000 events into one growing store) at least this many events/s. */
+    buildEventsPerSecond?: number;
+    /** Cached GET /stacks/nodes/{fixed} p99 at most this times the bare server's with the same bytes. */
+    cachedStacksP99VsBare?: number;
+    /** Uncached GET /stacks/nodes/{rotating ids} (--cache-mb 0) p99 at most this many ms (issue 13). */
+    uncachedRotatingP99Ms?: number;
     /** The p99 of every /stacks measurement at most this many ms. */
     stacksP99Ms: number;
   };
@@ -81,7 +90,13 @@ function sqlite(root: string, resultsDir: string): Engine {
     resultsFile: 'latest.json',
     profiles: true,
     http: { tasksFirst: true, floor: true },
-    targets: { tasksRatio: 0.7, stacksP99Ms: 10 },
+    targets: {
+      tasksRatio: 0.7,
+      stacksP99Ms: 10,
+      streamEventsPerSecond: 60_000,
+      cachedStacksP99VsBare: 1.3,
+      uncachedRotatingP99Ms: 50,
+    },
     datasetNote:
       'already_computed_units has no event: after ingest, one direct UPDATE of the SQLite file sets ' +
       'already_computed_units = num_compute_units * ((stack_small_id * 37) % 101) / 100. It models the usage ' +
@@ -110,7 +125,7 @@ function postgres(serverUrl: string): Engine {
     databaseColumn: 'PG CPU',
     databasePinning: 'not pinned',
     http: { tasksFirst: false, floor: false },
-    targets: { ingestEventsPerSecond: 10_000, stacksP99Ms: 15 },
+    targets: { streamEventsPerSecond: 25_000, buildEventsPerSecond: 10_000, stacksP99Ms: 15 },
     datasetNote:
       'already_computed_units has no event: after ingest, one UPDATE sets it to ' +
       'div(num_compute_units * ((stack_small_id * 37) % 101), 100), the same values as the SQLite data set; ' +

@@ -23,6 +23,8 @@ export interface IngestResult {
   seconds: number;
   eventsPerSecond: number;
   counts: IndexerCounts;
+  /** The process's first run, its JIT cold: shown, not judged against a target. */
+  cold?: boolean;
 }
 
 function sum(into: IndexerCounts, more: IndexerCounts): void {

@@ -54,7 +54,7 @@ import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, pinPostgres, ThrowawayDatabases } from './postgres.ts';
 import { percentile } from './report.ts';
 import { freePort, SERVER_CPU } from './servers.ts';
-import { REPORTER_ADDRESS, WireCapture, wireLatency } from './wire.ts';
+import { REPORTER_ADDRESS, WireCapture, type WireReport, wireLatency } from './wire.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HELP = `Usage: npm run bench:mixed -- [--quick] [--postgres [--database-url URL]] [--rates 0,100,500] [--wire]
@@ -319,6 +319,87 @@ interface Row {
    * libuv's pool) together.
    */
   threads: { mainRun: number; mainWait: number; checkpoint: number; others: number; busiest: string };
+}
+
+/** One of the issue's targets for this workload, judged from the rows (docs/PERFORMANCE.md "Targets"). */
+interface MixedTarget {
+  name: string;
+  goal: string;
+  value: string;
+  pass: boolean;
+  /** Its row was taken while the hypervisor took more than STEAL_LIMIT of a core. */
+  disturbed: boolean;
+}
+
+/**
+ * The workload's targets, judged from the rows measured: at 100 reports/s the reads' ratio (the row's and,
+ * when measured, the interleaved median) at least 0.8 and their p99 at most 15 ms; at 500 reports/s the
+ * ratio at least 0.6; on SQLite, a report's p50 at most 1 ms and p99 at most 5 ms while 50 connections read
+ * (the "reports/s, no stream" row), on the wire when it was captured, else as the reporter saw it. A rate
+ * not measured in this run is not judged.
+ */
+function mixedTargets(rows: readonly Row[], engine: string, onWire: WireReport[] | undefined): MixedTarget[] {
+  const targets: MixedTarget[] = [];
+  const ratioTargets = (rate: number, goal: number) => {
+    const row = rows.find((r) => r.reportsPerSecond === rate && r.stream && r.ratio !== undefined);
+    if (row === undefined) return row;
+    const disturbed = row.disturbed === true;
+    targets.push({
+      name: `${row.label}: reads' ratio to no writes (row)`,
+      goal: `>= ${goal}`,
+      value: row.ratio!.toFixed(2),
+      pass: row.ratio! >= goal,
+      disturbed,
+    });
+    if (row.interleaved) {
+      const m = median(row.interleaved);
+      targets.push({
+        name: `${row.label}: reads' ratio to no writes (interleaved median)`,
+        goal: `>= ${goal}`,
+        value: `${m.toFixed(2)} (${row.interleaved.map((r) => r.toFixed(2)).join(', ')})`,
+        pass: m >= goal,
+        disturbed: row.interleavedDisturbed === true,
+      });
+    }
+    return row;
+  };
+  const at100 = ratioTargets(100, 0.8);
+  if (at100) {
+    targets.push({
+      name: `${at100.label}: read p99`,
+      goal: '<= 15 ms',
+      value: `${at100.reads.p99ms.toFixed(2)} ms`,
+      pass: at100.reads.p99ms <= 15,
+      disturbed: at100.disturbed === true,
+    });
+  }
+  ratioTargets(500, 0.6);
+  const reports = rows.find((r) => r.reportsPerSecond && !r.stream && r.label.endsWith('no stream'));
+  if (engine === 'SQLite' && reports) {
+    const seen = onWire ? wireLatency(onWire, reports.reports.from, reports.reports.to) : reports.reports;
+    const where = onWire ? 'on the wire' : "the reporter's clock";
+    targets.push({
+      name: `${reports.label}: report p50 / p99 (${where})`,
+      goal: '<= 1 / 5 ms',
+      value: `${seen.p50ms.toFixed(2)} / ${seen.p99ms.toFixed(2)} ms`,
+      pass: seen.p50ms <= 1 && seen.p99ms <= 5,
+      disturbed: reports.disturbed === true,
+    });
+  }
+  return targets;
+}
+
+function printTargets(rows: readonly Row[], engine: string, onWire: WireReport[] | undefined): void {
+  const targets = mixedTargets(rows, engine, onWire);
+  if (targets.length === 0) return;
+  console.log(`\nTargets on ${engine} (issue 13)\n`);
+  console.log('| Target | Goal | Measured | Result |');
+  console.log('| --- | --- | --- | --- |');
+  for (const t of targets) {
+    const result = `${t.pass ? 'PASS' : 'MISS'}${t.disturbed ? ' (disturbed: steal)' : ''}`;
+    console.log(`| ${t.name} | ${t.goal} | ${t.value} | ${result} |`);
+  }
+  if (quick) console.log('\n(--quick: rows of 4 s; the full run is the one to judge by.)');
 }
 
 async function main(): Promise<void> {
@@ -860,6 +941,7 @@ async function main(): Promise<void> {
         );
       }
     }
+    printTargets(rows, engine, onWire);
     daemon.kill('SIGTERM');
     await once(daemon, 'exit');
   } finally {

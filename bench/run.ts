@@ -295,6 +295,15 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
       `transactions of ${PAGE_SIZE.toLocaleString('en-US')}${engine.ingestInto ? `, ${engine.ingestInto}` : ''})`,
   );
   const ingest = await measureIngest([
+    // The process's first apply compiles the decoder and the store's calls as it goes: shown, not judged
+    // (a daemon pays it once, not per 200,000 events); the runs after it are the rate it keeps.
+    [
+      'mixed stream, in memory, JIT cold',
+      async () => ({
+        ...(await measureApply('mixed stream, JIT cold', mixedStream(ingestEvents, 7), engine.fresh)),
+        cold: true,
+      }),
+    ],
     [
       'mixed stream, in memory',
       () => measureApply('mixed stream', mixedStream(ingestEvents, 7), engine.fresh),
@@ -578,32 +587,27 @@ function judge(
   const goals = engine.targets;
   const targets: Target[] = [];
   if (goals.tasksRatio !== undefined) targets.push(...tasksRatioTargets(rows, goals.tasksRatio, notes));
-  const minEvents = goals.ingestEventsPerSecond;
-  if (minEvents !== undefined) {
-    const ingestRows: { name: string; eventsPerSecond: number; otherLoad?: ForeignLoad }[] = [
-      ...ingest.map((r) => ({
-        name: `${r.name}, ${r.path}`,
-        eventsPerSecond: r.eventsPerSecond,
-        otherLoad: r.otherLoad,
-      })),
-      ...(build
-        ? [
-            {
-              name: 'HTTP data set build, applyPage into one growing database',
-              eventsPerSecond: build.eventsPerSecond,
-            },
-          ]
-        : []),
-    ];
-    for (const r of ingestRows) {
-      targets.push({
-        name: `ingest ${r.name}`,
-        goal: `>= ${fmt(minEvents, 0)} events/s`,
-        value: `${fmt(r.eventsPerSecond, 0)} events/s`,
-        pass: r.eventsPerSecond >= minEvents,
-        disturbed: isDisturbed(r.otherLoad),
-      });
+  const ingestTarget = (name: string, eventsPerSecond: number, goal: number, otherLoad?: ForeignLoad) => {
+    targets.push({
+      name: `ingest ${name}`,
+      goal: `>= ${fmt(goal, 0)} events/s`,
+      value: `${fmt(eventsPerSecond, 0)} events/s`,
+      pass: eventsPerSecond >= goal,
+      disturbed: isDisturbed(otherLoad),
+    });
+  };
+  const streamGoal = goals.streamEventsPerSecond;
+  if (streamGoal !== undefined) {
+    for (const r of ingest.filter((r) => !r.cold)) {
+      ingestTarget(`${r.name}, ${r.path}`, r.eventsPerSecond, streamGoal, r.otherLoad);
     }
+  }
+  if (goals.buildEventsPerSecond !== undefined && build) {
+    ingestTarget(
+      'HTTP data set build, applyPage into one growing database',
+      build.eventsPerSecond,
+      goals.buildEventsPerSecond,
+    );
   }
   for (const row of rows.filter((r) => r.id.startsWith('stacks-'))) {
     targets.push({
@@ -612,6 +616,29 @@ function judge(
       value: row.result ? `${fmt(row.result.p99ms, 2)} ms` : 'not measured',
       pass: row.result ? row.result.p99ms <= goals.stacksP99Ms : undefined,
       disturbed: isDisturbed(row.otherLoad),
+    });
+  }
+  const byId = (id: string) => rows.find((r) => r.id === id);
+  const cached = byId('stacks-fixed-cached');
+  const bare = byId('floor-stacks-bare');
+  if (goals.cachedStacksP99VsBare !== undefined && cached?.result && bare?.result) {
+    const ratio = cached.result.p99ms / bare.result.p99ms;
+    targets.push({
+      name: `p99 ${cached.label}, daemon / bare node:http (same bytes)`,
+      goal: `<= ${goals.cachedStacksP99VsBare.toFixed(1)}x`,
+      value: `${ratio.toFixed(2)}x (${fmt(cached.result.p99ms, 2)} / ${fmt(bare.result.p99ms, 2)} ms)`,
+      pass: ratio <= goals.cachedStacksP99VsBare,
+      disturbed: isDisturbed(cached.otherLoad) || isDisturbed(bare.otherLoad),
+    });
+  }
+  const rotating = byId('stacks-rotating-uncached');
+  if (goals.uncachedRotatingP99Ms !== undefined && rotating?.result) {
+    targets.push({
+      name: `p99 ${rotating.label}, ${rotating.server} (issue 13)`,
+      goal: `<= ${goals.uncachedRotatingP99Ms} ms`,
+      value: `${fmt(rotating.result.p99ms, 2)} ms`,
+      pass: rotating.result.p99ms <= goals.uncachedRotatingP99Ms,
+      disturbed: isDisturbed(rotating.otherLoad),
     });
   }
   if (goals.tasksRatio === undefined) {
