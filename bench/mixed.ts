@@ -347,7 +347,7 @@ function mixedTargets(rows: readonly Row[], engine: string, onWire: WireReport[]
     targets.push({
       name: `${row.label}: reads' ratio to no writes (row)`,
       goal: `>= ${goal}`,
-      value: row.ratio!.toFixed(2),
+      value: row.ratio!.toFixed(3),
       pass: row.ratio! >= goal,
       disturbed,
     });
@@ -356,7 +356,7 @@ function mixedTargets(rows: readonly Row[], engine: string, onWire: WireReport[]
       targets.push({
         name: `${row.label}: reads' ratio to no writes (interleaved median)`,
         goal: `>= ${goal}`,
-        value: `${m.toFixed(2)} (${row.interleaved.map((r) => r.toFixed(2)).join(', ')})`,
+        value: `${m.toFixed(3)} (${row.interleaved.map((r) => r.toFixed(2)).join(', ')})`,
         pass: m >= goal,
         disturbed: row.interleavedDisturbed === true,
       });
