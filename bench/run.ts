@@ -294,15 +294,18 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
     `\n[1/4] indexer apply rate${intoName} (${ingestEvents.toLocaleString('en-US')} events per run, ` +
       `transactions of ${PAGE_SIZE.toLocaleString('en-US')}${engine.ingestInto ? `, ${engine.ingestInto}` : ''})`,
   );
+  // The process's first apply compiles the decoder and the store's calls as it goes: shown, not judged
+  // (a daemon pays it once, not per 200,000 events); the runs after it are the rate it keeps. A repeat of
+  // it (other load disturbed the first) is no longer cold, and its name says so.
+  let coldRuns = 0;
   const ingest = await measureIngest([
-    // The process's first apply compiles the decoder and the store's calls as it goes: shown, not judged
-    // (a daemon pays it once, not per 200,000 events); the runs after it are the rate it keeps.
     [
       'mixed stream, in memory, JIT cold',
-      async () => ({
-        ...(await measureApply('mixed stream, JIT cold', mixedStream(ingestEvents, 7), engine.fresh)),
-        cold: true,
-      }),
+      async () => {
+        const name =
+          coldRuns++ === 0 ? 'mixed stream, JIT cold' : 'mixed stream, JIT cold run repeated (warm)';
+        return { ...(await measureApply(name, mixedStream(ingestEvents, 7), engine.fresh)), cold: true };
+      },
     ],
     [
       'mixed stream, in memory',
