@@ -52,7 +52,7 @@ import {
 import { call, json } from './daemon-http.ts';
 import { LOAD_CPU, type LoadResult, runOnce } from './load.ts';
 import { DEFAULT_SERVER_URL, pinPostgres, ThrowawayDatabases } from './postgres.ts';
-import { percentile } from './report.ts';
+import { percentile, type Target } from './report.ts';
 import { freePort, SERVER_CPU } from './servers.ts';
 import { REPORTER_ADDRESS, WireCapture, type WireReport, wireLatency } from './wire.ts';
 
@@ -321,16 +321,6 @@ interface Row {
   threads: { mainRun: number; mainWait: number; checkpoint: number; others: number; busiest: string };
 }
 
-/** One of the issue's targets for this workload, judged from the rows (docs/PERFORMANCE.md "Targets"). */
-interface MixedTarget {
-  name: string;
-  goal: string;
-  value: string;
-  pass: boolean;
-  /** Its row was taken while the hypervisor took more than STEAL_LIMIT of a core. */
-  disturbed: boolean;
-}
-
 /**
  * The workload's targets, judged from the rows measured: at 100 reports/s the reads' ratio (the row's and,
  * when measured, the interleaved median) at least 0.8 and their p99 at most 15 ms; at 500 reports/s the
@@ -338,8 +328,8 @@ interface MixedTarget {
  * (the "reports/s, no stream" row), on the wire when it was captured, else as the reporter saw it. A rate
  * not measured in this run is not judged.
  */
-function mixedTargets(rows: readonly Row[], engine: string, onWire: WireReport[] | undefined): MixedTarget[] {
-  const targets: MixedTarget[] = [];
+function mixedTargets(rows: readonly Row[], engine: string, onWire: WireReport[] | undefined): Target[] {
+  const targets: Target[] = [];
   const ratioTargets = (rate: number, goal: number) => {
     const row = rows.find((r) => r.reportsPerSecond === rate && r.stream && r.ratio !== undefined);
     if (row === undefined) return row;

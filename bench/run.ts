@@ -645,8 +645,8 @@ function judge(
     });
   }
   if (goals.tasksRatio === undefined) {
-    const td = rows.find((r) => r.id === 'tasks-daemon')?.result;
-    const tb = rows.find((r) => r.id === 'tasks-bare')?.result;
+    const td = byId('tasks-daemon')?.result;
+    const tb = byId('tasks-bare')?.result;
     if (td && tb) {
       notes.push(
         `GET /tasks, daemon${onEngine(engine)} / bare node:http, one round: ` +
