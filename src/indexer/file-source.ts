@@ -1,10 +1,70 @@
-import { createReadStream, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { EventPage, EventSource, RawEvent } from '../chain/chain.ts';
 
 /** How much of the file one read takes. */
-const READ_BYTES = 1 << 20;
+export const READ_BYTES = 1 << 20;
+const NEWLINE = 0x0a;
+/** node:readline's line ends: a line ends at \r\n, \n or a lone \r. */
+const LINE_END = /\r\n|\n|\r/;
+
+/**
+ * A file's lines, as node:readline splits them (\r\n, \n or a lone \r), read a MiB at a time.
+ *
+ * It reads bytes and decodes each read up to its last newline with Buffer#toString. A UTF-8 byte sequence
+ * never contains the byte 0x0a, so no character is cut. node:readline over a utf8 stream decodes through
+ * StringDecoder, 13 to 15 times slower on the replay's file (360 MB/s against about 5,000): reading and
+ * parsing took 8.7 to 9.2 µs an event that way, 5.0 to 5.6 this way (docs/PERFORMANCE.md, twenty-sixth pass).
+ */
+class LineReader {
+  readonly #file: FileHandle;
+  #buffer = Buffer.allocUnsafe(READ_BYTES);
+  /** Bytes at the buffer's start that belong to a line not yet ended. */
+  #kept = 0;
+  #lines: string[] = [];
+  #next = 0;
+  #ended = false;
+
+  constructor(file: FileHandle) {
+    this.#file = file;
+  }
+
+  /** The next line, without its line end; undefined at the end of the file. */
+  async next(): Promise<string | undefined> {
+    while (this.#next === this.#lines.length) {
+      if (this.#ended) return undefined;
+      await this.#read();
+    }
+    return this.#lines[this.#next++];
+  }
+
+  async #read(): Promise<void> {
+    if (this.#kept === this.#buffer.length) {
+      // One line longer than the buffer: make room for the rest of it.
+      const larger = Buffer.allocUnsafe(this.#buffer.length * 2);
+      this.#buffer.copy(larger, 0, 0, this.#kept);
+      this.#buffer = larger;
+    }
+    const { bytesRead } = await this.#file.read(this.#buffer, this.#kept, this.#buffer.length - this.#kept);
+    const end = this.#kept + bytesRead;
+    // At the end of the file, what is left is the last line, ended or not.
+    const cut = bytesRead === 0 ? end : this.#buffer.lastIndexOf(NEWLINE, end - 1) + 1;
+    if (bytesRead === 0) this.#ended = true;
+    this.#lines = cut === 0 ? [] : splitLines(this.#buffer.toString('utf8', 0, cut));
+    this.#next = 0;
+    this.#buffer.copy(this.#buffer, 0, cut, end);
+    this.#kept = end - cut;
+  }
+}
+
+/** The lines of a text that ends with a line end or at the end of the file. */
+function splitLines(text: string): string[] {
+  const lines = text.includes('\r') ? text.split(LINE_END) : text.split('\n');
+  // What follows the last line end is no line (readline emits none for it).
+  if (lines.at(-1) === '') lines.pop();
+  return lines;
+}
 
 /**
  * Events from a JSON-lines file, one SuiEvent per line. The cursor is the number of lines consumed, so a
@@ -14,8 +74,8 @@ export class FileEventSource implements EventSource {
   readonly id: string;
   readonly #file: string;
   readonly #pageSize: number;
-  #lines: AsyncIterator<string> | undefined;
-  #closeStream: (() => void) | undefined;
+  #lines: LineReader | undefined;
+  #handle: FileHandle | undefined;
   #position = 0;
 
   constructor(file: string, pageSize = 1000) {
@@ -39,12 +99,12 @@ export class FileEventSource implements EventSource {
     let hasMore = true;
     while (events.length < this.#pageSize) {
       const next = await this.#lines!.next();
-      if (next.done) {
+      if (next === undefined) {
         hasMore = false;
         break;
       }
       this.#position += 1;
-      const line = next.value.trim();
+      const line = next.trim();
       if (line === '') continue;
       const position = `${this.#file}:${this.#position}`;
       const cursor = String(this.#position);
@@ -59,26 +119,19 @@ export class FileEventSource implements EventSource {
 
   async #open(skip: number): Promise<void> {
     await this.close();
-    // Read a MiB at a time: with the default 64 KiB, a replay's main thread waited for the file about one
-    // read in 90 events, idle 6 to 8 % of its run; with 1 MiB, 3 % (docs/PERFORMANCE.md, twenty-fifth pass).
-    const stream = createReadStream(this.#file, { encoding: 'utf8', highWaterMark: READ_BYTES });
-    const reader = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
-    this.#closeStream = () => {
-      reader.close();
-      stream.destroy();
-    };
-    this.#lines = reader[Symbol.asyncIterator]();
+    this.#handle = await open(this.#file, 'r');
+    this.#lines = new LineReader(this.#handle);
     this.#position = 0;
     while (this.#position < skip) {
-      const next = await this.#lines.next();
-      if (next.done) break;
+      if ((await this.#lines.next()) === undefined) break;
       this.#position += 1;
     }
   }
 
   async close(): Promise<void> {
-    this.#closeStream?.();
-    this.#closeStream = undefined;
+    const handle = this.#handle;
+    this.#handle = undefined;
     this.#lines = undefined;
+    await handle?.close();
   }
 }
