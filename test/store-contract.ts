@@ -499,6 +499,88 @@ export function storeContract(
       );
     });
 
+    it('lists a kept list as the rows say after indexer pages that only settle or claim its stacks', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        for (let id = 1; id <= 4; id++) await tx.putStack(newStack(id, 1, 1000));
+        await tx.putStack(newStack(9, 2, 1000));
+      });
+      const same = async (step: string) =>
+        assert.equal(
+          (await store.listStacksJson(1)).body.toString(),
+          stringifyJson(await store.listStacks(1)),
+          step,
+        );
+      await same('first listing');
+      const trySettle = (stack: number, node: number, claimed: number) =>
+        write((tx) =>
+          tx.putTicket(
+            {
+              stack_small_id: stack,
+              selected_node_id: node,
+              requested_attestation_nodes: [],
+              committed_stack_proof: proof,
+              stack_merkle_leaf: leaf,
+              num_claimed_compute_units: claimed,
+            },
+            3,
+          ),
+        );
+      await trySettle(2, 1, 10);
+      await same('after a try-settle');
+      await write((tx) =>
+        tx.claimTicket(
+          {
+            stack_small_id: 2,
+            selected_node_id: 1,
+            attestation_nodes: [],
+            num_claimed_compute_units: 10,
+            user_refund_amount: 990,
+          },
+          { epoch: 4, node_fee_amount: 0 },
+        ),
+      );
+      await same('after a claim');
+      // Several versions between two reads: a report, a try-settle, another node's, a report again.
+      assert.equal((await store.addStackUsage(3, 7, new Uint8Array(32).fill(21), 5)).status, 'recorded');
+      await trySettle(3, 1, 7);
+      await trySettle(9, 2, 0);
+      assert.equal((await store.addStackUsage(4, 8, new Uint8Array(32).fill(22), 6)).status, 'recorded');
+      await same('after reports and try-settles between two reads');
+      // A try-settle and a new stack in one page: the new stack is listed too.
+      await write(async (tx) => {
+        await tx.putTicket(
+          {
+            stack_small_id: 4,
+            selected_node_id: 1,
+            requested_attestation_nodes: [],
+            committed_stack_proof: proof,
+            stack_merkle_leaf: leaf,
+            num_claimed_compute_units: 8,
+          },
+          5,
+        );
+        await tx.putStack(newStack(5, 1, 1000));
+      });
+      await same('after a try-settle and a new stack in one page');
+      assert.deepEqual(
+        JSON.parse((await store.listStacksJson(1)).body.toString()).map(
+          (s: { stack_small_id: number; in_settle_period: boolean; is_claimed: boolean }) => [
+            s.stack_small_id,
+            s.in_settle_period,
+            s.is_claimed,
+          ],
+        ),
+        [
+          [1, false, false],
+          [2, true, true],
+          [3, true, false],
+          [4, true, false],
+          [5, false, false],
+        ],
+      );
+    });
+
     it('lists a kept list again after many stacks arrive at once, and after a stack changes size', async () => {
       await write(async (tx) => {
         await tx.putTask(newTask(1, 1));

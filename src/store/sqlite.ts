@@ -210,11 +210,15 @@ export class SqliteStore implements Store {
   #storeId: string | undefined;
   /** Topics of the cached reads the open transaction changed: their versions move as it commits. */
   readonly #touched = new Set<string>();
-  /** The stacks usage reports in the open transaction changed, by their topic (the only rows they changed). */
-  readonly #rowChange = new Map<string, string[]>();
   /**
-   * For each node's stacks topic, the stacks that this process's usage reports changed at each version
-   * they gave it. A version missing (an indexer page, another process) means: unknown, read it all.
+   * The existing stacks the open transaction changed, by their node's stacks topic (see #stackChanged);
+   * null when it also added one, or changed the topic some other way.
+   */
+  readonly #rowChange = new Map<string, string[] | null>();
+  /**
+   * For each kept node list's stacks topic, the stacks that each version changed, when this process made
+   * that version by changing existing stacks only (usage reports, try-settles, claims). A version missing
+   * (a new stack, another process's commit) means: unknown, read it all.
    */
   readonly #changeLog = new Map<string, Map<number, string[]>>();
   /** Each listed node's whole stack list, encoded, with the topic version it shows (see #nodeList). */
@@ -315,7 +319,7 @@ export class SqliteStore implements Store {
           if (versions.length > 0) this.#walIndex?.committed(seen);
           // Only once committed: a version of a transaction that rolled back is given again.
           for (const [topic, version] of versions)
-            this.#logChange(topic, version, this.#rowChange.get(topic));
+            this.#logChange(topic, version, this.#rowChange.get(topic) ?? undefined);
         });
         this.#version = undefined;
         this.#checkpointer.afterCommit();
@@ -395,7 +399,8 @@ export class SqliteStore implements Store {
       return this.#guard(() => this.#w.deleteSubscription!.run(enc(node), enc(task)).changes > 0);
     },
     putStack: async (s: NewStack) => {
-      this.#touched.add(topics.stacks(s.selected_node_id));
+      // A stack the node's kept list does not have: the list is read again.
+      this.#stackChanged(s.selected_node_id, null);
       this.#guard(() =>
         this.#w.putStack!.run(
           enc(s.selected_node_id),
@@ -409,7 +414,8 @@ export class SqliteStore implements Store {
       );
     },
     putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
-      this.#touched.add(topics.stacks(t.selected_node_id)).add(topics.tickets(t.selected_node_id));
+      this.#touched.add(topics.tickets(t.selected_node_id));
+      this.#stackChanged(t.selected_node_id, t.stack_small_id);
       const leaves = ticketLeaves(t.stack_merkle_leaf, t.requested_attestation_nodes.length);
       const claimable = epoch === undefined ? undefined : claimableFromEpoch(epoch);
       this.#guard(() => {
@@ -570,7 +576,8 @@ export class SqliteStore implements Store {
 
   /** A claim through either path: the ticket row (created when never seen) and the stack, claimed. */
   #claim(c: StackClaimed, attesters: string, path: ClaimPath, record: ClaimRecord): void {
-    this.#touched.add(topics.tickets(c.selected_node_id)).add(topics.stacks(c.selected_node_id));
+    this.#touched.add(topics.tickets(c.selected_node_id));
+    this.#stackChanged(c.selected_node_id, c.stack_small_id);
     this.#guard(() => {
       this.#w.claimTicket!.run(
         enc(c.stack_small_id),
@@ -607,12 +614,27 @@ export class SqliteStore implements Store {
     );
   }
 
+  /**
+   * The open transaction changes node's stacks: the existing stack `stack` (its changing columns only), or
+   * with null, in some other way (a new stack). Every write to a node's stacks goes through here.
+   */
+  #stackChanged(node: U64, stack: U64 | null): void {
+    const topic = topics.stacks(node);
+    this.#touched.add(topic);
+    const changed = this.#rowChange.get(topic);
+    if (stack === null) this.#rowChange.set(topic, null);
+    else if (changed === undefined) this.#rowChange.set(topic, [digitsOf(stack)]);
+    else changed?.push(digitsOf(stack));
+  }
+
   /** Records what a committed transaction changed in a node's stacks topic (see #changeLog). */
   #logChange(topic: string, version: number, stacks: string[] | undefined): void {
     if (!topic.startsWith('stacks:')) return;
     let log = this.#changeLog.get(topic);
-    if (stacks === undefined) {
-      // Not a usage report: unknown changes; what was logged before it can no longer be used either.
+    // Unknown changes, or a topic whose list is not kept (it is read whole when it is next listed): what
+    // was logged before can no longer be used either. Only the kept lists' topics are logged, so the log
+    // stays as small as they are, whichever nodes' stacks the chain settles and claims.
+    if (stacks === undefined || this.#nodeLists.get(topic) === undefined) {
       this.#changeLog.delete(topic);
       return;
     }
@@ -789,11 +811,7 @@ export class SqliteStore implements Store {
     const previous = this.#w.getStackHash!.get(enc(stackSmallId));
     const { outcome, write } = usageChange(dec, row, previous, report);
     if (write) {
-      const topic = topics.stacks(dec(row.selected_node_id));
-      this.#touched.add(topic);
-      const changed = this.#rowChange.get(topic);
-      if (changed) changed.push(digitsOf(stackSmallId));
-      else this.#rowChange.set(topic, [digitsOf(stackSmallId)]);
+      this.#stackChanged(dec(row.selected_node_id), stackSmallId);
       this.#append(write.events);
       this.#w.setUsage!.run(enc(write.already), enc(write.messages), write.fillPpm, nowMs, enc(stackSmallId));
       this.#w.putStackHash!.run(enc(stackSmallId), write.record.total_hash, enc(write.record.num_requests));
