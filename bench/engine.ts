@@ -60,6 +60,11 @@ export interface Engine {
     cachedStacksP99VsBare?: number;
     /** Uncached GET /stacks/nodes/{rotating ids} (--cache-mb 0) p99 at most this many ms (issue 13). */
     uncachedRotatingP99Ms?: number;
+    /**
+     * A node's 1,000-stack list body rebuilt by the store after a usage report and after an indexer page,
+     * p50 at most this many ms each (issue 13's cheap miss; bench/body-build.ts). Undefined: shown only.
+     */
+    bodyBuildP50Ms?: number;
     /** The p99 of every /stacks measurement at most this many ms. */
     stacksP99Ms: number;
   };
@@ -96,6 +101,7 @@ function sqlite(root: string, resultsDir: string): Engine {
       streamEventsPerSecond: 60_000,
       cachedStacksP99VsBare: 1.3,
       uncachedRotatingP99Ms: 50,
+      bodyBuildP50Ms: 1,
     },
     datasetNote:
       'already_computed_units has no event: after ingest, one direct UPDATE of the SQLite file sets ' +

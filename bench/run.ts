@@ -3,7 +3,8 @@
  * PostgreSQL (--postgres); bench/engine.ts says what differs between the two.
  *
  *   1. indexer apply rate (events/s) through applyPage, and through the replay path (FileEventSource +
- *      catchUp), each into a fresh store;
+ *      catchUp), each into a fresh store; and how long the store takes to build a node's 1,000-stack list
+ *      body (bench/body-build.ts);
  *   2. a data set (tasks, and stacks spread over nodes) built through applyPage (on SQLite, cached across
  *      runs);
  *   3. the daemon started as an operator starts it (pinned to CPU 0), loaded by wrk (pinned to CPU 1);
@@ -19,7 +20,8 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchArgs } from './args.ts';
-import type { ForeignLoad } from './cpu.ts';
+import { type BodyBuildResult, type BuildTimes, measureBodyBuild } from './body-build.ts';
+import { type ForeignLoad, foreignLoad, snapshot } from './cpu.ts';
 import { type Dataset, expectedFilled } from './dataset.ts';
 import { type Engine, type EngineName, engineFor, type PreparedDataset } from './engine.ts';
 import { mixedStream, stacksStream } from './events.ts';
@@ -36,6 +38,7 @@ import {
 import { DEFAULT_SERVER_URL } from './postgres.ts';
 import { formatProfile, type ProfileSummary, summarizeProfile } from './profile.ts';
 import {
+  disturbance,
   exitCode,
   fail,
   failures,
@@ -320,6 +323,15 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
       () => measureReplay('mixed stream (replay)', mixedStream(ingestEvents, 7), engine.fresh),
     ],
   ]);
+  let bodyBuild: MeasuredBodyBuild | undefined;
+  try {
+    const before = snapshot();
+    const result = await measureBodyBuild(engine.fresh);
+    bodyBuild = { ...result, otherLoad: foreignLoad(before, snapshot()) };
+    log(`  ${bodyBuildLine(bodyBuild)}${disturbance(bodyBuild.otherLoad)}`);
+  } catch (error) {
+    fail('building list bodies', error);
+  }
 
   // 2. The HTTP data set.
   const stacks = datasetParams.nodes * datasetParams.stacksPerNode;
@@ -367,7 +379,7 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
     }
   }
 
-  const targets = judge(engine, rows, ingest, dataset?.build, notes);
+  const targets = judge(engine, rows, ingest, bodyBuild, dataset?.build, notes);
 
   // Report.
   log(
@@ -409,6 +421,7 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
     pinning: { server: 'taskset -c 0', loadGenerator: 'taskset -c 1', database: engine.databasePinning },
     dataset: dataset ? engine.datasetResults(dataset) : null,
     ingest,
+    bodyBuild,
     http: rows,
     footprint,
     targets,
@@ -577,6 +590,17 @@ async function measureHttp(
   return rows;
 }
 
+type MeasuredBodyBuild = BodyBuildResult & { otherLoad?: ForeignLoad };
+
+function bodyBuildLine(b: MeasuredBodyBuild): string {
+  const t = (x: BuildTimes) => `p50 ${fmt(x.p50ms, 3)} / p99 ${fmt(x.p99ms, 2)} ms`;
+  return (
+    `list body build (${b.nodes} nodes x ${fmt(b.stacksPerNode, 0)} stacks, ${fmt(b.bodyBytes, 0)} B): ` +
+    `first sight ${t(b.firstSight)}; after a usage report ${t(b.afterReport)}; ` +
+    `after an indexer page ${t(b.afterIndexer)}`
+  );
+}
+
 // --- targets ---------------------------------------------------------------------------------------------
 
 /** Judges the measurements against the engine's targets; pushes the notes that go with them. */
@@ -584,6 +608,7 @@ function judge(
   engine: Engine,
   rows: readonly HttpRow[],
   ingest: readonly MeasuredIngest[],
+  bodyBuild: MeasuredBodyBuild | undefined,
   build: { eventsPerSecond: number } | undefined,
   notes: string[],
 ): Target[] {
@@ -610,6 +635,25 @@ function judge(
       'HTTP data set build, applyPage into one growing database',
       build.eventsPerSecond,
       goals.buildEventsPerSecond,
+    );
+  }
+  const bodyGoal = goals.bodyBuildP50Ms;
+  if (bodyGoal !== undefined && bodyBuild) {
+    for (const [when, t] of [
+      ['after a usage report', bodyBuild.afterReport],
+      ['after an indexer page', bodyBuild.afterIndexer],
+    ] as const) {
+      targets.push({
+        name: `${fmt(bodyBuild.stacksPerNode, 0)}-stack list body rebuilt ${when}, p50 (issue 13)`,
+        goal: `<= ${bodyGoal} ms`,
+        value: `${fmt(t.p50ms, 3)} ms (p99 ${fmt(t.p99ms, 2)}, max ${fmt(t.maxMs, 2)} ms)`,
+        pass: t.p50ms <= bodyGoal,
+        disturbed: isDisturbed(bodyBuild.otherLoad),
+      });
+    }
+    notes.push(
+      `list body: a node's list built the first time (whole rows, once per node while the store keeps what ` +
+        `it read) took p50 ${fmt(bodyBuild.firstSight.p50ms, 2)} ms; shown, not judged.`,
     );
   }
   for (const row of rows.filter((r) => r.id.startsWith('stacks-'))) {
