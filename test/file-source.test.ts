@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createReadStream, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
@@ -95,6 +95,30 @@ describe('FileEventSource', () => {
       await source.close();
       await remove();
     }
+  });
+
+  it('lets the file go when it reaches its end, before it is closed', async (t) => {
+    if (!existsSync('/proc/self/fd')) return t.skip('counts open files through /proc/self/fd (Linux)');
+    const { dir, remove } = tempDir();
+    const file = join(dir, 'events.jsonl');
+    writeFileSync(file, `${JSON.stringify({ a: 1 })}\n${JSON.stringify({ b: 2 })}\n`);
+    const open = () => readdirSync('/proc/self/fd').length;
+    const before = open();
+    const source = new FileEventSource(file, 1);
+    try {
+      assert.equal((await source.readPage(null)).hasMore, true);
+      assert.equal(open(), before + 1);
+      assert.equal((await source.readPage('1')).hasMore, true);
+      const end = await source.readPage('2');
+      assert.deepEqual([end.events.length, end.hasMore], [0, false]);
+      assert.equal(open(), before);
+      // Read again from a cursor, it opens the file again.
+      assert.equal((await source.readPage('1')).events.length, 1);
+    } finally {
+      await source.close();
+      await remove();
+    }
+    assert.equal(open(), before);
   });
 
   it('reads an empty file as no events', async () => {

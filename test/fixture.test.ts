@@ -22,7 +22,9 @@ describe('the shipped fixture', () => {
     const { dir, remove } = tempDir();
     const store = new SqliteStore({ dataDir: dir });
     const logger = createLogger('silent');
-    const { totals } = await catchUp(store, new FileEventSource(FIXTURE), logger);
+    const source = new FileEventSource(FIXTURE);
+    const { totals } = await catchUp(store, source, logger);
+    await source.close();
     const ignored = kinds.filter((k) => k === 'PublishedEvent' || k === 'NewKeyRotationEvent').length;
     assert.deepEqual(totals, {
       applied: lines.length - ignored,

@@ -563,6 +563,21 @@ export function storeContract(
         await tx.putStack(newStack(5, 1, 1000));
       });
       await same('after a try-settle and a new stack in one page');
+      // The other order: a stack that changes after the new one in the same page does not hide it.
+      await write(async (tx) => {
+        await tx.putStack(newStack(6, 1, 1000));
+        await tx.claimTicket(
+          {
+            stack_small_id: 4,
+            selected_node_id: 1,
+            attestation_nodes: [],
+            num_claimed_compute_units: 8,
+            user_refund_amount: 0,
+          },
+          { epoch: 6, node_fee_amount: 0 },
+        );
+      });
+      await same('after a new stack and a claim in one page');
       assert.deepEqual(
         JSON.parse((await store.listStacksJson(1)).body.toString()).map(
           (s: { stack_small_id: number; in_settle_period: boolean; is_claimed: boolean }) => [
@@ -575,8 +590,9 @@ export function storeContract(
           [1, false, false],
           [2, true, true],
           [3, true, false],
-          [4, true, false],
+          [4, true, true],
           [5, false, false],
+          [6, false, false],
         ],
       );
     });

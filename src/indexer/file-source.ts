@@ -100,6 +100,8 @@ export class FileEventSource implements EventSource {
     while (events.length < this.#pageSize) {
       const next = await this.#lines!.next();
       if (next === undefined) {
+        // At the end: the file is let go now (a read from here on answers from the reader, ended).
+        await this.#closeFile();
         hasMore = false;
         break;
       }
@@ -129,9 +131,13 @@ export class FileEventSource implements EventSource {
   }
 
   async close(): Promise<void> {
+    this.#lines = undefined;
+    await this.#closeFile();
+  }
+
+  async #closeFile(): Promise<void> {
     const handle = this.#handle;
     this.#handle = undefined;
-    this.#lines = undefined;
     await handle?.close();
   }
 }
