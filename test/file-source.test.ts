@@ -97,6 +97,47 @@ describe('FileEventSource', () => {
     }
   });
 
+  it('splits as node:readline does files of every line end, each line end around each read end', async () => {
+    const { dir, remove } = tempDir();
+    try {
+      // Lines cut so that each line end falls just before, on and just after the end of the first and the
+      // second read.
+      const ends = ['\r\n', '\n', '\r', '\r\r', '\n\r'];
+      for (const lineEnd of ends) {
+        for (const shift of [-2, -1, 0, 1]) {
+          const file = join(dir, `ends-${ends.indexOf(lineEnd)}-${shift + 2}.jsonl`);
+          const first = `"${'x'.repeat(READ_BYTES + shift - 2 - 1)}"`;
+          const second = `"${'y'.repeat(READ_BYTES - lineEnd.length - 2 + shift)}"`;
+          const more = Array.from({ length: 10 }, (_, i) => `${i}`).join(lineEnd);
+          writeFileSync(file, `${first}${lineEnd}${second}${lineEnd}${more}${lineEnd}`);
+          const source = new FileEventSource(file, 50_000);
+          try {
+            const expected = expectedEvents(file, await readlineLines(file));
+            assert.deepEqual(await readAll(source, null), expected, `${JSON.stringify(lineEnd)} ${shift}`);
+          } finally {
+            await source.close();
+          }
+        }
+      }
+      // Lines that end in a lone \r only, over three reads.
+      const file = join(dir, 'cr.jsonl');
+      writeFileSync(
+        file,
+        Array.from({ length: 30_000 }, (_, i) => `"${String(i).padStart(98, '0')}"\r`).join(''),
+      );
+      const source = new FileEventSource(file, 50_000);
+      try {
+        const expected = expectedEvents(file, await readlineLines(file));
+        assert.equal(expected.length, 30_000);
+        assert.deepEqual(await readAll(source, null), expected);
+      } finally {
+        await source.close();
+      }
+    } finally {
+      await remove();
+    }
+  });
+
   it('lets the file go when it reaches its end, before it is closed', async (t) => {
     if (!existsSync('/proc/self/fd')) return t.skip('counts open files through /proc/self/fd (Linux)');
     const { dir, remove } = tempDir();

@@ -6,6 +6,7 @@ import type { EventPage, EventSource, RawEvent } from '../chain/chain.ts';
 /** How much of the file one read takes. */
 export const READ_BYTES = 1 << 20;
 const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
 /** node:readline's line ends: a line ends at \r\n, \n or a lone \r. */
 const LINE_END = /\r\n|\n|\r/;
 
@@ -49,13 +50,24 @@ class LineReader {
     const { bytesRead } = await this.#file.read(this.#buffer, this.#kept, this.#buffer.length - this.#kept);
     const end = this.#kept + bytesRead;
     // At the end of the file, what is left is the last line, ended or not.
-    const cut = bytesRead === 0 ? end : this.#buffer.lastIndexOf(NEWLINE, end - 1) + 1;
+    const cut = bytesRead === 0 ? end : wholeLinesEnd(this.#buffer, end);
     if (bytesRead === 0) this.#ended = true;
     this.#lines = cut === 0 ? [] : splitLines(this.#buffer.toString('utf8', 0, cut));
     this.#next = 0;
     this.#buffer.copy(this.#buffer, 0, cut, end);
     this.#kept = end - cut;
   }
+}
+
+/**
+ * Where the whole lines in buffer[0, end) end: after the last \n, or after a lone \r past it (a file whose
+ * lines end in \r alone is then read a MiB at a time too, not held whole). A \r that is the last byte read
+ * waits for the next read, which may start with its \n.
+ */
+function wholeLinesEnd(buffer: Buffer, end: number): number {
+  const newline = buffer.lastIndexOf(NEWLINE, end - 1);
+  const carriageReturn = buffer.subarray(newline + 1, end - 1).lastIndexOf(CARRIAGE_RETURN);
+  return carriageReturn < 0 ? newline + 1 : newline + 1 + carriageReturn + 1;
 }
 
 /** The lines of a text that ends with a line end or at the end of the file. */
