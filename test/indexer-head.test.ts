@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { EventPage, EventSource } from '../src/chain/chain.ts';
-import { catchUp, HEAD_PAUSE_FACTOR } from '../src/indexer/run.ts';
+import {
+  CATCH_UP_BUSY_CHUNK_EVENTS,
+  CATCH_UP_BUSY_PAUSE_FACTOR,
+  catchUp,
+  HEAD_PAUSE_FACTOR,
+} from '../src/indexer/run.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { IndexerTx } from '../src/store/store.ts';
 import { captureLogger } from './helpers/capture-log.ts';
@@ -41,6 +46,41 @@ function cursorSource(events: SuiEventJson[]): EventSource {
       };
     },
   };
+}
+
+/** The same with a backlog: pages of pageSize, each saying more follow until the last. */
+function backlogSource(events: SuiEventJson[], pageSize = 100): EventSource {
+  return {
+    id: 'test:head',
+    readPage: async (cursor): Promise<EventPage> => {
+      const after = cursor === null ? 0 : Number(cursor);
+      const page = events.slice(after, after + pageSize);
+      return {
+        events: page.map((raw, i) => ({
+          position: `test:${after + i + 1}`,
+          raw,
+          cursor: String(after + i + 1),
+        })),
+        nextCursor: String(after + page.length),
+        hasMore: after + page.length < events.length,
+      };
+    },
+  };
+}
+
+/** Each indexer transaction's span, recorded around the real store's indexerTransaction. */
+function recordSpans(store: SqliteStore): { from: number; to: number }[] {
+  const spans: { from: number; to: number }[] = [];
+  const transaction = store.indexerTransaction.bind(store);
+  store.indexerTransaction = async <T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T> => {
+    const from = performance.now();
+    try {
+      return await transaction(fn);
+    } finally {
+      spans.push({ from, to: performance.now() });
+    }
+  };
+  return spans;
 }
 
 /** Turns of the event loop while `until` is pending (a chain of setImmediate callbacks). */
@@ -164,6 +204,57 @@ describe('the live indexer at the head', () => {
       otherMs >= 0.3 * indexerMs,
       `requests ran ${otherMs.toFixed(1)} ms, the indexer ${indexerMs.toFixed(1)} ms`,
     );
+  });
+
+  it('catches up in chunks, the loop given back after each, while requests arrive; whole while none do', async () => {
+    // Batches of two chunks' worth: each but the last has more behind it, and is caught up.
+    const batchEvents = 2 * CATCH_UP_BUSY_CHUNK_EVENTS;
+    const events = history(1200);
+    const full = Math.floor(events.length / batchEvents);
+    assert.ok(full >= 1 && events.length % batchEvents > 0, `${events.length} events`);
+    const whole = open().store;
+    const wholeSpans = recordSpans(whole);
+    await catchUp(whole, backlogSource(events), log.logger, { batchEvents, busy: () => false });
+    assert.equal(wholeSpans.length, full + 1, 'one transaction a batch while no request arrives');
+
+    const chunked = open().store;
+    const spans = recordSpans(chunked);
+    const progress = await catchUp(chunked, backlogSource(events), log.logger, {
+      batchEvents,
+      busy: () => true,
+    });
+    assert.equal(progress.totals.applied, events.length);
+    assert.equal(progress.totals.duplicate, 0);
+    assert.equal((await chunked.getCursor('test:head'))?.cursor, String(events.length));
+    assert.ok(spans.length >= 2 * full + 1, `${spans.length} transactions for ${events.length} events`);
+    for (let i = 0; i + 1 < spans.length; i += 1) {
+      const held = spans[i]!.to - spans[i]!.from;
+      const gap = spans[i + 1]!.from - spans[i]!.to;
+      assert.ok(
+        gap >= CATCH_UP_BUSY_PAUSE_FACTOR * held,
+        `after transaction ${i + 1} of ${held.toFixed(2)} ms, the next began ${gap.toFixed(2)} ms later`,
+      );
+    }
+    assert.deepEqual(await shown(chunked), await shown(whole));
+  });
+
+  it('resumes a chunked catch-up exactly after the last transaction committed', async () => {
+    const events = history(1200);
+    const reference = open().store;
+    await catchUp(reference, backlogSource(events), log.logger);
+
+    const first = open();
+    // The first turn the loop gets is the pause after the first chunk: the store goes away there.
+    setImmediate(() => void first.store.close());
+    const options = { batchEvents: 2 * CATCH_UP_BUSY_CHUNK_EVENTS, busy: () => true };
+    await assert.rejects(catchUp(first.store, backlogSource(events), log.logger, options));
+    const again = open(first.dir).store;
+    const saved = Number((await again.getCursor('test:head'))?.cursor);
+    assert.ok(saved >= 1 && saved <= CATCH_UP_BUSY_CHUNK_EVENTS, `the cursor past the first chunk: ${saved}`);
+    const progress = await catchUp(again, backlogSource(events), log.logger, options);
+    assert.equal(progress.totals.duplicate, 0, 'nothing was read twice');
+    assert.equal(progress.totals.applied, events.length - saved);
+    assert.deepEqual(await shown(again), await shown(reference));
   });
 
   it("never cuts between one transaction's events: a claim of three stacks stays one node event", async () => {

@@ -246,6 +246,42 @@ describe('readiness, status and metrics', () => {
     }
   });
 
+  it('tells the indexer while requests arrive, so that it catches up in short transactions', async () => {
+    const tmp = tempDir();
+    const store = new SqliteStore({ dataDir: tmp.dir });
+    const dev = DevNetwork.open({
+      dataDir: tmp.dir,
+      signerAddress: `0x${'1'.repeat(64)}`,
+      samplingProbability: 0,
+      attestationNodes: 1,
+    });
+    const logger = createLogger('silent');
+    const indexer = new LiveIndexer(store, dev.events, logger);
+    const app = await buildApp({
+      config: { ...TEST_APP_CONFIG, network: 'dev' },
+      store,
+      logger,
+      indexer,
+      chain: dev,
+      security: openSecurity(tmp.dir),
+    });
+    try {
+      assert.equal(indexer.serving, false, 'no request yet');
+      assert.equal((await app.inject({ url: '/tasks' })).statusCode, 200);
+      assert.equal(indexer.serving, true, 'a read arrived');
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      assert.equal(indexer.serving, false, 'none for a tenth of a second');
+      // A write this app cannot serve (no writes on it): any request counts, however it is answered.
+      await app.inject({ method: 'POST', url: '/nodes/register', payload: {} });
+      assert.equal(indexer.serving, true, 'a write arrived');
+    } finally {
+      await app.close();
+      await dev.close();
+      await store.close();
+      await tmp.remove();
+    }
+  });
+
   it('/status tells version, network, signer, badges, store, indexer position and lag, balances, uptime', async () => {
     const d = await daemonApp();
     try {

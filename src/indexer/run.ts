@@ -38,6 +38,21 @@ export const HEAD_CHUNK_EVENTS = 50;
  * the server's: pausing after it slowed the indexer at 500 reports/s below the stream's rate.
  */
 export const HEAD_PAUSE_FACTOR = 3;
+/**
+ * While requests arrive (catchUp's `busy`), catching up goes in transactions of at most this many events
+ * too, each followed by a pause as long as it held the loop (CATCH_UP_BUSY_PAUSE_FACTOR). A catch-up batch
+ * of BATCH_EVENTS in one transaction held the loop 205 to 265 ms on a slow VM (PERFORMANCE.md, twenty-sixth
+ * pass), and every read and usage report that arrived meanwhile waited that long.
+ */
+export const CATCH_UP_BUSY_CHUNK_EVENTS = 500;
+/**
+ * After a catch-up chunk that held the loop, the indexer waits this many times as long as it took: half
+ * the loop to the requests, half to the backlog (at the head, HEAD_PAUSE_FACTOR gives the requests more,
+ * as a second's events are few).
+ */
+export const CATCH_UP_BUSY_PAUSE_FACTOR = 1;
+/** How recent a request must be for the daemon to count as serving (LiveIndexer.requestArrived). */
+const REQUESTS_RECENT_MS = 100;
 
 export interface CatchUpProgress {
   pages: number;
@@ -72,6 +87,11 @@ export async function catchUp(
     batchEvents?: number;
     /** At the head, apply at most this many events a transaction, yielding to the event loop between. */
     headChunkEvents?: number;
+    /**
+     * Whether requests are arriving: while they are, catching up goes in chunks too
+     * (CATCH_UP_BUSY_CHUNK_EVENTS), asked before each batch.
+     */
+    busy?: () => boolean;
   } = {},
 ): Promise<CatchUpProgress> {
   const saved = await store.getCursor(source.id);
@@ -103,14 +123,21 @@ export async function catchUp(
       (batch.parameters !== undefined && !sameParameters(batch.parameters, known.parameters));
     if (batch.events.length > 0 || batch.nextCursor !== progress.cursor || news) {
       // At the head, what arrived since the last read goes in short transactions, so that requests are
-      // answered between them. Each but the last saves the cursor just past its last event, so a crash
-      // between them resumes exactly there. A source without a cursor for each event keeps the one before
-      // the page: after a crash the page is read again and the events already applied are skipped as
-      // duplicates (their keys are claimed).
-      const chunks = batch.hasMore ? [batch.events] : headChunks(batch.events, options.headChunkEvents);
+      // answered between them; so does a catch-up batch while requests arrive. Each but the last saves the
+      // cursor just past its last event, so a crash between them resumes exactly there. A source without a
+      // cursor for each event keeps the one before the page: after a crash the page is read again and the
+      // events already applied are skipped as duplicates (their keys are claimed).
+      const busy = batch.hasMore && options.busy?.() === true;
+      const chunks = !batch.hasMore
+        ? headChunks(batch.events, options.headChunkEvents)
+        : busy
+          ? headChunks(batch.events, CATCH_UP_BUSY_CHUNK_EVENTS)
+          : [batch.events];
+      const pauseFactor = batch.hasMore ? CATCH_UP_BUSY_PAUSE_FACTOR : HEAD_PAUSE_FACTOR;
       let committed = progress.cursor;
-      for (const events of chunks.slice(0, -1)) {
-        committed = events.at(-1)?.cursor ?? committed;
+      for (const [i, events] of chunks.entries()) {
+        const last = i === chunks.length - 1;
+        if (!last) committed = events.at(-1)?.cursor ?? committed;
         const started = performance.now();
         // Whether the loop had a turn during the chunk: on PostgreSQL it waits for the server, and the
         // requests are served meanwhile; on SQLite it runs from start to end without one.
@@ -118,17 +145,16 @@ export async function catchUp(
         const turn = setImmediate(() => {
           turned = true;
         });
-        addCounts(
-          progress.totals,
-          await applyPage(store, source.id, { events, nextCursor: committed, hasMore: true }, log),
-        );
+        if (last) batch.events = events;
+        const page = last ? batch : { events, nextCursor: committed, hasMore: true };
+        addCounts(progress.totals, await applyPage(store, source.id, page, log));
         clearImmediate(turn);
-        // A chunk that held the loop gives it back to the requests for longer (HEAD_PAUSE_FACTOR).
+        // The next chunk follows at once after the last at the head; a busy catch-up pauses after every
+        // chunk, as the next batch's first follows it. A chunk that held the loop gives it back for longer.
+        if (last && !busy) continue;
         if (turned) await new Promise((resolve) => setImmediate(resolve));
-        else await pause((performance.now() - started) * HEAD_PAUSE_FACTOR);
+        else await pause((performance.now() - started) * pauseFactor);
       }
-      batch.events = chunks.at(-1)!;
-      addCounts(progress.totals, await applyPage(store, source.id, batch, log));
       known = { epoch: batch.epoch ?? known.epoch, parameters: batch.parameters ?? known.parameters };
       progress.pages += 1;
       progress.cursor = batch.nextCursor;
@@ -206,6 +232,8 @@ export class LiveIndexer {
   lastError: { message: string; at: string } | undefined;
   /** When the source last said it had no more events: the indexer was at the chain head then. */
   lastCaughtUpAt: number | undefined;
+  /** When the last HTTP request arrived (requestArrived), for catching up in chunks while they do. */
+  #lastRequest = Number.NEGATIVE_INFINITY;
 
   constructor(
     store: Store,
@@ -229,6 +257,16 @@ export class LiveIndexer {
 
   get sourceId(): string {
     return this.#source.id;
+  }
+
+  /** A request arrived: for REQUESTS_RECENT_MS the indexer catches up in chunks (catchUp's `busy`). */
+  requestArrived(): void {
+    this.#lastRequest = performance.now();
+  }
+
+  /** Whether a request arrived within REQUESTS_RECENT_MS: catching up then goes in chunks. */
+  get serving(): boolean {
+    return performance.now() - this.#lastRequest < REQUESTS_RECENT_MS;
   }
 
   /** Whether this process holds the indexer lease (and so is the one applying events). */
@@ -345,6 +383,7 @@ export class LiveIndexer {
     const progress = await catchUp(this.#store, this.#source, this.#log, {
       batchEvents: this.#batchEvents,
       headChunkEvents: HEAD_CHUNK_EVENTS,
+      busy: () => this.serving,
       signal: AbortSignal.any([signal, leaseLost]),
       onPage: ({ totals }) => {
         this.#onCounts?.(diffCounts(totals, last));
