@@ -153,8 +153,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     if (request.method !== 'GET' && request.method !== 'HEAD') turns.writeArrived();
-    // While requests arrive, an indexer that catches up does so in short transactions (indexer/run.ts).
-    deps.indexer?.requestArrived();
     if (closing) {
       reply.header('connection', 'close');
       sendProblem(request, reply, 'shutting_down', 'the daemon is shutting down; retry once it is back', {
@@ -169,6 +167,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return;
     }
     if (guard.check(request, reply)) return;
+    // While requests are served, an indexer that catches up does so in short transactions (indexer/run.ts);
+    // refused ones (no token, shed, malformed) do not slow it.
+    deps.indexer?.requestArrived();
     done();
   });
   const requestCounters = new Map<string, { inc(): void }>();

@@ -7,6 +7,7 @@ import {
   catchUp,
   HEAD_PAUSE_FACTOR,
 } from '../src/indexer/run.ts';
+import { DEFAULT_PARAMETERS } from '../src/protocol/constants.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { IndexerTx } from '../src/store/store.ts';
 import { captureLogger } from './helpers/capture-log.ts';
@@ -48,8 +49,15 @@ function cursorSource(events: SuiEventJson[]): EventSource {
   };
 }
 
-/** The same with a backlog: pages of pageSize, each saying more follow until the last. */
-function backlogSource(events: SuiEventJson[], pageSize = 100): EventSource {
+/**
+ * The same with a backlog: pages of pageSize, each saying more follow until the last, and saying the
+ * chain's epoch and fee parameters when given them.
+ */
+function backlogSource(
+  events: SuiEventJson[],
+  pageSize = 100,
+  chain: Pick<EventPage, 'epoch' | 'parameters'> = {},
+): EventSource {
   return {
     id: 'test:head',
     readPage: async (cursor): Promise<EventPage> => {
@@ -63,6 +71,7 @@ function backlogSource(events: SuiEventJson[], pageSize = 100): EventSource {
         })),
         nextCursor: String(after + page.length),
         hasMore: after + page.length < events.length,
+        ...chain,
       };
     },
   };
@@ -212,17 +221,21 @@ describe('the live indexer at the head', () => {
     const events = history(1200);
     const full = Math.floor(events.length / batchEvents);
     assert.ok(full >= 1 && events.length % batchEvents > 0, `${events.length} events`);
+    // Fees that are not the contract's defaults, on an epoch the claims' stacks become claimable in: every
+    // chunk prices as the whole batch does.
+    const chain = {
+      epoch: 10,
+      parameters: { ...DEFAULT_PARAMETERS, sampling_consensus_charge_permille: 3000n },
+    };
+    const source = () => backlogSource(events, 100, chain);
     const whole = open().store;
     const wholeSpans = recordSpans(whole);
-    await catchUp(whole, backlogSource(events), log.logger, { batchEvents, busy: () => false });
+    await catchUp(whole, source(), log.logger, { batchEvents, busy: () => false });
     assert.equal(wholeSpans.length, full + 1, 'one transaction a batch while no request arrives');
 
     const chunked = open().store;
     const spans = recordSpans(chunked);
-    const progress = await catchUp(chunked, backlogSource(events), log.logger, {
-      batchEvents,
-      busy: () => true,
-    });
+    const progress = await catchUp(chunked, source(), log.logger, { batchEvents, busy: () => true });
     assert.equal(progress.totals.applied, events.length);
     assert.equal(progress.totals.duplicate, 0);
     assert.equal((await chunked.getCursor('test:head'))?.cursor, String(events.length));
@@ -255,6 +268,35 @@ describe('the live indexer at the head', () => {
     assert.equal(progress.totals.duplicate, 0, 'nothing was read twice');
     assert.equal(progress.totals.applied, events.length - saved);
     assert.deepEqual(await shown(again), await shown(reference));
+  });
+
+  it('stops between two chunks of a catch-up, and the next run goes on from the last one committed', async () => {
+    const events = history(1200);
+    const reference = open().store;
+    await catchUp(reference, backlogSource(events), log.logger);
+
+    const first = open();
+    const stop = new AbortController();
+    // The first turn the loop gets is the pause after the first chunk: the stop comes there.
+    setImmediate(() => stop.abort());
+    // A first batch of three chunks, with more behind it.
+    const options = { batchEvents: 3 * CATCH_UP_BUSY_CHUNK_EVENTS, busy: () => true };
+    assert.ok(events.length > options.batchEvents, `${events.length} events`);
+    const stopped = await catchUp(first.store, backlogSource(events), log.logger, {
+      ...options,
+      signal: stop.signal,
+    });
+    const saved = Number((await first.store.getCursor('test:head'))?.cursor);
+    assert.equal(stopped.cursor, String(saved));
+    assert.ok(
+      saved >= 1 && saved <= 2 * CATCH_UP_BUSY_CHUNK_EVENTS,
+      `stopped after a chunk or two of a three-chunk batch: ${saved}`,
+    );
+    assert.equal(stopped.totals.applied, saved);
+    const progress = await catchUp(first.store, backlogSource(events), log.logger, options);
+    assert.equal(progress.totals.duplicate, 0, 'nothing was read twice');
+    assert.equal(progress.totals.applied, events.length - saved);
+    assert.deepEqual(await shown(first.store), await shown(reference));
   });
 
   it("never cuts between one transaction's events: a claim of three stacks stays one node event", async () => {

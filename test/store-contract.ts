@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { stringifyJson } from '../src/internal/json.ts';
 import type { U64 } from '../src/internal/u64.ts';
+import { DEFAULT_PARAMETERS } from '../src/protocol/constants.ts';
 import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../src/protocol/proofs.ts';
 import {
   type ClaimContext,
@@ -497,6 +498,14 @@ export function storeContract(
           [7, 910],
         ],
       );
+    });
+
+    it('takes an epoch after fee parameters saved without one', async () => {
+      const parameters = { ...DEFAULT_PARAMETERS, sampling_consensus_charge_permille: 3000n };
+      await write((tx) => tx.saveChainState({ epoch: undefined, parameters }));
+      assert.deepEqual(await store.getChainState(), { epoch: null, parameters });
+      await write((tx) => tx.saveChainState({ epoch: 7, parameters: undefined }));
+      assert.deepEqual(await store.getChainState(), { epoch: 7, parameters });
     });
 
     it('lists a kept list as the rows say after indexer pages that only settle or claim its stacks', async () => {

@@ -135,6 +135,7 @@ export async function catchUp(
           : [batch.events];
       const pauseFactor = batch.hasMore ? CATCH_UP_BUSY_PAUSE_FACTOR : HEAD_PAUSE_FACTOR;
       let committed = progress.cursor;
+      let stopped = false;
       for (const [i, events] of chunks.entries()) {
         const last = i === chunks.length - 1;
         if (!last) committed = events.at(-1)?.cursor ?? committed;
@@ -146,14 +147,28 @@ export async function catchUp(
           turned = true;
         });
         if (last) batch.events = events;
-        const page = last ? batch : { events, nextCursor: committed, hasMore: true };
+        // Every chunk prices its events with the parameters the source reported for the batch, as the
+        // whole batch would; only the last moves the epoch (what settled before it becomes claimable then).
+        const page = last
+          ? batch
+          : { events, nextCursor: committed, hasMore: true, parameters: batch.parameters };
         addCounts(progress.totals, await applyPage(store, source.id, page, log));
         clearImmediate(turn);
+        // Stopped: each chunk committed its own cursor, so the rest waits for the next run.
+        if (!last && options.signal?.aborted) {
+          stopped = true;
+          break;
+        }
         // The next chunk follows at once after the last at the head; a busy catch-up pauses after every
         // chunk, as the next batch's first follows it. A chunk that held the loop gives it back for longer.
         if (last && !busy) continue;
         if (turned) await new Promise((resolve) => setImmediate(resolve));
         else await pause((performance.now() - started) * pauseFactor);
+      }
+      if (stopped) {
+        progress.cursor = committed;
+        options.onPage?.(progress);
+        break;
       }
       known = { epoch: batch.epoch ?? known.epoch, parameters: batch.parameters ?? known.parameters };
       progress.pages += 1;

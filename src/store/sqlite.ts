@@ -516,7 +516,9 @@ export class SqliteStore implements Store {
         // Pages repeat the epoch: only a new one changes what the earnings say.
         const epochChanged =
           epoch !== undefined &&
-          (before?.epoch === undefined || dec(before.epoch) !== normalizeU64(BigInt(epoch)));
+          (before?.epoch === undefined ||
+            before.epoch === null ||
+            dec(before.epoch) !== normalizeU64(BigInt(epoch)));
         if (epochChanged || (encoded !== null && encoded !== before?.parameters))
           this.#touched.add(topics.chain);
         this.#w.saveChainState!.run(
