@@ -92,6 +92,22 @@ function recordSpans(store: SqliteStore): { from: number; to: number }[] {
   return spans;
 }
 
+/**
+ * After each transaction but the last, the next began at least `factor` times the transaction's span later:
+ * the indexer waited, on timers, that many times as long as the chunk (its decoding and its transaction)
+ * took, whatever else the machine ran.
+ */
+function assertPausedBetween(spans: { from: number; to: number }[], factor: number): void {
+  for (let i = 0; i + 1 < spans.length; i += 1) {
+    const held = spans[i]!.to - spans[i]!.from;
+    const gap = spans[i + 1]!.from - spans[i]!.to;
+    assert.ok(
+      gap >= factor * held,
+      `after transaction ${i + 1} of ${held.toFixed(2)} ms, the next began ${gap.toFixed(2)} ms later`,
+    );
+  }
+}
+
 /** Turns of the event loop while `until` is pending (a chain of setImmediate callbacks). */
 function loopTurns(): { stop(): number } {
   let turns = 0;
@@ -145,6 +161,20 @@ describe('the live indexer at the head', () => {
     for (const store of stores.splice(0)) await store.close().catch(() => undefined);
     for (const remove of removals.splice(0)) await remove();
   });
+  /**
+   * Catches up from a source into a store that goes away at the first turn catchUp gives the loop, after
+   * its first transaction, as in a crash (the next transaction fails); then opens the same data dir again.
+   * Also a store that caught up from the source in one go, to compare with.
+   */
+  const crashAtFirstTurn = async (source: () => EventSource, options: Parameters<typeof catchUp>[3]) => {
+    const reference = open().store;
+    await catchUp(reference, source(), log.logger);
+    const first = open();
+    setImmediate(() => void first.store.close());
+    await assert.rejects(catchUp(first.store, source(), log.logger, options));
+    const again = open(first.dir).store;
+    return { reference, again, cursor: (await again.getCursor('test:head'))?.cursor };
+  };
 
   it('applies a head batch in short transactions, answering the loop between them, to the same result', async () => {
     const events = history(300);
@@ -167,17 +197,7 @@ describe('the live indexer at the head', () => {
   it('gives the loop back between head chunks for three times as long as each chunk held it', async () => {
     const events = history(300);
     const store = open().store;
-    // Each transaction's span, recorded around the real store's indexerTransaction.
-    const spans: { from: number; to: number }[] = [];
-    const transaction = store.indexerTransaction.bind(store);
-    store.indexerTransaction = async <T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T> => {
-      const from = performance.now();
-      try {
-        return await transaction(fn);
-      } finally {
-        spans.push({ from, to: performance.now() });
-      }
-    };
+    const spans = recordSpans(store);
     // Stands in for the requests waiting on the loop: a tenth of a millisecond of work, again at every turn.
     let otherMs = 0;
     let done = false;
@@ -194,19 +214,10 @@ describe('the live indexer at the head', () => {
     done = true;
     const indexerMs = performance.now() - started - otherMs;
     assert.equal((await store.getCursor('test:head'))?.cursor, 'end');
-    // Chunks of at most 50, cut between chain transactions. After each but the last the indexer waits, on
-    // timers, three times as long as the chunk (its decoding and its transaction) took: the gap before the
-    // next transaction is at least three times the transaction's span, whatever else the machine runs.
-    // Waits as long as the chunk leave gaps of about the chunk's decoding and transaction, and fail this.
+    // Chunks of at most 50, cut between chain transactions, three times as long a wait after each but the
+    // last. Waits as long as the chunk leave gaps of about the chunk's decoding and transaction, and fail this.
     assert.ok(spans.length >= 6, `${spans.length} transactions`);
-    for (let i = 0; i + 1 < spans.length; i += 1) {
-      const held = spans[i]!.to - spans[i]!.from;
-      const gap = spans[i + 1]!.from - spans[i]!.to;
-      assert.ok(
-        gap >= HEAD_PAUSE_FACTOR * held,
-        `after transaction ${i + 1} of ${held.toFixed(2)} ms, the next began ${gap.toFixed(2)} ms later`,
-      );
-    }
+    assertPausedBetween(spans, HEAD_PAUSE_FACTOR);
     // And the requests had the loop meanwhile: given only a turn between chunks, they had a tenth of a
     // millisecond per chunk, a few percent of the indexer's time.
     assert.ok(
@@ -240,29 +251,16 @@ describe('the live indexer at the head', () => {
     assert.equal(progress.totals.duplicate, 0);
     assert.equal((await chunked.getCursor('test:head'))?.cursor, String(events.length));
     assert.ok(spans.length >= 2 * full + 1, `${spans.length} transactions for ${events.length} events`);
-    for (let i = 0; i + 1 < spans.length; i += 1) {
-      const held = spans[i]!.to - spans[i]!.from;
-      const gap = spans[i + 1]!.from - spans[i]!.to;
-      assert.ok(
-        gap >= CATCH_UP_BUSY_PAUSE_FACTOR * held,
-        `after transaction ${i + 1} of ${held.toFixed(2)} ms, the next began ${gap.toFixed(2)} ms later`,
-      );
-    }
+    assertPausedBetween(spans, CATCH_UP_BUSY_PAUSE_FACTOR);
     assert.deepEqual(await shown(chunked), await shown(whole));
   });
 
   it('resumes a chunked catch-up exactly after the last transaction committed', async () => {
     const events = history(1200);
-    const reference = open().store;
-    await catchUp(reference, backlogSource(events), log.logger);
-
-    const first = open();
-    // The first turn the loop gets is the pause after the first chunk: the store goes away there.
-    setImmediate(() => void first.store.close());
+    // The first turn the loop gets is the pause after the first chunk.
     const options = { batchEvents: 2 * CATCH_UP_BUSY_CHUNK_EVENTS, busy: () => true };
-    await assert.rejects(catchUp(first.store, backlogSource(events), log.logger, options));
-    const again = open(first.dir).store;
-    const saved = Number((await again.getCursor('test:head'))?.cursor);
+    const { reference, again, cursor } = await crashAtFirstTurn(() => backlogSource(events), options);
+    const saved = Number(cursor);
     assert.ok(saved >= 1 && saved <= CATCH_UP_BUSY_CHUNK_EVENTS, `the cursor past the first chunk: ${saved}`);
     const progress = await catchUp(again, backlogSource(events), log.logger, options);
     assert.equal(progress.totals.duplicate, 0, 'nothing was read twice');
@@ -332,16 +330,10 @@ describe('the live indexer at the head', () => {
 
   it('resumes exactly after a stop between two of its transactions, at the event after the last committed', async () => {
     const events = history(100);
-    const reference = open().store;
-    await catchUp(reference, cursorSource(events), log.logger);
-
-    const first = open();
-    // The first turn the loop gets is the one catchUp gives after its first transaction: the store goes
-    // away there, as in a crash, and the next transaction fails.
-    setImmediate(() => void first.store.close());
-    await assert.rejects(catchUp(first.store, cursorSource(events), log.logger, { headChunkEvents: 40 }));
-    const again = open(first.dir).store;
-    const saved = Number((await again.getCursor('test:head'))?.cursor);
+    const { reference, again, cursor } = await crashAtFirstTurn(() => cursorSource(events), {
+      headChunkEvents: 40,
+    });
+    const saved = Number(cursor);
     assert.ok(saved >= 1 && saved <= 40, `the cursor past the first transaction: ${saved}`);
     const progress = await catchUp(again, cursorSource(events), log.logger, { headChunkEvents: 40 });
     assert.equal(progress.totals.duplicate, 0, 'nothing was read twice');
@@ -351,16 +343,10 @@ describe('the live indexer at the head', () => {
 
   it('resumes a source without a cursor for each event at its page: the applied ones are duplicates', async () => {
     const events = history(100);
-    const reference = open().store;
-    await catchUp(reference, headSource(events), log.logger);
-
-    const first = open();
-    // The first turn the loop gets is the one catchUp gives after its first transaction: the store goes
-    // away there, as in a crash, and the next transaction fails.
-    setImmediate(() => void first.store.close());
-    await assert.rejects(catchUp(first.store, headSource(events), log.logger, { headChunkEvents: 40 }));
-    const again = open(first.dir).store;
-    assert.equal((await again.getCursor('test:head'))?.cursor, null, 'the cursor stays before the batch');
+    const { reference, again, cursor } = await crashAtFirstTurn(() => headSource(events), {
+      headChunkEvents: 40,
+    });
+    assert.equal(cursor, null, 'the cursor stays before the batch');
     const progress = await catchUp(again, headSource(events), log.logger, { headChunkEvents: 40 });
     assert.ok(
       progress.totals.duplicate >= 1 && progress.totals.duplicate <= 40,

@@ -201,7 +201,11 @@ describe('network exposure', () => {
 });
 
 describe('readiness, status and metrics', () => {
-  it('/ready answers 503 until the indexer has caught up, then 200', async () => {
+  /**
+   * The app over a dev network and a live indexer that is not started (it polls every 20 ms once it is),
+   * ready while at most a second behind; no writes. close() ends them all.
+   */
+  async function devIndexerApp() {
     const tmp = tempDir();
     const store = new SqliteStore({ dataDir: tmp.dir });
     const dev = DevNetwork.open({
@@ -220,6 +224,17 @@ describe('readiness, status and metrics', () => {
       chain: dev,
       security: openSecurity(tmp.dir),
     });
+    const close = async () => {
+      await app.close();
+      await dev.close();
+      await store.close();
+      await tmp.remove();
+    };
+    return { app, indexer, close };
+  }
+
+  it('/ready answers 503 until the indexer has caught up, then 200', async () => {
+    const { app, indexer, close } = await devIndexerApp();
     try {
       const before = await app.inject({ url: '/ready' });
       assert.equal(before.statusCode, 503);
@@ -239,32 +254,12 @@ describe('readiness, status and metrics', () => {
       assert.equal(stale.statusCode, 503, 'a stopped indexer falls behind');
       assert.match(stale.json().detail, /behind the chain head/);
     } finally {
-      await app.close();
-      await dev.close();
-      await store.close();
-      await tmp.remove();
+      await close();
     }
   });
 
   it('tells the indexer while requests arrive, so that it catches up in short transactions', async () => {
-    const tmp = tempDir();
-    const store = new SqliteStore({ dataDir: tmp.dir });
-    const dev = DevNetwork.open({
-      dataDir: tmp.dir,
-      signerAddress: `0x${'1'.repeat(64)}`,
-      samplingProbability: 0,
-      attestationNodes: 1,
-    });
-    const logger = createLogger('silent');
-    const indexer = new LiveIndexer(store, dev.events, logger);
-    const app = await buildApp({
-      config: { ...TEST_APP_CONFIG, network: 'dev' },
-      store,
-      logger,
-      indexer,
-      chain: dev,
-      security: openSecurity(tmp.dir),
-    });
+    const { app, indexer, close } = await devIndexerApp();
     try {
       assert.equal(indexer.serving, false, 'no request yet');
       assert.equal((await app.inject({ url: '/tasks' })).statusCode, 200);
@@ -275,10 +270,7 @@ describe('readiness, status and metrics', () => {
       await app.inject({ method: 'POST', url: '/nodes/register', payload: {} });
       assert.equal(indexer.serving, true, 'a write arrived');
     } finally {
-      await app.close();
-      await dev.close();
-      await store.close();
-      await tmp.remove();
+      await close();
     }
   });
 

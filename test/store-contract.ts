@@ -12,6 +12,8 @@ import {
   type NewTask,
   type Page,
   type Store,
+  type TicketClaimed,
+  type TrySettle,
 } from '../src/store/store.ts';
 
 const REQUEST = new Uint8Array(32).fill(3);
@@ -109,6 +111,30 @@ export function storeContract(
     });
     const proof = new Uint8Array(32).fill(7);
     const leaf = new Uint8Array(32).fill(9);
+    /** A try-settle of the stack by its node, asking no attestation. */
+    const settlement = (stack: U64, node: U64, claimed: U64): TrySettle => ({
+      stack_small_id: stack,
+      selected_node_id: node,
+      requested_attestation_nodes: [],
+      committed_stack_proof: proof,
+      stack_merkle_leaf: leaf,
+      num_claimed_compute_units: claimed,
+    });
+    /** A claim of the stack's settlement ticket by its node, with no attesters. */
+    const ticketClaim = (stack: U64, node: U64, claimed: U64, refund: U64): TicketClaimed => ({
+      stack_small_id: stack,
+      selected_node_id: node,
+      attestation_nodes: [],
+      num_claimed_compute_units: claimed,
+      user_refund_amount: refund,
+    });
+    /** Node 1's list is exactly its rows, written as JSON. */
+    const listIsRows = async (step: string) =>
+      assert.equal(
+        (await store.listStacksJson(1)).body.toString(),
+        stringifyJson(await store.listStacks(1)),
+        step,
+      );
 
     it('lists tasks in small-id order, u64 ids above 2^53 included and exact', async () => {
       await write(async (tx) => {
@@ -412,27 +438,8 @@ export function storeContract(
       assert.equal((await store.addStackUsage(7, 900, REQUEST, 1)).status, 'recorded');
       await write(async (tx) => {
         await tx.putStack(newStack(5, 1, 10));
-        await tx.putTicket(
-          {
-            stack_small_id: 2,
-            selected_node_id: 1,
-            requested_attestation_nodes: [],
-            committed_stack_proof: proof,
-            stack_merkle_leaf: leaf,
-            num_claimed_compute_units: 0,
-          },
-          3,
-        );
-        await tx.claimTicket(
-          {
-            stack_small_id: 2,
-            selected_node_id: 1,
-            attestation_nodes: [],
-            num_claimed_compute_units: 0,
-            user_refund_amount: 77,
-          },
-          { epoch: 4, node_fee_amount: 0 },
-        );
+        await tx.putTicket(settlement(2, 1, 0), 3);
+        await tx.claimTicket(ticketClaim(2, 1, 0, 77), { epoch: 4, node_fee_amount: 0 });
       });
       for (let round = 0; round < 2; round++) {
         const again = await store.listStacksJson(1);
@@ -455,35 +462,19 @@ export function storeContract(
 
       // Usage reports one after another, read after each, after several, and after an indexer page in
       // between: the list is always the rows' (a store may read only the stacks its reports changed).
-      const same = async (step: string) =>
-        assert.equal(
-          (await store.listStacksJson(1)).body.toString(),
-          stringifyJson(await store.listStacks(1)),
-          step,
-        );
       for (let i = 0; i < 3; i++) {
         assert.equal((await store.addStackUsage(5, 1, new Uint8Array(32).fill(i + 1), 2)).status, 'recorded');
-        await same(`after report ${i}`);
+        await listIsRows(`after report ${i}`);
       }
       assert.equal((await store.addStackUsage(7, 10, new Uint8Array(32).fill(9), 3)).status, 'recorded');
       assert.equal((await store.addStackUsage(5, 2, new Uint8Array(32).fill(10), 3)).status, 'recorded');
-      await same('after two reports on two stacks');
+      await listIsRows('after two reports on two stacks');
       await write(async (tx) => {
         await tx.putStack(newStack(6, 1, 50));
-        await tx.putTicket(
-          {
-            stack_small_id: 7,
-            selected_node_id: 1,
-            requested_attestation_nodes: [],
-            committed_stack_proof: proof,
-            stack_merkle_leaf: leaf,
-            num_claimed_compute_units: 910,
-          },
-          5,
-        );
+        await tx.putTicket(settlement(7, 1, 910), 5);
       });
       assert.equal((await store.addStackUsage(6, 5, new Uint8Array(32).fill(11), 4)).status, 'recorded');
-      await same('after an indexer page and a report');
+      await listIsRows('after an indexer page and a report');
       assert.deepEqual(
         JSON.parse((await store.listStacksJson(1)).body.toString()).map(
           (s: { stack_small_id: number; already_computed_units: number }) => [
@@ -514,79 +505,31 @@ export function storeContract(
         for (let id = 1; id <= 4; id++) await tx.putStack(newStack(id, 1, 1000));
         await tx.putStack(newStack(9, 2, 1000));
       });
-      const same = async (step: string) =>
-        assert.equal(
-          (await store.listStacksJson(1)).body.toString(),
-          stringifyJson(await store.listStacks(1)),
-          step,
-        );
-      await same('first listing');
+      await listIsRows('first listing');
       const trySettle = (stack: number, node: number, claimed: number) =>
-        write((tx) =>
-          tx.putTicket(
-            {
-              stack_small_id: stack,
-              selected_node_id: node,
-              requested_attestation_nodes: [],
-              committed_stack_proof: proof,
-              stack_merkle_leaf: leaf,
-              num_claimed_compute_units: claimed,
-            },
-            3,
-          ),
-        );
+        write((tx) => tx.putTicket(settlement(stack, node, claimed), 3));
       await trySettle(2, 1, 10);
-      await same('after a try-settle');
-      await write((tx) =>
-        tx.claimTicket(
-          {
-            stack_small_id: 2,
-            selected_node_id: 1,
-            attestation_nodes: [],
-            num_claimed_compute_units: 10,
-            user_refund_amount: 990,
-          },
-          { epoch: 4, node_fee_amount: 0 },
-        ),
-      );
-      await same('after a claim');
+      await listIsRows('after a try-settle');
+      await write((tx) => tx.claimTicket(ticketClaim(2, 1, 10, 990), { epoch: 4, node_fee_amount: 0 }));
+      await listIsRows('after a claim');
       // Several versions between two reads: a report, a try-settle, another node's, a report again.
       assert.equal((await store.addStackUsage(3, 7, new Uint8Array(32).fill(21), 5)).status, 'recorded');
       await trySettle(3, 1, 7);
       await trySettle(9, 2, 0);
       assert.equal((await store.addStackUsage(4, 8, new Uint8Array(32).fill(22), 6)).status, 'recorded');
-      await same('after reports and try-settles between two reads');
+      await listIsRows('after reports and try-settles between two reads');
       // A try-settle and a new stack in one page: the new stack is listed too.
       await write(async (tx) => {
-        await tx.putTicket(
-          {
-            stack_small_id: 4,
-            selected_node_id: 1,
-            requested_attestation_nodes: [],
-            committed_stack_proof: proof,
-            stack_merkle_leaf: leaf,
-            num_claimed_compute_units: 8,
-          },
-          5,
-        );
+        await tx.putTicket(settlement(4, 1, 8), 5);
         await tx.putStack(newStack(5, 1, 1000));
       });
-      await same('after a try-settle and a new stack in one page');
+      await listIsRows('after a try-settle and a new stack in one page');
       // The other order: a stack that changes after the new one in the same page does not hide it.
       await write(async (tx) => {
         await tx.putStack(newStack(6, 1, 1000));
-        await tx.claimTicket(
-          {
-            stack_small_id: 4,
-            selected_node_id: 1,
-            attestation_nodes: [],
-            num_claimed_compute_units: 8,
-            user_refund_amount: 0,
-          },
-          { epoch: 6, node_fee_amount: 0 },
-        );
+        await tx.claimTicket(ticketClaim(4, 1, 8, 0), { epoch: 6, node_fee_amount: 0 });
       });
-      await same('after a new stack and a claim in one page');
+      await listIsRows('after a new stack and a claim in one page');
       assert.deepEqual(
         JSON.parse((await store.listStacksJson(1)).body.toString()).map(
           (s: { stack_small_id: number; in_settle_period: boolean; is_claimed: boolean }) => [
@@ -611,25 +554,19 @@ export function storeContract(
         await tx.putTask(newTask(1, 1));
         for (let id = 1; id <= 3; id++) await tx.putStack(newStack(id, 1, 1000));
       });
-      const same = async (step: string) =>
-        assert.equal(
-          (await store.listStacksJson(1)).body.toString(),
-          stringifyJson(await store.listStacks(1)),
-          step,
-        );
-      await same('first listing');
+      await listIsRows('first listing');
       // More new stacks than a store may read one by one, some before the kept ones, in one page.
       await write(async (tx) => {
         for (let id = 100; id < 140; id++) await tx.putStack(newStack(id, 1, 1000));
         await tx.putStack(newStack(0, 1, 5));
       });
-      await same('after 41 new stacks');
+      await listIsRows('after 41 new stacks');
       // A value that grows its stack's JSON by many digits, in the middle of the list.
       assert.equal((await store.addStackUsage(2, 999, REQUEST, 1)).status, 'recorded');
-      await same('after a report that lengthens a stack');
+      await listIsRows('after a report that lengthens a stack');
       assert.equal((await store.addStackUsage(120, 1, REQUEST, 1)).status, 'recorded');
       assert.equal((await store.addStackUsage(0, 5, REQUEST, 1)).status, 'recorded');
-      await same('after reports on the first stack and one in the middle');
+      await listIsRows('after reports on the first stack and one in the middle');
       assert.equal((await store.listStacksJson(1)).count, 44);
     });
 
