@@ -9,10 +9,13 @@ import { cpus, release, totalmem } from 'node:os';
 import { DISTURBED_PERCENT, type ForeignLoad } from './cpu.ts';
 import type { HttpRow, MeasuredIngest } from './measure.ts';
 
-/** The p-th percentile of ascending samples: the sample at floor(p% of n), NaN for none. */
+/**
+ * The p-th percentile of ascending samples by nearest rank: the smallest sample with at least p % of them at
+ * or below it (the 99th of 100 for p99, not the largest); NaN for none.
+ */
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 export const log = (line: string) => process.stdout.write(`${line}\n`);

@@ -626,7 +626,8 @@ export class SqliteStore implements Store {
     const changed = this.#rowChange.get(topic);
     if (stack === null) this.#rowChange.set(topic, null);
     else if (changed === undefined) this.#rowChange.set(topic, [digitsOf(stack)]);
-    else changed?.push(digitsOf(stack));
+    // Once unknown, the version stays unknown whatever else the transaction changes.
+    else if (changed !== null) changed.push(digitsOf(stack));
   }
 
   /** Records what a committed transaction changed in a node's stacks topic (see #changeLog). */
