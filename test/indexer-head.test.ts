@@ -8,6 +8,7 @@ import {
   HEAD_PAUSE_FACTOR,
 } from '../src/indexer/run.ts';
 import { DEFAULT_PARAMETERS } from '../src/protocol/constants.ts';
+import { decodeEvent } from '../src/protocol/events.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { IndexerTx } from '../src/store/store.ts';
 import { captureLogger } from './helpers/capture-log.ts';
@@ -18,14 +19,19 @@ import { tempDir } from './helpers/tmp.ts';
  * TEST DOUBLE of the chain (the outside boundary): a source that answers its events as one page at the
  * head, at once, with no I/O. With it, any turn of the event loop during catchUp is one catchUp gave.
  */
-function headSource(events: SuiEventJson[]): EventSource {
+/** The events at the head in one page; `decoded` gives them decoded already, as the file source does. */
+function headSource(events: SuiEventJson[], form: 'raw' | 'decoded' = 'raw'): EventSource {
   return {
     id: 'test:head',
     readPage: async (cursor): Promise<EventPage> =>
       cursor === 'end'
         ? { events: [], nextCursor: 'end', hasMore: false }
         : {
-            events: events.map((raw, i) => ({ position: `test:${i + 1}`, raw })),
+            events: events.map((raw, i) =>
+              form === 'raw'
+                ? { position: `test:${i + 1}`, raw }
+                : { position: `test:${i + 1}`, decoded: decodeEvent(raw) },
+            ),
             nextCursor: 'end',
             hasMore: false,
           },
@@ -318,14 +324,17 @@ describe('the live indexer at the head', () => {
       (await store.listNodeEvents({ after: 0, limit: 10_000, nodes: [2], types: ['funds_claimed'] })).map(
         (e) => (JSON.parse(e.data) as { stack_small_ids: unknown[] }).stack_small_ids,
       );
-    const chunked = open().store;
-    const turns = loopTurns();
-    await catchUp(chunked, headSource(batch), log.logger, { headChunkEvents: 40 });
-    assert.ok(turns.stop() >= 2, 'the batch went in several transactions');
-    assert.deepEqual(await claimsOfNode2(chunked), [[1, 21, 41]]);
     const whole = open().store;
     await catchUp(whole, headSource(batch), log.logger);
-    assert.deepEqual(await shown(chunked), await shown(whole));
+    // Events decoded by their source (the file source's) are cut by their transaction the same way.
+    for (const form of ['raw', 'decoded'] as const) {
+      const chunked = open().store;
+      const turns = loopTurns();
+      await catchUp(chunked, headSource(batch, form), log.logger, { headChunkEvents: 40 });
+      assert.ok(turns.stop() >= 2, `${form}: the batch went in several transactions`);
+      assert.deepEqual(await claimsOfNode2(chunked), [[1, 21, 41]], form);
+      assert.deepEqual(await shown(chunked), await shown(whole), form);
+    }
   });
 
   it('resumes exactly after a stop between two of its transactions, at the event after the last committed', async () => {

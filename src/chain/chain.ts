@@ -1,5 +1,6 @@
 import type { U64 } from '../internal/u64.ts';
 import type { ProtocolParameters } from '../protocol/constants.ts';
+import type { DecodeOutcome } from '../protocol/events.ts';
 import type { Abort, GasOptions, GasUsed } from '../schemas/writes.ts';
 
 export type { GasOptions, GasUsed };
@@ -11,12 +12,16 @@ export type MoveAbort = Abort;
  * network (src/chain/dev/) and the Sui adapter (src/chain/sui/) implement it.
  */
 
-/** One event as a source delivers it: the SuiEvent JSON, or why the source could not parse it. */
+/**
+ * One event as a source delivers it: the SuiEvent JSON, or why the source could not parse it, or the event
+ * decoded already by a source that decodes on a thread of its own (the file source), with no `raw`.
+ */
 export interface RawEvent {
   /** Where the event came from, for logs: a file line or a chain cursor. */
   position: string;
   raw?: unknown;
   parseError?: string;
+  decoded?: DecodeOutcome;
   /**
    * The source's cursor just past this event, when it has one for each event. A transaction that ends
    * with this event saves it: the indexer's short transactions at the head each resume exactly after

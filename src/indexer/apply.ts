@@ -3,15 +3,7 @@ import type { EventPage, RawEvent } from '../chain/chain.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { U64ArithmeticError } from '../protocol/arithmetic.ts';
 import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
-import {
-  type DecodedEvent,
-  decodePayload,
-  type EventEnvelope,
-  IGNORED_EVENT_NAMES,
-  isEventName,
-  MalformedEventError,
-  readEnvelope,
-} from '../protocol/events.ts';
+import { type DecodedEvent, decodeEvent, type EventEnvelope } from '../protocol/events.ts';
 import { attesterReward, knownFee } from '../protocol/fees.ts';
 import type { AttesterReward, IndexerCounts, IndexerTx, Store, TicketClaimed } from '../store/store.ts';
 import { PageEvents } from './node-events.ts';
@@ -132,41 +124,30 @@ function contextsAsked(decoded: readonly Decoded[]): { stacks: U64[]; tasks: U64
 
 const warnedUnknown = new Set<string>();
 
-/** A SuiEvent's timestampMs (decimal digits), when it has a sane one. */
-function timestampOf(raw: unknown): number | undefined {
-  const value = (raw as { timestampMs?: unknown }).timestampMs;
-  const ms = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
-  return typeof ms === 'number' && Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
-}
-
+/** An event as its source gave it: decoded here unless the source did (decodeEvent), and logged if skipped. */
 function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignored' | 'unknown' {
   if (item.parseError !== undefined) {
     log.warn({ position: item.position, reason: item.parseError }, 'malformed event skipped');
     return 'malformed';
   }
-  try {
-    const envelope = readEnvelope(item.raw);
-    if (IGNORED_EVENT_NAMES.has(envelope.name)) return 'ignored';
-    if (envelope.module !== 'db' || !isEventName(envelope.name)) {
-      const kind = `${envelope.module}::${envelope.name}`;
-      if (!warnedUnknown.has(kind)) {
-        warnedUnknown.add(kind);
+  const outcome = item.decoded ?? decodeEvent(item.raw);
+  switch (outcome.kind) {
+    case 'event':
+      return { envelope: outcome.envelope, event: outcome.event, epoch: item.epoch, at: outcome.at };
+    case 'ignored':
+      return 'ignored';
+    case 'unknown':
+      if (!warnedUnknown.has(outcome.eventKind)) {
+        warnedUnknown.add(outcome.eventKind);
         log.warn(
-          { position: item.position, event: kind },
+          { position: item.position, event: outcome.eventKind },
           'unknown event kind skipped (logged once per kind)',
         );
       }
       return 'unknown';
-    }
-    const event = decodePayload(envelope.name, (item.raw as { parsedJson?: unknown }).parsedJson);
-    if (envelope.name === 'NodeRegisteredEvent' && envelope.sender === null) {
-      throw new MalformedEventError('$.sender', 'the address that registered the node', null);
-    }
-    return { envelope, event, epoch: item.epoch, at: timestampOf(item.raw) };
-  } catch (error) {
-    if (!(error instanceof MalformedEventError)) throw error;
-    log.warn({ position: item.position, reason: error.message }, 'malformed event skipped');
-    return 'malformed';
+    case 'malformed':
+      log.warn({ position: item.position, reason: outcome.reason }, 'malformed event skipped');
+      return 'malformed';
   }
 }
 

@@ -295,3 +295,46 @@ const FIELDS = Object.fromEntries(
     })),
   ]),
 ) as Record<EventName, { field: string; codec: Codec<unknown>; path: string }[]>;
+
+/**
+ * What one SuiEvent is to the indexer, decided from the event alone: an event to apply, one it skips on
+ * purpose (ignored), one of a kind it does not know, or a malformed one and why. The indexer logs the
+ * skipped ones (applyPage); a source may decide it on another thread (the file source does).
+ */
+export type DecodeOutcome =
+  | {
+      kind: 'event';
+      envelope: EventEnvelope;
+      event: DecodedEvent;
+      /** When it happened (the fullnode's timestampMs), when the event says. */
+      at?: number | undefined;
+    }
+  | { kind: 'malformed'; reason: string }
+  | { kind: 'ignored' }
+  | { kind: 'unknown'; eventKind: string };
+
+/** Decodes one SuiEvent JSON value; never throws for anything the value contains. */
+export function decodeEvent(raw: unknown): DecodeOutcome {
+  try {
+    const envelope = readEnvelope(raw);
+    if (IGNORED_EVENT_NAMES.has(envelope.name)) return { kind: 'ignored' };
+    if (envelope.module !== 'db' || !isEventName(envelope.name)) {
+      return { kind: 'unknown', eventKind: `${envelope.module}::${envelope.name}` };
+    }
+    const event = decodePayload(envelope.name, (raw as { parsedJson?: unknown }).parsedJson);
+    if (envelope.name === 'NodeRegisteredEvent' && envelope.sender === null) {
+      throw new MalformedEventError('$.sender', 'the address that registered the node', null);
+    }
+    return { kind: 'event', envelope, event, at: timestampOf(raw) };
+  } catch (error) {
+    if (!(error instanceof MalformedEventError)) throw error;
+    return { kind: 'malformed', reason: error.message };
+  }
+}
+
+/** A SuiEvent's timestampMs (decimal digits), when it has a sane one. */
+function timestampOf(raw: unknown): number | undefined {
+  const value = (raw as { timestampMs?: unknown }).timestampMs;
+  const ms = typeof value === 'string' && /^\d{1,15}$/.test(value) ? Number(value) : value;
+  return typeof ms === 'number' && Number.isSafeInteger(ms) && ms > 0 ? ms : undefined;
+}
