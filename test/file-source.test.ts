@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
-import { createReadStream, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import type { RawEvent } from '../src/chain/chain.ts';
-import { FileEventSource, READ_BYTES } from '../src/indexer/file-source.ts';
+import { FileEventSource } from '../src/indexer/file-source.ts';
+import { LineReader, READ_BYTES } from '../src/indexer/lines.ts';
+import { decodeEvent } from '../src/protocol/events.ts';
+import { event, history, inner, jsonl, stack, trySettle } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /** What node:readline makes of the file: the reference the source's own line splitting is held to. */
@@ -15,46 +19,66 @@ async function readlineLines(file: string): Promise<string[]> {
   return lines;
 }
 
-/** The events the file's lines make, by the source's rules: blank lines skipped, the cursor past each. */
-function expectedEvents(file: string, lines: string[]): Omit<RawEvent, 'parseError'>[] {
-  const events: Omit<RawEvent, 'parseError'>[] = [];
+/** What the file source's LineReader makes of the file. */
+async function readerLines(file: string): Promise<string[]> {
+  const handle = await open(file, 'r');
+  try {
+    const reader = new LineReader(handle);
+    const lines: string[] = [];
+    for (let line = await reader.next(); line !== undefined; line = await reader.next()) lines.push(line);
+    return lines;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The events a file's lines make, by the source's rules, worked out here on the main thread: blank lines
+ * skipped, the cursor past each line, each event decoded with decodeEvent (or the line's parse error).
+ */
+function expectedEvents(file: string, lines: string[]): RawEvent[] {
+  const events: RawEvent[] = [];
   lines.forEach((line, index) => {
     if (line.trim() === '') return;
+    const where = { position: `${file}:${index + 1}`, cursor: String(index + 1) };
     let raw: unknown;
     try {
       raw = JSON.parse(line);
-    } catch {
-      raw = 'not JSON';
+    } catch (error) {
+      events.push({ ...where, parseError: `not JSON: ${(error as Error).message}` });
+      return;
     }
-    events.push({ position: `${file}:${index + 1}`, raw, cursor: String(index + 1) });
+    events.push({ ...where, decoded: decodeEvent(raw) });
   });
   return events;
 }
 
-async function readAll(
-  source: FileEventSource,
-  from: string | null,
-): Promise<Omit<RawEvent, 'parseError'>[]> {
-  const events: Omit<RawEvent, 'parseError'>[] = [];
+async function readAll(source: FileEventSource, from: string | null): Promise<RawEvent[]> {
+  const events: RawEvent[] = [];
   let cursor = from;
   for (;;) {
     const page = await source.readPage(cursor);
-    for (const e of page.events) {
-      events.push({
-        position: e.position,
-        raw: e.parseError === undefined ? e.raw : 'not JSON',
-        cursor: e.cursor,
-      });
-    }
+    events.push(...page.events);
     cursor = page.nextCursor;
     if (!page.hasMore) return events;
   }
 }
 
-describe('FileEventSource', () => {
-  it('splits lines as node:readline does, across its reads, and resumes at any cursor', async () => {
+/** How many of this process's open files are this file (the reader thread's are counted too). */
+function openCopies(file: string): number {
+  return readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === file;
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
+describe('LineReader', () => {
+  it('splits lines as node:readline does, across its reads', async () => {
     const { dir, remove } = tempDir();
-    const file = join(dir, 'events.jsonl');
+    const file = join(dir, 'lines.txt');
     const line = (s: string) => JSON.stringify({ s });
     // The first line ends 40 bytes short of the first read's end; in the second, a four-byte character
     // starts a byte before it, so the read ends inside it.
@@ -74,25 +98,11 @@ describe('FileEventSource', () => {
       `${line('the last, with no line end')}`,
     ].join('');
     writeFileSync(file, text);
-    const lines = await readlineLines(file);
-    assert.equal(lines.length, 11);
-    const expected = expectedEvents(file, lines);
-    assert.equal(expected.length, 8);
-
-    const source = new FileEventSource(file, 3);
     try {
-      assert.deepEqual(await readAll(source, null), expected);
-      for (const cursor of [1, 2, 4, 5, 7, 9, 10, 11]) {
-        assert.deepEqual(
-          await readAll(source, String(cursor)),
-          expected.filter((e) => Number(e.cursor) > cursor),
-          `from cursor ${cursor}`,
-        );
-      }
-      const end = await source.readPage('11');
-      assert.deepEqual(end, { events: [], nextCursor: '11', hasMore: false });
+      const lines = await readlineLines(file);
+      assert.equal(lines.length, 11);
+      assert.deepEqual(await readerLines(file), lines);
     } finally {
-      await source.close();
       await remove();
     }
   });
@@ -105,61 +115,116 @@ describe('FileEventSource', () => {
       const ends = ['\r\n', '\n', '\r', '\r\r', '\n\r'];
       for (const lineEnd of ends) {
         for (const shift of [-2, -1, 0, 1]) {
-          const file = join(dir, `ends-${ends.indexOf(lineEnd)}-${shift + 2}.jsonl`);
+          const file = join(dir, `ends-${ends.indexOf(lineEnd)}-${shift + 2}.txt`);
           const first = `"${'x'.repeat(READ_BYTES + shift - 2 - 1)}"`;
           const second = `"${'y'.repeat(READ_BYTES - lineEnd.length - 2 + shift)}"`;
           const more = Array.from({ length: 10 }, (_, i) => `${i}`).join(lineEnd);
           writeFileSync(file, `${first}${lineEnd}${second}${lineEnd}${more}${lineEnd}`);
-          const source = new FileEventSource(file, 50_000);
-          try {
-            const expected = expectedEvents(file, await readlineLines(file));
-            assert.deepEqual(await readAll(source, null), expected, `${JSON.stringify(lineEnd)} ${shift}`);
-          } finally {
-            await source.close();
-          }
+          assert.deepEqual(
+            await readerLines(file),
+            await readlineLines(file),
+            `${JSON.stringify(lineEnd)} ${shift}`,
+          );
         }
       }
       // Lines that end in a lone \r only, over three reads.
-      const file = join(dir, 'cr.jsonl');
+      const file = join(dir, 'cr.txt');
       writeFileSync(
         file,
         Array.from({ length: 30_000 }, (_, i) => `"${String(i).padStart(98, '0')}"\r`).join(''),
       );
-      const source = new FileEventSource(file, 50_000);
-      try {
-        const expected = expectedEvents(file, await readlineLines(file));
-        assert.equal(expected.length, 30_000);
-        assert.deepEqual(await readAll(source, null), expected);
-      } finally {
-        await source.close();
-      }
+      const lines = await readlineLines(file);
+      assert.equal(lines.length, 30_000);
+      assert.deepEqual(await readerLines(file), lines);
     } finally {
       await remove();
     }
   });
+});
 
-  it('lets the file go when it reaches its end, before it is closed', async (t) => {
+describe('FileEventSource', () => {
+  it('gives each line its event, decoded on the reader thread as decodeEvent decodes it, from any cursor', async () => {
+    const { dir, remove } = tempDir();
+    const file = join(dir, 'events.jsonl');
+    const events = history(12);
+    const lines = [
+      ...jsonl(events.slice(0, 20)).trimEnd().split('\n'),
+      '',
+      '   \t ',
+      'not json at all',
+      JSON.stringify({ not: 'an event' }),
+      // A u64 above 2^53 - 1 (a bigint once decoded), and an event whose payload holds bytes.
+      JSON.stringify(stack(999, 1, 1, '18446744073709551615', '9007199254740993')),
+      JSON.stringify(trySettle(3, 4, [5, 6], 700)),
+      // One the indexer ignores, and one of a kind it does not know.
+      JSON.stringify(event('PublishedEvent', {})),
+      JSON.stringify(event('SomethingNew', { x: inner(1) }, { module: 'elsewhere' })),
+      ...jsonl(events.slice(20)).trimEnd().split('\n'),
+    ];
+    writeFileSync(file, `${lines.join('\r\n')}\n`);
+    const expected = expectedEvents(file, lines);
+    const kinds = expected.map((e) => e.decoded?.kind ?? 'not JSON');
+    for (const kind of ['event', 'malformed', 'ignored', 'unknown', 'not JSON']) {
+      assert.ok(kinds.includes(kind as never), `the file has a line that is ${kind}`);
+    }
+    const big = expected.find(
+      (e) => e.decoded?.kind === 'event' && e.decoded.event.name === 'StackCreatedEvent',
+    );
+    assert.ok(big);
+    const source = new FileEventSource(file, 3);
+    try {
+      const all = await readAll(source, null);
+      assert.deepEqual(all, expected);
+      const decoded = all.map((e) => e.decoded);
+      assert.ok(
+        decoded.some(
+          (d) => d?.kind === 'event' && Object.values(d.event.payload).some((v) => typeof v === 'bigint'),
+        ),
+        'a bigint came through',
+      );
+      assert.ok(
+        decoded.some(
+          (d) => d?.kind === 'event' && Object.values(d.event.payload).some((v) => v instanceof Uint8Array),
+        ),
+        'bytes came through',
+      );
+      for (const cursor of [1, 2, 20, 21, 22, 23, 24, 25, 27, 29, lines.length - 1]) {
+        assert.deepEqual(
+          await readAll(source, String(cursor)),
+          expected.filter((e) => Number(e.cursor) > cursor),
+          `from cursor ${cursor}`,
+        );
+      }
+      const end = await source.readPage(String(lines.length));
+      assert.deepEqual(end, { events: [], nextCursor: String(lines.length), hasMore: false });
+    } finally {
+      await source.close();
+      await remove();
+    }
+  });
+
+  it('lets the file go when it reaches its end, before it is closed, and holds one copy at most', async (t) => {
     if (!existsSync('/proc/self/fd')) return t.skip('counts open files through /proc/self/fd (Linux)');
     const { dir, remove } = tempDir();
     const file = join(dir, 'events.jsonl');
-    writeFileSync(file, `${JSON.stringify({ a: 1 })}\n${JSON.stringify({ b: 2 })}\n`);
-    const open = () => readdirSync('/proc/self/fd').length;
-    const before = open();
+    writeFileSync(file, jsonl(history(1).slice(0, 3)));
     const source = new FileEventSource(file, 1);
     try {
       assert.equal((await source.readPage(null)).hasMore, true);
-      assert.equal(open(), before + 1);
-      assert.equal((await source.readPage('1')).hasMore, true);
-      const end = await source.readPage('2');
+      assert.ok(openCopies(file) <= 1);
+      // Another cursor than the last page's end: a new reader, the old one gone with its file.
+      assert.equal((await source.readPage('2')).events.length, 1);
+      assert.ok(openCopies(file) <= 1);
+      const end = await source.readPage('3');
       assert.deepEqual([end.events.length, end.hasMore], [0, false]);
-      assert.equal(open(), before);
-      // Read again from a cursor, it opens the file again.
+      assert.equal(openCopies(file), 0);
+      // Read again from a cursor, it reads the file again.
       assert.equal((await source.readPage('1')).events.length, 1);
     } finally {
       await source.close();
       await remove();
     }
-    assert.equal(open(), before);
+    assert.equal(openCopies(file), 0);
   });
 
   it('reads an empty file as no events', async () => {
@@ -169,6 +234,21 @@ describe('FileEventSource', () => {
     const source = new FileEventSource(file);
     try {
       assert.deepEqual(await source.readPage(null), { events: [], nextCursor: '0', hasMore: false });
+    } finally {
+      await source.close();
+      await remove();
+    }
+  });
+
+  it('fails a read, and does not wait for ever, when the reader cannot read the file', async () => {
+    const { dir, remove } = tempDir();
+    const source = new FileEventSource(join(dir, 'gone.jsonl'));
+    try {
+      await assert.rejects(source.readPage(null), /ENOENT/);
+      // A directory: the reader opens it, and its first read fails.
+      const directory = new FileEventSource(dir);
+      await assert.rejects(directory.readPage(null), /EISDIR/);
+      await directory.close();
     } finally {
       await source.close();
       await remove();

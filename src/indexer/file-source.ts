@@ -1,94 +1,36 @@
 import { statSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { setImmediate as turn } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import type { EventPage, EventSource, RawEvent } from '../chain/chain.ts';
+import type { DecodeOutcome } from '../protocol/events.ts';
+import type { FileWorkerData, FileWorkerEvent, FileWorkerPage } from './file-worker.ts';
 
-/** How much of the file one read takes. */
-export const READ_BYTES = 1 << 20;
-const NEWLINE = 0x0a;
-const CARRIAGE_RETURN = 0x0d;
-/** node:readline's line ends: a line ends at \r\n, \n or a lone \r. */
-const LINE_END = /\r\n|\n|\r/;
+export { READ_BYTES } from './lines.ts';
 
 /**
- * A file's lines, as node:readline splits them (\r\n, \n or a lone \r), read a MiB at a time.
- *
- * It reads bytes and decodes each read up to its last newline with Buffer#toString. A UTF-8 byte sequence
- * never contains the byte 0x0a, so no character is cut. node:readline over a utf8 stream decodes through
- * StringDecoder, 13 to 15 times slower on the replay's file (360 MB/s against about 5,000): reading and
- * parsing took 8.7 to 9.2 µs an event that way, 5.0 to 5.6 this way (docs/PERFORMANCE.md, twenty-sixth pass).
+ * How many events the reader thread may have ready ahead of the indexer: two catch-up batches, so that the
+ * next batch is ready whenever the indexer has applied one (a few hundred bytes of JSON text an event).
  */
-class LineReader {
-  readonly #file: FileHandle;
-  #buffer = Buffer.allocUnsafe(READ_BYTES);
-  /** Bytes at the buffer's start that belong to a line not yet ended. */
-  #kept = 0;
-  #lines: string[] = [];
-  #next = 0;
-  #ended = false;
-
-  constructor(file: FileHandle) {
-    this.#file = file;
-  }
-
-  /** The next line, without its line end; undefined at the end of the file. */
-  async next(): Promise<string | undefined> {
-    while (this.#next === this.#lines.length) {
-      if (this.#ended) return undefined;
-      await this.#read();
-    }
-    return this.#lines[this.#next++];
-  }
-
-  async #read(): Promise<void> {
-    if (this.#kept === this.#buffer.length) {
-      // One line longer than the buffer: make room for the rest of it.
-      const larger = Buffer.allocUnsafe(this.#buffer.length * 2);
-      this.#buffer.copy(larger, 0, 0, this.#kept);
-      this.#buffer = larger;
-    }
-    const { bytesRead } = await this.#file.read(this.#buffer, this.#kept, this.#buffer.length - this.#kept);
-    const end = this.#kept + bytesRead;
-    // At the end of the file, what is left is the last line, ended or not.
-    const cut = bytesRead === 0 ? end : wholeLinesEnd(this.#buffer, end);
-    if (bytesRead === 0) this.#ended = true;
-    this.#lines = cut === 0 ? [] : splitLines(this.#buffer.toString('utf8', 0, cut));
-    this.#next = 0;
-    this.#buffer.copy(this.#buffer, 0, cut, end);
-    this.#kept = end - cut;
-  }
-}
-
-/**
- * Where the whole lines in buffer[0, end) end: after the last \n, or after a lone \r past it (a file whose
- * lines end in \r alone is then read a MiB at a time too, not held whole). A \r that is the last byte read
- * waits for the next read, which may start with its \n.
- */
-function wholeLinesEnd(buffer: Buffer, end: number): number {
-  const newline = buffer.lastIndexOf(NEWLINE, end - 1);
-  const carriageReturn = buffer.subarray(newline + 1, end - 1).lastIndexOf(CARRIAGE_RETURN);
-  return carriageReturn < 0 ? newline + 1 : newline + 1 + carriageReturn + 1;
-}
-
-/** The lines of a text that ends with a line end or at the end of the file. */
-function splitLines(text: string): string[] {
-  const lines = text.includes('\r') ? text.split(LINE_END) : text.split('\n');
-  // What follows the last line end is no line (readline emits none for it).
-  if (lines.at(-1) === '') lines.pop();
-  return lines;
-}
+const AHEAD_EVENTS = 20_000;
 
 /**
  * Events from a JSON-lines file, one SuiEvent per line. The cursor is the number of lines consumed, so a
  * replay interrupted at any point resumes at the next unapplied page.
+ *
+ * A reader thread (file-worker.ts) reads, parses and decodes the lines ahead of the indexer, on the other
+ * core; the events arrive decoded (RawEvent.decoded). A read from another cursor than the last page's end
+ * starts a new reader there.
  */
 export class FileEventSource implements EventSource {
   readonly id: string;
   readonly #file: string;
   readonly #pageSize: number;
-  #lines: LineReader | undefined;
-  #handle: FileHandle | undefined;
+  #reader: PageReader | undefined;
+  /** Lines consumed by the pages read so far. */
   #position = 0;
+  /** The last page read was the file's last: its reader is gone, and a read on from there finds nothing. */
+  #ended = false;
 
   constructor(file: string, pageSize = 1000) {
     this.#file = resolve(file);
@@ -106,50 +48,111 @@ export class FileEventSource implements EventSource {
   async readPage(cursor: string | null): Promise<EventPage> {
     const start = cursor === null ? 0 : Number(cursor);
     if (!Number.isSafeInteger(start) || start < 0) throw new Error(`invalid file cursor ${cursor}`);
-    if (this.#lines === undefined || start !== this.#position) await this.#open(start);
-    const events: RawEvent[] = [];
-    let hasMore = true;
-    while (events.length < this.#pageSize) {
-      const next = await this.#lines!.next();
-      if (next === undefined) {
-        // At the end: the file is let go now (a read from here on answers from the reader, ended).
-        await this.#closeFile();
-        hasMore = false;
-        break;
-      }
-      this.#position += 1;
-      const line = next.trim();
-      if (line === '') continue;
-      const position = `${this.#file}:${this.#position}`;
-      const cursor = String(this.#position);
-      try {
-        events.push({ position, raw: JSON.parse(line), cursor });
-      } catch (error) {
-        events.push({ position, parseError: `not JSON: ${(error as Error).message}`, cursor });
-      }
+    if (this.#ended && start === this.#position) {
+      return { events: [], nextCursor: String(start), hasMore: false };
     }
-    return { events, nextCursor: String(this.#position), hasMore };
-  }
-
-  async #open(skip: number): Promise<void> {
-    await this.close();
-    this.#handle = await open(this.#file, 'r');
-    this.#lines = new LineReader(this.#handle);
-    this.#position = 0;
-    while (this.#position < skip) {
-      if ((await this.#lines.next()) === undefined) break;
-      this.#position += 1;
+    if (this.#reader === undefined || start !== this.#position) {
+      await this.close();
+      this.#reader = new PageReader({
+        file: this.#file,
+        skip: start,
+        pageSize: this.#pageSize,
+        ahead: Math.max(2, Math.ceil(AHEAD_EVENTS / this.#pageSize)),
+      });
     }
+    const page = await this.#reader.next();
+    this.#position = page.position;
+    if (!page.hasMore) {
+      // At the end: the reader has let the file go, and goes too.
+      await this.close();
+      this.#ended = true;
+    }
+    const events = (JSON.parse(page.text) as FileWorkerEvent[]).map((item): RawEvent => {
+      const event: RawEvent = { position: `${this.#file}:${item.line}`, cursor: String(item.line) };
+      if ('parseError' in item) event.parseError = item.parseError;
+      else event.decoded = fromWire(item.decoded);
+      return event;
+    });
+    return { events, nextCursor: String(page.position), hasMore: page.hasMore };
   }
 
   async close(): Promise<void> {
-    this.#lines = undefined;
-    await this.#closeFile();
+    const reader = this.#reader;
+    this.#reader = undefined;
+    this.#ended = false;
+    await reader?.close();
+  }
+}
+
+/** Undoes the reader thread's wrapping of bigints and bytes (file-worker.ts), in place. */
+function fromWire(decoded: DecodeOutcome): DecodeOutcome {
+  if (decoded.kind !== 'event') return decoded;
+  const payload = decoded.event.payload as Record<string, unknown>;
+  for (const field in payload) {
+    const value = payload[field];
+    if (typeof value === 'object' && value !== null) payload[field] = unwrap(value);
+  }
+  return decoded;
+}
+
+function unwrap(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(unwrap);
+  const wrapped = value as { $u64?: string; $bytes?: string };
+  if (wrapped.$u64 !== undefined) return BigInt(wrapped.$u64);
+  if (wrapped.$bytes !== undefined) return new Uint8Array(Buffer.from(wrapped.$bytes, 'base64'));
+  return value;
+}
+
+/** One reader thread: its pages in order, and its failure (a file it cannot read) when it fails. */
+class PageReader {
+  readonly #worker: Worker;
+  readonly #pages: FileWorkerPage[] = [];
+  #failure: Error | undefined;
+  #wake: (() => void) | undefined;
+
+  constructor(data: FileWorkerData) {
+    this.#worker = new Worker(new URL('./file-worker.ts', import.meta.url), {
+      name: 'file-source',
+      workerData: data,
+    });
+    this.#worker.on('message', (page: FileWorkerPage) => {
+      this.#pages.push(page);
+      this.#wake?.();
+    });
+    this.#worker.on('error', (error) => {
+      this.#failure = error;
+      this.#wake?.();
+    });
+    this.#worker.on('exit', (code) => {
+      this.#failure ??= new Error(`the file reader stopped before the end of the file (exit code ${code})`);
+      this.#wake?.();
+    });
+    // A reader keeps the process alive only while a page is waited for (next).
+    this.#worker.unref();
   }
 
-  async #closeFile(): Promise<void> {
-    const handle = this.#handle;
-    this.#handle = undefined;
-    await handle?.close();
+  async next(): Promise<FileWorkerPage> {
+    // The loop gets a turn for every page, as it did when the main thread read the file itself: a replay
+    // on SQLite otherwise runs on microtasks alone while pages are ready, and its SIGINT and SIGTERM
+    // handlers (which stop it between pages) would not run until it ended.
+    await turn();
+    while (this.#pages.length === 0) {
+      if (this.#failure) throw this.#failure;
+      this.#worker.ref();
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+      this.#worker.unref();
+    }
+    const page = this.#pages.shift()!;
+    // It may read one page more ahead.
+    if (page.hasMore) this.#worker.postMessage(null);
+    return page;
+  }
+
+  async close(): Promise<void> {
+    await this.#worker.terminate();
   }
 }
