@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
-import { createReadStream, existsSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -156,6 +163,8 @@ describe('FileEventSource', () => {
       // A u64 above 2^53 - 1 (a bigint once decoded), and an event whose payload holds bytes.
       JSON.stringify(stack(999, 1, 1, '18446744073709551615', '9007199254740993')),
       JSON.stringify(trySettle(3, 4, [5, 6], 700)),
+      // An array nested deeper than JSON.stringify's stack goes (it names it without showing it).
+      `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
       // One the indexer ignores, and one of a kind it does not know.
       JSON.stringify(event('PublishedEvent', {})),
       JSON.stringify(event('SomethingNew', { x: inner(1) }, { module: 'elsewhere' })),
@@ -240,11 +249,14 @@ describe('FileEventSource', () => {
     }
   });
 
-  it('fails a read, and does not wait for ever, when the reader cannot read the file', async () => {
+  it('fails a read, and does not wait for ever, when the reader cannot read the file; a retry reads again', async () => {
     const { dir, remove } = tempDir();
-    const source = new FileEventSource(join(dir, 'gone.jsonl'));
+    const file = join(dir, 'gone.jsonl');
+    const source = new FileEventSource(file);
     try {
       await assert.rejects(source.readPage(null), /ENOENT/);
+      writeFileSync(file, jsonl(history(1).slice(0, 2)));
+      assert.equal((await source.readPage(null)).events.length, 2);
       // A directory: the reader opens it, and its first read fails.
       const directory = new FileEventSource(dir);
       await assert.rejects(directory.readPage(null), /EISDIR/);
@@ -253,5 +265,33 @@ describe('FileEventSource', () => {
       await source.close();
       await remove();
     }
+  });
+
+  it('leaves no reader behind when reads overlap', async (t) => {
+    if (!existsSync('/proc/self/task')) return t.skip('counts threads through /proc/self/task (Linux)');
+    const { dir, remove } = tempDir();
+    const file = join(dir, 'events.jsonl');
+    writeFileSync(file, jsonl(history(3_000)));
+    const readers = () =>
+      readdirSync('/proc/self/task').filter((tid) => {
+        try {
+          return readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'file-source';
+        } catch {
+          return false;
+        }
+      }).length;
+    const source = new FileEventSource(file, 100);
+    try {
+      // The second read starts its own reader in the first's place; the first read may fail, as the
+      // reader it waited on is gone, but no reader is left that nothing closes.
+      const [, second] = await Promise.allSettled([source.readPage(null), source.readPage('1000')]);
+      assert.equal(second.status, 'fulfilled');
+      assert.ok(readers() <= 1, `${readers()} readers`);
+    } finally {
+      await source.close();
+      await remove();
+    }
+    assert.equal(readers(), 0);
+    assert.equal(openCopies(file), 0);
   });
 });

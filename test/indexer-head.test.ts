@@ -304,9 +304,10 @@ describe('the live indexer at the head', () => {
   });
 
   it("never cuts between one transaction's events: a claim of three stacks stays one node event", async () => {
-    // history(60): node 2 has stacks 1, 21 and 41. One transaction claims all three.
+    // history(60): node 2 has stacks 1, 21 and 41. One transaction claims all three, and emits an event of
+    // another module (skipped) between the first two claims.
     const events = history(60);
-    const claims = [1, 21, 41].map((s, seq) =>
+    const claim = (s: number, seq: number) =>
       event(
         'ClaimedStackEvent',
         {
@@ -316,9 +317,14 @@ describe('the live indexer at the head', () => {
           user_refund_amount: '1',
         },
         { tx: 'claim-of-three', seq },
-      ),
-    );
-    // A cut every 40 events would fall between the claim's second and third events.
+      );
+    const claims = [
+      claim(1, 0),
+      event('CoinMoved', {}, { tx: 'claim-of-three', seq: 1, module: 'coin' }),
+      claim(21, 2),
+      claim(41, 3),
+    ];
+    // A cut every 40 events would fall between the skipped event and the second claim.
     const batch = [...events.slice(0, 38), ...claims, ...events.slice(38)];
     const claimsOfNode2 = async (store: SqliteStore) =>
       (await store.listNodeEvents({ after: 0, limit: 10_000, nodes: [2], types: ['funds_claimed'] })).map(

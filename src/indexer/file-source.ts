@@ -51,16 +51,31 @@ export class FileEventSource implements EventSource {
     if (this.#ended && start === this.#position) {
       return { events: [], nextCursor: String(start), hasMore: false };
     }
-    if (this.#reader === undefined || start !== this.#position) {
-      await this.close();
-      this.#reader = new PageReader({
+    let reader = this.#reader;
+    if (reader === undefined || start !== this.#position) {
+      // The new reader takes the old one's place before anything is awaited: reads that overlap leave no
+      // reader behind that nothing can close.
+      const old = reader;
+      reader = new PageReader({
         file: this.#file,
         skip: start,
         pageSize: this.#pageSize,
         ahead: Math.max(2, Math.ceil(AHEAD_EVENTS / this.#pageSize)),
       });
+      this.#reader = reader;
+      this.#position = start;
+      this.#ended = false;
+      await old?.close();
     }
-    const page = await this.#reader.next();
+    let page: FileWorkerPage;
+    try {
+      page = await reader.next();
+    } catch (error) {
+      // A reader that failed is gone: the next read starts a new one, which may find the file readable.
+      if (this.#reader === reader) this.#reader = undefined;
+      await reader.close();
+      throw error;
+    }
     this.#position = page.position;
     if (!page.hasMore) {
       // At the end: the reader has let the file go, and goes too.

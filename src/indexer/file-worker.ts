@@ -47,8 +47,10 @@ function toWire(value: unknown): unknown {
   return value;
 }
 
+/** Whether JSON carries the value as it is (a vector of plain values is plain). */
 function plain(value: unknown): boolean {
-  return typeof value !== 'bigint' && !(value instanceof Uint8Array) && !Array.isArray(value);
+  if (typeof value === 'bigint' || value instanceof Uint8Array) return false;
+  return !Array.isArray(value) || value.every(plain);
 }
 
 /** The outcome with its payload's bigints and bytes wrapped; the same object when it has none. */
@@ -101,7 +103,14 @@ async function run(port: NonNullable<typeof parentPort>, data: FileWorkerData): 
         events.push({ line: position, parseError: `not JSON: ${(error as Error).message}` });
         continue;
       }
-      events.push({ line: position, decoded: wire(decodeEvent(raw)) });
+      let decoded: DecodeOutcome;
+      try {
+        decoded = decodeEvent(raw);
+      } catch (error) {
+        // Not a malformed event (those are outcomes) but a failure to decode at all: where it happened.
+        throw new Error(`${data.file}:${position}: ${(error as Error).message}`, { cause: error });
+      }
+      events.push({ line: position, decoded: wire(decoded) });
     }
     port.postMessage({ text: JSON.stringify(events), position, hasMore } satisfies FileWorkerPage);
   }

@@ -3,6 +3,7 @@ import type { EventSource, RawEvent } from '../chain/chain.ts';
 import { backoffDelay } from '../internal/backoff.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { sameParameters } from '../protocol/constants.ts';
+import { transactionOf } from '../protocol/events.ts';
 import type { IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
@@ -201,11 +202,10 @@ async function pause(ms: number): Promise<void> {
  */
 function headChunks(events: RawEvent[], max: number | undefined): RawEvent[][] {
   if (max === undefined || events.length <= max) return [events];
-  const digest = (e: RawEvent | undefined) => {
-    const key = e?.decoded?.kind === 'event' ? e.decoded.envelope.key : undefined;
-    if (key !== undefined) return key.slice(0, key.indexOf(':'));
-    return (e?.raw as { id?: { txDigest?: unknown } } | undefined)?.id?.txDigest;
-  };
+  const digest = (e: RawEvent | undefined) =>
+    e?.decoded !== undefined
+      ? transactionOf(e.decoded)
+      : (e?.raw as { id?: { txDigest?: unknown } } | undefined)?.id?.txDigest;
   /** Whether a cut before event i would split a transaction. */
   const inside = (i: number) =>
     i < events.length && digest(events[i]) !== undefined && digest(events[i]) === digest(events[i - 1]);

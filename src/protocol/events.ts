@@ -22,7 +22,13 @@ export class MalformedEventError extends Error {
 
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value) ?? String(value);
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    // Nested deeper than the stack goes: what it is, not what it holds.
+    text = Array.isArray(value) ? 'an array nested too deep to show' : 'an object nested too deep to show';
+  }
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
@@ -309,17 +315,31 @@ export type DecodeOutcome =
       /** When it happened (the fullnode's timestampMs), when the event says. */
       at?: number | undefined;
     }
-  | { kind: 'malformed'; reason: string }
-  | { kind: 'ignored' }
-  | { kind: 'unknown'; eventKind: string };
+  | { kind: 'malformed'; reason: string; tx?: string }
+  | { kind: 'ignored'; tx?: string }
+  | { kind: 'unknown'; eventKind: string; tx?: string };
+
+/**
+ * The digest of the transaction that emitted the event, when it says: the indexer's short transactions
+ * never cut one chain transaction's events apart, skipped ones included.
+ */
+export function transactionOf(outcome: DecodeOutcome): string | undefined {
+  if (outcome.kind !== 'event') return outcome.tx;
+  const key = outcome.envelope.key;
+  return key.slice(0, key.indexOf(':'));
+}
 
 /** Decodes one SuiEvent JSON value; never throws for anything the value contains. */
 export function decodeEvent(raw: unknown): DecodeOutcome {
+  const skipped = <T extends object>(outcome: T): T & { tx?: string } => {
+    const tx = (raw as { id?: { txDigest?: unknown } } | null | undefined)?.id?.txDigest;
+    return typeof tx === 'string' ? { ...outcome, tx } : outcome;
+  };
   try {
     const envelope = readEnvelope(raw);
-    if (IGNORED_EVENT_NAMES.has(envelope.name)) return { kind: 'ignored' };
+    if (IGNORED_EVENT_NAMES.has(envelope.name)) return skipped({ kind: 'ignored' as const });
     if (envelope.module !== 'db' || !isEventName(envelope.name)) {
-      return { kind: 'unknown', eventKind: `${envelope.module}::${envelope.name}` };
+      return skipped({ kind: 'unknown' as const, eventKind: `${envelope.module}::${envelope.name}` });
     }
     const event = decodePayload(envelope.name, (raw as { parsedJson?: unknown }).parsedJson);
     if (envelope.name === 'NodeRegisteredEvent' && envelope.sender === null) {
@@ -328,7 +348,7 @@ export function decodeEvent(raw: unknown): DecodeOutcome {
     return { kind: 'event', envelope, event, at: timestampOf(raw) };
   } catch (error) {
     if (!(error instanceof MalformedEventError)) throw error;
-    return { kind: 'malformed', reason: error.message };
+    return skipped({ kind: 'malformed' as const, reason: error.message });
   }
 }
 
