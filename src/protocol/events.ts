@@ -331,15 +331,11 @@ export function transactionOf(outcome: DecodeOutcome): string | undefined {
 
 /** Decodes one SuiEvent JSON value; never throws for anything the value contains. */
 export function decodeEvent(raw: unknown): DecodeOutcome {
-  const skipped = <T extends object>(outcome: T): T & { tx?: string } => {
-    const tx = (raw as { id?: { txDigest?: unknown } } | null | undefined)?.id?.txDigest;
-    return typeof tx === 'string' ? { ...outcome, tx } : outcome;
-  };
   try {
     const envelope = readEnvelope(raw);
-    if (IGNORED_EVENT_NAMES.has(envelope.name)) return skipped({ kind: 'ignored' as const });
+    if (IGNORED_EVENT_NAMES.has(envelope.name)) return skipped(raw, { kind: 'ignored' as const });
     if (envelope.module !== 'db' || !isEventName(envelope.name)) {
-      return skipped({ kind: 'unknown' as const, eventKind: `${envelope.module}::${envelope.name}` });
+      return skipped(raw, { kind: 'unknown' as const, eventKind: `${envelope.module}::${envelope.name}` });
     }
     const event = decodePayload(envelope.name, (raw as { parsedJson?: unknown }).parsedJson);
     if (envelope.name === 'NodeRegisteredEvent' && envelope.sender === null) {
@@ -348,8 +344,14 @@ export function decodeEvent(raw: unknown): DecodeOutcome {
     return { kind: 'event', envelope, event, at: timestampOf(raw) };
   } catch (error) {
     if (!(error instanceof MalformedEventError)) throw error;
-    return skipped({ kind: 'malformed' as const, reason: error.message });
+    return skipped(raw, { kind: 'malformed' as const, reason: error.message });
   }
+}
+
+/** A skipped event's outcome, with its transaction's digest when the event names one. */
+function skipped<T extends object>(raw: unknown, outcome: T): T & { tx?: string } {
+  const tx = (raw as { id?: { txDigest?: unknown } } | null | undefined)?.id?.txDigest;
+  return typeof tx === 'string' ? { ...outcome, tx } : outcome;
 }
 
 /** A SuiEvent's timestampMs (decimal digits), when it has a sane one. */
