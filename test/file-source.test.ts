@@ -71,15 +71,25 @@ async function readAll(source: FileEventSource, from: string | null): Promise<Ra
   }
 }
 
-/** How many of this process's open files are this file (the reader thread's are counted too). */
-function openCopies(file: string): number {
-  return readdirSync('/proc/self/fd').filter((fd) => {
+/** How many entries of /proc/self/`dir` read as `want` (one gone while it is read does not count). */
+function procEntries(dir: 'fd' | 'task', read: (path: string) => string, want: string): number {
+  return readdirSync(`/proc/self/${dir}`).filter((entry) => {
     try {
-      return readlinkSync(`/proc/self/fd/${fd}`) === file;
+      return read(`/proc/self/${dir}/${entry}`) === want;
     } catch {
       return false;
     }
   }).length;
+}
+
+/** How many of this process's open files are this file (the reader thread's are counted too). */
+function openCopies(file: string): number {
+  return procEntries('fd', (path) => readlinkSync(path), file);
+}
+
+/** How many of this process's threads are file readers (the worker's thread name). */
+function readers(): number {
+  return procEntries('task', (path) => readFileSync(`${path}/comm`, 'utf8').trim(), 'file-source');
 }
 
 describe('LineReader', () => {
@@ -272,14 +282,6 @@ describe('FileEventSource', () => {
     const { dir, remove } = tempDir();
     const file = join(dir, 'events.jsonl');
     writeFileSync(file, jsonl(history(3_000)));
-    const readers = () =>
-      readdirSync('/proc/self/task').filter((tid) => {
-        try {
-          return readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() === 'file-source';
-        } catch {
-          return false;
-        }
-      }).length;
     const source = new FileEventSource(file, 100);
     try {
       // The second read starts its own reader in the first's place; the first read may fail, as the
