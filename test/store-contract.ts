@@ -14,6 +14,7 @@ import {
   type Store,
   type TicketClaimed,
   type TrySettle,
+  topics,
 } from '../src/store/store.ts';
 
 const REQUEST = new Uint8Array(32).fill(3);
@@ -1158,9 +1159,51 @@ export function storeContract(
       await write(async (tx) => {
         await tx.claimEvents(['d1:0', 'd1:1']);
       });
-      assert.equal(await store.hasEvents(['d1:0', 'd1:1']), true);
-      assert.equal(await store.hasEvents(['d1:0', 'd2:0']), false);
+      assert.equal(await store.hasEvents([{ key: 'd1:0' }, { key: 'd1:1' }]), true);
+      assert.equal(await store.hasEvents([{ key: 'd1:0' }, { key: 'd2:0' }]), false);
       assert.equal(await store.hasEvents([]), true);
+      // A stack's creation event: applied once its key is claimed, or (createStack) once its row exists.
+      const creation = { key: 'd3:0', createdStack: 30 };
+      assert.equal(await store.hasEvents([creation]), false);
+      await write(async (tx) => {
+        if (tx.createStack) await tx.createStack(newStack(30, 1));
+        else await tx.claimEvents([creation.key]);
+      });
+      assert.equal(await store.hasEvents([{ key: 'd1:0' }, creation]), true);
+      assert.equal(await store.hasEvents([{ key: 'd3:1', createdStack: 31 }]), false);
+    });
+
+    it('creates a stack once, and says so, where the store records creations by their rows', async (t) => {
+      let created: boolean[] = [];
+      await write(async (tx) => {
+        if (!tx.createStack) return;
+        created = [
+          await tx.createStack(newStack(30, 1)),
+          // The same small id again, even for another node or with other terms: nothing changes.
+          await tx.createStack({ ...newStack(30, 2), num_compute_units: 5 }),
+          await tx.createStack(newStack(31, 1)),
+        ];
+      });
+      if (created.length === 0) {
+        t.skip('this store claims every event key (no createStack)');
+        return;
+      }
+      assert.deepEqual(created, [true, false, true]);
+      assert.deepEqual(
+        (await store.listStacks(1)).map((s) => [s.stack_small_id, s.num_compute_units]),
+        [
+          [30, 1000],
+          [31, 1000],
+        ],
+      );
+      assert.deepEqual(await store.listStacks(2), []);
+      // Nothing inserted moves no node's stacks: their cached lists stay.
+      const before = await store.topicVersions([topics.stacks(1), topics.stacks(2)]);
+      await write(async (tx) => {
+        assert.equal(await tx.createStack!(newStack(30, 2)), false);
+        assert.equal(await tx.createStack!(newStack(31, 1)), false);
+      });
+      assert.deepEqual(await store.topicVersions([topics.stacks(1), topics.stacks(2)]), before);
     });
 
     it('reserves, completes, releases and expires idempotency keys', async () => {

@@ -64,7 +64,9 @@ export async function applyPage(
   };
   await store.indexerTransaction(async (tx) => {
     const derived = new PageEvents(context.parameters);
-    const keys = tx.claimEvents(decoded.map((d) => d.envelope.key));
+    const keys = tx.claimEvents(
+      (tx.createStack ? decoded.filter((d) => !byRow(tx, d)) : decoded).map((d) => d.envelope.key),
+    );
     if (tx.readAhead) {
       // Together: on PostgreSQL both go in one round trip, and no claim context costs one of its own after.
       const asked = contextsAsked(decoded);
@@ -73,11 +75,15 @@ export async function applyPage(
     const fresh = await keys;
     for (const item of decoded) {
       // A key appears in `fresh` once even if the page repeats it; delete it so the repeat is a duplicate.
-      if (!fresh.delete(item.envelope.key)) {
+      if (!byRow(tx, item) && !fresh.delete(item.envelope.key)) {
         counts.duplicate += 1;
         continue;
       }
       const applied = await applyEvent(tx, item, context);
+      if (applied === 'duplicate') {
+        counts.duplicate += 1;
+        continue;
+      }
       if (applied !== false) counts.applied += 1;
       else counts.orphaned += 1;
       await derived.add(tx, {
@@ -95,6 +101,11 @@ export async function applyPage(
     await tx.saveCursor(sourceId, page.nextCursor, counts);
   });
   return counts;
+}
+
+/** Whether the event is recorded by the row it inserts, not by a claimed key (IndexerTx.createStack). */
+function byRow(tx: IndexerTx, item: Decoded): boolean {
+  return tx.createStack !== undefined && item.event.name === 'StackCreatedEvent';
 }
 
 /**
@@ -152,14 +163,15 @@ function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignore
 }
 
 /**
- * Applies one decoded event; false when it refers to something the store has never seen (an orphan). A
- * claim answers the node fee it recorded, for the node event that reports it.
+ * Applies one decoded event; false when it refers to something the store has never seen (an orphan), and
+ * 'duplicate' when the row it inserts says it was applied before (byRow). A claim answers the node fee it
+ * recorded, for the node event that reports it.
  */
 async function applyEvent(
   tx: IndexerTx,
   { envelope, event, epoch }: Decoded,
   context: ApplyContext,
-): Promise<boolean | { fee: bigint | null }> {
+): Promise<boolean | 'duplicate' | { fee: bigint | null }> {
   const { name, payload: p } = event;
   switch (name) {
     case 'TaskRegisteredEvent':
@@ -182,9 +194,12 @@ async function applyEvent(
       return true;
     case 'NodeUnsubscribedFromTaskEvent':
       return tx.deleteSubscription(p.node_small_id, p.task_small_id);
-    case 'StackCreatedEvent':
-      await tx.putStack({ ...p, owner_address: p.owner });
+    case 'StackCreatedEvent': {
+      const stack = { ...p, owner_address: p.owner };
+      if (tx.createStack) return (await tx.createStack(stack)) || 'duplicate';
+      await tx.putStack(stack);
       return true;
+    }
     case 'StackTrySettleEvent':
       await tx.putTicket(p, epoch);
       return true;

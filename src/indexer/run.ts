@@ -4,7 +4,7 @@ import { backoffDelay } from '../internal/backoff.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { sameParameters } from '../protocol/constants.ts';
 import { transactionOf } from '../protocol/events.ts';
-import type { IndexerCounts, Lease, Store } from '../store/store.ts';
+import type { AppliedEvent, IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
 /** How often a daemon that does not hold the indexer lease tries to take it. */
@@ -319,9 +319,9 @@ export class LiveIndexer {
     this.#wake?.();
   }
 
-  /** Resolves true once every key is applied, false after timeoutMs. */
-  waitFor(keys: readonly string[], timeoutMs: number): Promise<boolean> {
-    return this.waitUntil(() => this.#store.hasEvents(keys), timeoutMs);
+  /** Resolves true once every one of these events is applied, false after timeoutMs. */
+  waitFor(events: readonly AppliedEvent[], timeoutMs: number): Promise<boolean> {
+    return this.waitUntil(() => this.#store.hasEvents(events), timeoutMs);
   }
 
   /** Resolves true once check() holds, re-asked after each page and on a poll; false after timeoutMs. */

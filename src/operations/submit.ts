@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Submission } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { abortProblem, problemFromError } from '../problems/from-error.ts';
-import { readEnvelope } from '../protocol/events.ts';
+import { decodeEvent, readEnvelope } from '../protocol/events.ts';
+import type { AppliedEvent } from '../store/store.ts';
 
 /**
  * Submit and wait, for every action that sends transactions (the operator's writes and the dev network's
@@ -42,8 +43,10 @@ export class Submitter {
     }
     const failed = sent.find((s) => s.status === 'failure');
     if (failed) throw abortProblem(failed, what);
-    const keys = sent.flatMap((s) => s.events.map((event) => readEnvelope(event).key));
-    const indexed = await this.#indexer.waitFor(keys, this.#indexWaitMs);
+    const indexed = await this.#indexer.waitFor(
+      sent.flatMap((s) => s.events.map(appliedEvent)),
+      this.#indexWaitMs,
+    );
     return { result, submissions: sent, indexed };
   }
 
@@ -51,4 +54,13 @@ export class Submitter {
   indexedWhen(check: () => Promise<boolean>): Promise<boolean> {
     return this.#indexer.waitUntil(check, this.#indexWaitMs);
   }
+}
+
+/** What shows that a transaction's event was applied: its key, and the stack a StackCreatedEvent created. */
+function appliedEvent(raw: unknown): AppliedEvent {
+  const decoded = decodeEvent(raw);
+  if (decoded.kind === 'event' && decoded.event.name === 'StackCreatedEvent') {
+    return { key: decoded.envelope.key, createdStack: decoded.event.payload.stack_small_id };
+  }
+  return { key: readEnvelope(raw).key };
 }

@@ -52,6 +52,7 @@ import {
   usageChange,
 } from './rows.ts';
 import type {
+  AppliedEvent,
   Attestation,
   AttestationOutcome,
   AttestationRequest,
@@ -1897,8 +1898,9 @@ export class PostgresStore implements Store {
     );
   }
 
-  async hasEvents(keys: readonly string[]): Promise<boolean> {
-    const unique = [...new Set(keys)];
+  async hasEvents(events: readonly AppliedEvent[]): Promise<boolean> {
+    // Every applied event's key is claimed here (no IndexerTx.createStack).
+    const unique = [...new Set(events.map((e) => e.key))];
     if (unique.length === 0) return this.#op(async () => true);
     const [row] = await this.#rows(S.countEvents, [unique]);
     return row?.n === unique.length;

@@ -55,6 +55,7 @@ import {
 import { WAL_SIZE_LIMIT_BYTES, WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.ts';
 import { WalIndexWatch } from './sqlite-wal-index.ts';
 import type {
+  AppliedEvent,
   Attestation,
   AttestationOutcome,
   AttestationRequest,
@@ -399,20 +400,24 @@ export class SqliteStore implements Store {
       return this.#guard(() => this.#w.deleteSubscription!.run(enc(node), enc(task)).changes > 0);
     },
     putStack: async (s: NewStack) => {
-      // A stack the node's kept list does not have: the list is read again.
-      this.#stackChanged(s.selected_node_id, null);
-      this.#guard(() =>
-        this.#w.putStack!.run(
-          enc(s.selected_node_id),
-          enc(s.stack_small_id),
-          s.stack_id,
-          s.owner_address,
-          enc(s.task_small_id),
-          enc(s.num_compute_units),
-          enc(s.price_per_one_million_compute_units),
-        ),
-      );
+      await this.#tx.createStack!(s);
     },
+    createStack: async (s: NewStack) =>
+      this.#guard(() => {
+        const inserted =
+          this.#w.putStack!.run(
+            enc(s.selected_node_id),
+            enc(s.stack_small_id),
+            s.stack_id,
+            s.owner_address,
+            enc(s.task_small_id),
+            enc(s.num_compute_units),
+            enc(s.price_per_one_million_compute_units),
+          ).changes > 0;
+        // A stack the node's kept list does not have: the list is read again.
+        if (inserted) this.#stackChanged(s.selected_node_id, null);
+        return inserted;
+      }),
     putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
       this.#touched.add(topics.tickets(t.selected_node_id));
       this.#stackChanged(t.selected_node_id, t.stack_small_id);
@@ -999,8 +1004,15 @@ export class SqliteStore implements Store {
     return this.#guard(() => statement.all(options.limit).map(rows.autopilotAction));
   }
 
-  async hasEvents(keys: readonly string[]): Promise<boolean> {
-    return this.#guard(() => keys.every((key) => this.#r.hasEvent!.get(key) !== undefined));
+  async hasEvents(events: readonly AppliedEvent[]): Promise<boolean> {
+    // A stack's creation is recorded by its row (IndexerTx.createStack); before that row, by its key.
+    return this.#guard(() =>
+      events.every(
+        ({ key, createdStack }) =>
+          (createdStack !== undefined && this.#r.hasStack!.get(enc(createdStack)) !== undefined) ||
+          this.#r.hasEvent!.get(key) !== undefined,
+      ),
+    );
   }
 
   reserveIdempotencyKey(
@@ -1178,6 +1190,7 @@ function prepareReads(db: DatabaseSync): Record<string, StatementSync> {
       AND valid = 1 AND price_per_one_million_compute_units <= ? AND max_num_compute_units >= ?`),
     getTicket: db.prepare(`SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = ?`),
     hasEvent: db.prepare('SELECT 1 FROM applied_events WHERE event_key = ?'),
+    hasStack: db.prepare('SELECT 1 FROM stacks WHERE stack_small_id = ?'),
     chainState: db.prepare('SELECT epoch, parameters FROM chain_state WHERE id = 1'),
     stackTerms: db.prepare(`SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     ledger: db.prepare(LEDGER_QUERY),

@@ -212,6 +212,15 @@ export interface AutopilotAction {
 }
 
 /**
+ * An event to look for among those applied (Store.hasEvents): its key, and for a StackCreatedEvent the
+ * stack it created, whose row records it where the store has IndexerTx.createStack.
+ */
+export interface AppliedEvent {
+  key: string;
+  createdStack?: U64;
+}
+
+/**
  * The writes the indexer makes inside one transaction. Each method is one idempotent statement or a small
  * read-modify-write; the transaction that holds them also saves the cursor, so a page is all or nothing.
  */
@@ -230,6 +239,16 @@ export interface IndexerTx {
   deleteSubscription(nodeSmallId: U64, taskSmallId: U64): Promise<boolean>;
   /** Inserts the stack with its task's security level (when the task is known). */
   putStack(stack: NewStack): Promise<void>;
+  /**
+   * putStack that says whether it inserted: false when a stack with that small id exists. A store that has
+   * it records a StackCreatedEvent by the stack's row alone, and the indexer does not claim its key
+   * (claimEvents): only that event inserts a stack, the chain gives each stack its small id once, and a
+   * stack is never deleted, so the row exists exactly when the event was applied. A claimed key is a
+   * random digest, a write to a leaf page of its own; the stack's row goes where its node's last one went
+   * (docs/DECISIONS.md, "A stack's row records its creation event"). SQLite has it; PostgreSQL, whose
+   * stacks go in statements of a thousand rows that are sent and not awaited, claims the key.
+   */
+  createStack?(stack: NewStack): Promise<boolean>;
   /** The try-settle: the ticket (claimable from epoch + 1 when the epoch is known) and its attester slots. */
   putTicket(ticket: TrySettle, epoch: U64 | undefined): Promise<void>;
   recordAttestation(attestation: Attestation): Promise<AttestationOutcome>;
@@ -390,8 +409,8 @@ export interface Store {
    * process sharing the store does; returns the function that stops it.
    */
   onNodeEvents(listener: () => void): () => void;
-  /** Whether every one of these event keys has been applied. */
-  hasEvents(keys: readonly string[]): Promise<boolean>;
+  /** Whether every one of these events has been applied. */
+  hasEvents(events: readonly AppliedEvent[]): Promise<boolean>;
   /**
    * Reserves an Idempotency-Key for a request (by its hash) unless it is already known: returns
    * 'reserved', or the record that holds it (status 0 while its outcome is not recorded).

@@ -1416,7 +1416,7 @@ describe('Sui adapter: reads and events', () => {
       const since = w.double.requests.length;
       indexer.start();
       const deadline = Date.now() + 8000;
-      while (!(await store.hasEvents([key]))) {
+      while (!(await store.hasEvents([{ key }]))) {
         assert.ok(Date.now() < deadline, 'the indexer recovered');
         // Reads keep working while the indexer retries.
         await store.listTasks();
