@@ -1115,6 +1115,27 @@ describe('Sui adapter: reads and events', () => {
         node_small_id: { inner: '258' },
       } as never);
       assert.deepEqual(Array.from(nodeEvent.toBytes()), [...Array(32).fill(0xab), 2, 1, 0, 0, 0, 0, 0, 0]);
+      // IDs and addresses come out as bcs.Address renders them, leading zeros kept, in any part of a buffer;
+      // a short address goes in as Sui pads it.
+      const created = DB_EVENT_LAYOUTS.StackCreatedEvent!;
+      const ids = { stack_id: `0x00${'0f'.repeat(31)}`, owner: `0x${'0'.repeat(63)}7` };
+      const stack = {
+        ...ids,
+        stack_small_id: { inner: '5' },
+        task_small_id: { inner: '1' },
+        selected_node_id: { inner: '2' },
+        num_compute_units: '18446744073709551615',
+        price_per_one_million_compute_units: '0',
+      };
+      const stackBytes = created.serialize({ ...stack, owner: '0x7' } as never).toBytes();
+      const inside = new Uint8Array(stackBytes.length + 3);
+      inside.set(stackBytes, 3);
+      for (const bytes of [stackBytes, inside.subarray(3)]) {
+        assert.deepEqual(parsedJsonFromBcs(`${w.double.packageId}::db::StackCreatedEvent`, bytes), stack);
+      }
+      // The SDK's own rendering of the same bytes (the stack's id, then its u64 small id, then the owner).
+      assert.equal(bcs.Address.parse(stackBytes.subarray(0, 32)), ids.stack_id);
+      assert.equal(bcs.Address.parse(stackBytes.subarray(40, 72)), ids.owner);
 
       // Nothing new: the cursor stays and the page is empty.
       const again = await w.sui.events.readPage(page.nextCursor);
