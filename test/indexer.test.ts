@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import type { EventPage, RawEvent } from '../src/chain/chain.ts';
 import { applyPage } from '../src/indexer/apply.ts';
 import { backoffDelay } from '../src/internal/backoff.ts';
+import { decodeEvent, readEnvelope } from '../src/protocol/events.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import {
@@ -189,6 +190,38 @@ describe('indexer', () => {
     assert.notEqual(version, await store.dataVersion());
     const cursor = await store.getCursor('test');
     assert.deepEqual([cursor?.applied, cursor?.duplicate], [5, 5]);
+  });
+
+  it("records a stack's creation by its row, not its key, and counts a creation claimed by key before as a duplicate", async () => {
+    const assigned = async () =>
+      (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: ['stack_assigned'] })).map(
+        (e) => Number(JSON.parse(e.data).stack_small_id),
+      );
+    // A store from before migration 0008: the creation's key claimed beside the stack's insert.
+    const before = stack(3, 1);
+    const decoded = decodeEvent(before);
+    if (decoded.kind !== 'event' || decoded.event.name !== 'StackCreatedEvent') throw new Error('a stack');
+    const { owner, ...created } = decoded.event.payload;
+    await store.indexerTransaction(async (tx) => {
+      await tx.claimEvents([decoded.envelope.key]);
+      await tx.putStack({ ...created, owner_address: owner });
+    });
+    const after = stack(4, 1);
+    assert.deepEqual(await apply([before, after]), {
+      applied: 1,
+      duplicate: 1,
+      ignored: 0,
+      unknown: 0,
+      malformed: 0,
+      orphaned: 0,
+    });
+    assert.deepEqual(await assigned(), [4], 'no node event for the stack created before');
+    // Stack 4's key was not claimed: its row records it, and the event given again is a duplicate.
+    const key = readEnvelope(after).key;
+    assert.equal(await store.hasEvents([{ key }]), false);
+    assert.equal(await store.hasEvents([{ key, createdStack: 4 }]), true);
+    assert.equal((await apply([after], 'd')).duplicate, 1);
+    assert.deepEqual(await assigned(), [4]);
   });
 
   it("counts a dispute as the last attestation's failed check only inside the attestation window", async () => {

@@ -60,6 +60,8 @@ async function buy(d: DevDaemon, task: number, units = 1000, node = 2): Promise<
       selected_node_id: node,
     }),
   );
+  // Answered once indexed: on SQLite the stack's row is what records its creation event.
+  assert.equal(bought.indexed, true);
   return bought.stack_small_id as number;
 }
 

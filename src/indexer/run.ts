@@ -4,7 +4,7 @@ import { backoffDelay } from '../internal/backoff.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { sameParameters } from '../protocol/constants.ts';
 import { transactionOf } from '../protocol/events.ts';
-import type { AppliedEvent, IndexerCounts, Lease, Store } from '../store/store.ts';
+import type { EventLookup, IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
 /** How often a daemon that does not hold the indexer lease tries to take it. */
@@ -127,7 +127,7 @@ export async function catchUp(
       // answered between them; so does a catch-up batch while requests arrive. Each but the last saves the
       // cursor just past its last event, so a crash between them resumes exactly there. A source without a
       // cursor for each event keeps the one before the page: after a crash the page is read again and the
-      // events already applied are skipped as duplicates (their keys are claimed).
+      // events already applied are skipped as duplicates (their keys are claimed, or their rows exist).
       const busy = batch.hasMore && options.busy?.() === true;
       const chunks = !batch.hasMore
         ? headChunks(batch.events, options.headChunkEvents)
@@ -320,7 +320,7 @@ export class LiveIndexer {
   }
 
   /** Resolves true once every one of these events is applied, false after timeoutMs. */
-  waitFor(events: readonly AppliedEvent[], timeoutMs: number): Promise<boolean> {
+  waitFor(events: readonly EventLookup[], timeoutMs: number): Promise<boolean> {
     return this.waitUntil(() => this.#store.hasEvents(events), timeoutMs);
   }
 

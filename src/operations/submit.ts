@@ -3,7 +3,7 @@ import type { Submission } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { abortProblem, problemFromError } from '../problems/from-error.ts';
 import { decodeEvent, readEnvelope } from '../protocol/events.ts';
-import type { AppliedEvent } from '../store/store.ts';
+import type { EventLookup } from '../store/store.ts';
 
 /**
  * Submit and wait, for every action that sends transactions (the operator's writes and the dev network's
@@ -57,7 +57,7 @@ export class Submitter {
 }
 
 /** What shows that a transaction's event was applied: its key, and the stack a StackCreatedEvent created. */
-function appliedEvent(raw: unknown): AppliedEvent {
+function appliedEvent(raw: unknown): EventLookup {
   const decoded = decodeEvent(raw);
   if (decoded.kind === 'event' && decoded.event.name === 'StackCreatedEvent') {
     return { key: decoded.envelope.key, createdStack: decoded.event.payload.stack_small_id };

@@ -52,7 +52,6 @@ import {
   usageChange,
 } from './rows.ts';
 import type {
-  AppliedEvent,
   Attestation,
   AttestationOutcome,
   AttestationRequest,
@@ -64,6 +63,7 @@ import type {
   ClaimRecord,
   CursorState,
   Dispute,
+  EventLookup,
   IndexerCounts,
   IndexerTx,
   JsonRows,
@@ -1898,7 +1898,7 @@ export class PostgresStore implements Store {
     );
   }
 
-  async hasEvents(events: readonly AppliedEvent[]): Promise<boolean> {
+  async hasEvents(events: readonly EventLookup[]): Promise<boolean> {
     // Every applied event's key is claimed here (no IndexerTx.createStack).
     const unique = [...new Set(events.map((e) => e.key))];
     if (unique.length === 0) return this.#op(async () => true);

@@ -55,7 +55,6 @@ import {
 import { WAL_SIZE_LIMIT_BYTES, WalCheckpointer, WRITER_AUTOCHECKPOINT_PAGES } from './sqlite-checkpointer.ts';
 import { WalIndexWatch } from './sqlite-wal-index.ts';
 import type {
-  AppliedEvent,
   Attestation,
   AttestationOutcome,
   AttestationRequest,
@@ -66,6 +65,7 @@ import type {
   ClaimRecord,
   CursorState,
   Dispute,
+  EventLookup,
   IndexerCounts,
   IndexerTx,
   JsonRows,
@@ -1004,7 +1004,7 @@ export class SqliteStore implements Store {
     return this.#guard(() => statement.all(options.limit).map(rows.autopilotAction));
   }
 
-  async hasEvents(events: readonly AppliedEvent[]): Promise<boolean> {
+  async hasEvents(events: readonly EventLookup[]): Promise<boolean> {
     // A stack's creation is recorded by its row (IndexerTx.createStack); before that row, by its key.
     return this.#guard(() =>
       events.every(

@@ -215,7 +215,7 @@ export interface AutopilotAction {
  * An event to look for among those applied (Store.hasEvents): its key, and for a StackCreatedEvent the
  * stack it created, whose row records it where the store has IndexerTx.createStack.
  */
-export interface AppliedEvent {
+export interface EventLookup {
   key: string;
   createdStack?: U64;
 }
@@ -410,7 +410,7 @@ export interface Store {
    */
   onNodeEvents(listener: () => void): () => void;
   /** Whether every one of these events has been applied. */
-  hasEvents(events: readonly AppliedEvent[]): Promise<boolean>;
+  hasEvents(events: readonly EventLookup[]): Promise<boolean>;
   /**
    * Reserves an Idempotency-Key for a request (by its hash) unless it is already known: returns
    * 'reserved', or the record that holds it (status 0 while its outcome is not recorded).
