@@ -1382,8 +1382,8 @@ export function storeContract(
         [404, none],
       ]);
       await write(async (tx) => {
-        // Stack 4's task (9) is not named: that stack is read when asked.
-        await tx.readAhead?.([...expected.keys()], [1, 7, 8]);
+        // Stack 4's task (9) is not named: that stack is read when asked. Stack 1 exists already.
+        await tx.readAhead?.([...expected.keys()], [1, 7, 8], [2, 3, 4, 1, 5]);
         await tx.putTask(newTask(7, 1));
         await tx.putTask(newTask(1, 0));
         await tx.putStack(newStack(2, 2, 1000, 7));

@@ -567,6 +567,50 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
+    it('fails a page that creates a stack another store created after its read-ahead, and finds it then', async () => {
+      const db = await freshDatabase();
+      const a = await PostgresStore.open({ url: db.url });
+      const b = await PostgresStore.open({ url: db.url });
+      const stack = {
+        stack_small_id: 9,
+        stack_id: '0x9',
+        owner_address: '0x2',
+        task_small_id: 1,
+        selected_node_id: 1,
+        num_compute_units: 1000,
+        price_per_one_million_compute_units: 1,
+      };
+      try {
+        await assert.rejects(
+          a.indexerTransaction(async (tx) => {
+            await tx.readAhead!([], [], [9]);
+            // Another daemon, on another source, creates it and commits in between.
+            assert.equal(await b.indexerTransaction((other) => other.createStack!(stack)), true);
+            assert.equal(
+              await tx.createStack!({ ...stack, selected_node_id: 2 }),
+              true,
+              'read ahead: absent',
+            );
+          }),
+          /created by another writer meanwhile/,
+        );
+        // Applied again, the page finds it: its creation is a duplicate, and the row is the other's.
+        assert.equal(
+          await a.indexerTransaction((tx) => tx.createStack!({ ...stack, selected_node_id: 2 })),
+          false,
+        );
+        assert.deepEqual(
+          (await a.listStacks(1)).map((s) => s.stack_small_id),
+          [9],
+        );
+        assert.deepEqual(await a.listStacks(2), []);
+        assert.equal(await a.hasEvents([{ key: 'x:0', createdStack: 9 }]), true);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await db.drop();
+      }
+    });
+
     it('answers the list queries from their indexes, never by a sequential scan', async () => {
       const db = await freshDatabase();
       const store = await PostgresStore.open({ url: db.url });

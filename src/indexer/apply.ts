@@ -70,7 +70,8 @@ export async function applyPage(
     if (tx.readAhead) {
       // Together: on PostgreSQL both go in one round trip, and no claim context costs one of its own after.
       const asked = contextsAsked(decoded);
-      await Promise.all([keys, tx.readAhead(asked.stacks, asked.tasks)]);
+      const created = tx.createStack ? decoded.filter((d) => byRow(tx, d)).map(createdStack) : [];
+      await Promise.all([keys, tx.readAhead(asked.stacks, asked.tasks, created)]);
     }
     const fresh = await keys;
     for (const item of decoded) {
@@ -106,6 +107,12 @@ export async function applyPage(
 /** Whether the event is recorded by the row it inserts, not by a claimed key (IndexerTx.createStack). */
 function byRow(tx: IndexerTx, item: Decoded): boolean {
   return tx.createStack !== undefined && item.event.name === 'StackCreatedEvent';
+}
+
+/** The stack a StackCreatedEvent creates. */
+function createdStack({ event }: Decoded): U64 {
+  if (event.name !== 'StackCreatedEvent') throw new TypeError(`${event.name} creates no stack`);
+  return event.payload.stack_small_id;
 }
 
 /**

@@ -449,7 +449,7 @@ const S = statements({
   getTicket: `SELECT ${TICKET_COLUMNS} FROM stack_settlement_tickets WHERE stack_small_id = $1`,
   eligibleSubscribers: `SELECT count(*)::int AS n FROM node_subscriptions WHERE task_small_id = $1
     AND valid AND price_per_one_million_compute_units <= $2 AND max_num_compute_units >= $3`,
-  countEvents: 'SELECT count(*)::int AS n FROM applied_events WHERE event_key = ANY($1::text[])',
+  eventsClaimed: 'SELECT event_key FROM applied_events WHERE event_key = ANY($1::text[])',
   chainState: 'SELECT epoch, parameters FROM chain_state WHERE id = 1',
   ledger: `SELECT s.stack_small_id, s.price_per_one_million_compute_units, s.num_compute_units,
       s.security_level, s.already_computed_units, s.is_claimed AS stack_claimed,
@@ -558,16 +558,20 @@ const S = statements({
       price_per_one_million_compute_units = excluded.price_per_one_million_compute_units,
       max_num_compute_units = excluded.max_num_compute_units, valid = true`,
   deleteSubscription: 'DELETE FROM node_subscriptions WHERE node_small_id = $1 AND task_small_id = $2',
-  // The stacks of a stage, in their order (a repeat is skipped, as one by one).
-  putStacks: `INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address, task_small_id,
-    num_compute_units, price_per_one_million_compute_units, is_confidential, security_level)
-    SELECT s.node, s.id, s.stack_id, s.owner, s.task, s.units, s.price,
-      coalesce(t.security_level = 1, false), t.security_level
-    FROM unnest($1::numeric[], $2::numeric[], $3::text[], $4::text[], $5::numeric[], $6::numeric[],
-      $7::numeric[]) WITH ORDINALITY AS s(node, id, stack_id, owner, task, units, price, n)
-    LEFT JOIN tasks t ON t.task_small_id = s.task
-    ORDER BY s.n
-    ON CONFLICT DO NOTHING`,
+  // The stacks of a stage, in their order: each one this transaction found absent (createStack), so each
+  // must be inserted; one that another writer created meanwhile fails the transaction (migration 0010).
+  putStacks: `WITH i AS (INSERT INTO stacks (selected_node_id, stack_small_id, stack_id, owner_address,
+      task_small_id, num_compute_units, price_per_one_million_compute_units, is_confidential, security_level)
+      SELECT s.node, s.id, s.stack_id, s.owner, s.task, s.units, s.price,
+        coalesce(t.security_level = 1, false), t.security_level
+      FROM unnest($1::numeric[], $2::numeric[], $3::text[], $4::text[], $5::numeric[], $6::numeric[],
+        $7::numeric[]) WITH ORDINALITY AS s(node, id, stack_id, owner, task, units, price, n)
+      LEFT JOIN tasks t ON t.task_small_id = s.task
+      ORDER BY s.n
+      ON CONFLICT DO NOTHING RETURNING 1)
+    SELECT node_daemon_created_guard((SELECT count(*) FROM i), cardinality($1::numeric[]))`,
+  // Which of these stacks exist (createStack asks before it inserts).
+  stacksPresent: 'SELECT stack_small_id FROM stacks WHERE stack_small_id = ANY($1::numeric[])',
   // Try-settles: each ticket, its stack marked settling, and one attestation request per requested slot.
   putTickets: `WITH t AS (INSERT INTO stack_settlement_tickets (stack_small_id, selected_node_id,
       num_claimed_compute_units, requested_attestation_nodes, committed_stack_proofs, stack_merkle_leaves,
@@ -1000,6 +1004,8 @@ export class PostgresStore implements Store {
     let last: Promise<unknown> = Promise.resolve();
     /** The claim contexts of the page's stacks, when read ahead. */
     const ahead = new ReadAhead();
+    /** Whether each stack the page creates existed: read ahead, or asked, then kept as it creates them. */
+    const present = new Map<string, boolean>();
     /**
      * Writes not yet sent, in stages. Of the writes that wait, only putStack, putTicket and the claims touch
      * a stack's rows (its stack, ticket and attestation requests), only putSubscription a subscription's,
@@ -1116,9 +1122,18 @@ export class PostgresStore implements Store {
         return ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0;
       },
       putStack: async (s: NewStack) => {
-        wait('stacks', [`stack:${enc(s.stack_small_id)}`], [s]);
+        await api.createStack!(s);
+      },
+      createStack: async (s: NewStack) => {
+        usable();
+        const id = enc(s.stack_small_id);
+        const existed = present.get(id) ?? (await run(S.stacksPresent, [[id]])).rows.length > 0;
+        present.set(id, true);
+        if (existed) return false;
+        wait('stacks', [`stack:${id}`], [s]);
         ahead.putStack(s);
         touched.add(topics.stacks(s.selected_node_id));
+        return true;
       },
       putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
         wait('tickets', [`stack:${enc(t.stack_small_id)}`], [{ ticket: t, epoch }]);
@@ -1148,16 +1163,24 @@ export class PostgresStore implements Store {
           enc(t.dispute_settled_at_epoch),
         ]);
       },
-      readAhead: async (stackIds, taskIds) => {
-        if (stackIds.length === 0) return;
+      readAhead: async (stackIds, taskIds, createdIds) => {
+        const created = [...new Set(createdIds.map(enc))].filter((id) => !present.has(id));
+        if (stackIds.length === 0 && created.length === 0) return;
         const [ids, tasks] = [stackIds.map(enc), taskIds.map(enc)];
         const changes = ahead.changes;
         // Pipelined: one round trip, and each read sees everything the transaction sent before it.
-        const [stacks, tickets, levels] = await Promise.all([
-          send(S.stacksTerms, [ids]),
-          send(S.ticketsAttesters, [ids]),
+        const [existing, stacks, tickets, levels] = await Promise.all([
+          created.length === 0 ? undefined : send(S.stacksPresent, [created]),
+          ids.length === 0 ? undefined : send(S.stacksTerms, [ids]),
+          ids.length === 0 ? undefined : send(S.ticketsAttesters, [ids]),
           tasks.length === 0 ? undefined : send(S.taskLevels, [tasks]),
         ]);
+        if (existing) {
+          const found = new Set(existing.rows.map((r) => enc(dec(r.stack_small_id))));
+          // A stack created while the read was on its way is known already.
+          for (const id of created) if (!present.has(id)) present.set(id, found.has(id));
+        }
+        if (!stacks || !tickets) return;
         // Rows that a write may have changed on their way are left out: those stacks are read when asked.
         if (ahead.changes !== changes) return;
         ahead.add(ids, tasks, stacks.rows, tickets.rows, levels?.rows ?? []);
@@ -1899,11 +1922,24 @@ export class PostgresStore implements Store {
   }
 
   async hasEvents(events: readonly EventLookup[]): Promise<boolean> {
-    // Every applied event's key is claimed here (no IndexerTx.createStack).
-    const unique = [...new Set(events.map((e) => e.key))];
-    if (unique.length === 0) return this.#op(async () => true);
-    const [row] = await this.#rows(S.countEvents, [unique]);
-    return row?.n === unique.length;
+    const keys = [...new Set(events.map((e) => e.key))];
+    if (keys.length === 0) return this.#op(async () => true);
+    // A stack's creation is recorded by its row (IndexerTx.createStack); before migration 0010, by its key.
+    const stacks = [
+      ...new Set(events.flatMap((e) => (e.createdStack === undefined ? [] : [enc(e.createdStack)]))),
+    ];
+    const [claimed, present] = await Promise.all([
+      this.#rows(S.eventsClaimed, [keys]),
+      stacks.length === 0 ? [] : this.#rows(S.stacksPresent, [stacks]),
+    ]);
+    const found = new Set([
+      ...claimed.map((r) => r.event_key as string),
+      ...present.map((r) => `stack ${enc(dec(r.stack_small_id))}`),
+    ]);
+    return events.every(
+      (e) =>
+        found.has(e.key) || (e.createdStack !== undefined && found.has(`stack ${enc(e.createdStack)}`)),
+    );
   }
 
   reserveIdempotencyKey(

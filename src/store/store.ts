@@ -245,8 +245,9 @@ export interface IndexerTx {
    * (claimEvents): only that event inserts a stack, the chain gives each stack its small id once, and a
    * stack is never deleted, so the row exists exactly when the event was applied. A claimed key is a
    * random digest, a write to a leaf page of its own; the stack's row goes where its node's last one went
-   * (docs/DECISIONS.md, "A stack's row records its creation event"). SQLite has it; PostgreSQL, whose
-   * stacks go in statements of a thousand rows that are sent and not awaited, claims the key.
+   * (docs/DECISIONS.md, "A stack's row records its creation event"). PostgreSQL, whose inserts go in
+   * staged statements that are sent and not awaited, learns whether each stack exists from readAhead (or a
+   * read of its own), and fails the transaction if another writer created one meanwhile.
    */
   createStack?(stack: NewStack): Promise<boolean>;
   /** The try-settle: the ticket (claimable from epoch + 1 when the epoch is known) and its attester slots. */
@@ -256,12 +257,17 @@ export interface IndexerTx {
   /** What a claim of the stack needs to know, read inside the transaction (it sees the page's writes). */
   claimContext(stackSmallId: U64): Promise<ClaimContext>;
   /**
-   * Names, before the page's writes, the stacks whose claimContext it will ask and the tasks of the stacks
-   * it creates among them. An engine whose reads are round trips reads them all at once and then answers
-   * claimContext from them and the transaction's own writes, exactly as a read would; one that reads in
-   * process needs none. Any other stack is read when asked.
+   * Names, before the page's writes, the stacks whose claimContext it will ask, the tasks of the stacks it
+   * creates among them, and the stacks it creates (createStack). An engine whose reads are round trips
+   * reads them all at once and then answers claimContext, and whether a stack existed, from them and the
+   * transaction's own writes, exactly as a read would; one that reads in process needs none. Any other
+   * stack is read when asked.
    */
-  readAhead?(stackSmallIds: readonly U64[], taskSmallIds: readonly U64[]): Promise<void>;
+  readAhead?(
+    stackSmallIds: readonly U64[],
+    taskSmallIds: readonly U64[],
+    createdSmallIds: readonly U64[],
+  ): Promise<void>;
   claimTicket(claim: TicketClaimed, record: ClaimRecord): Promise<void>;
   /**
    * The dispute, and the ticket in dispute. When it is the failed final check of an attestation (rows.ts,
