@@ -611,6 +611,43 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
+    it('applies the same stacks from two sources on two stores at once: each stack once, each counted once', async () => {
+      const db = await freshDatabase();
+      const stores = [await PostgresStore.open({ url: db.url }), await PostgresStore.open({ url: db.url })];
+      const log = createLogger('silent');
+      // Two files of the same chain's events (one event, one key), read in pages of different sizes.
+      const events = Array.from({ length: 3000 }, (_, i) => stack(i + 1, (i % 20) + 1));
+      const replay = async (store: PostgresStore, source: string, size: number) => {
+        let applied = 0;
+        for (let at = 0; at < events.length; at += size) {
+          const slice = events.slice(at, at + size);
+          const page: EventPage = {
+            events: slice.map((raw, i) => ({ position: `${source}:${at + i}`, raw })),
+            nextCursor: String(at + slice.length),
+            hasMore: at + size < events.length,
+          };
+          applied += (await applyPage(store, source, page, log)).applied;
+        }
+        return applied;
+      };
+      try {
+        const applied = await Promise.all([
+          replay(stores[0]!, 'file:a', 250),
+          replay(stores[1]!, 'file:b', 400),
+        ]);
+        assert.equal(applied[0]! + applied[1]!, events.length, `${applied}`);
+        await withClient(db.url, async (client) => {
+          const { rows } = await client.query(
+            "SELECT (SELECT count(*)::int FROM stacks) AS stacks, (SELECT count(*)::int FROM node_events WHERE type = 'stack_assigned') AS assigned",
+          );
+          assert.deepEqual(rows[0], { stacks: events.length, assigned: events.length });
+        });
+      } finally {
+        await Promise.all(stores.map((s) => s.close()));
+        await db.drop();
+      }
+    });
+
     it('answers the list queries from their indexes, never by a sequential scan', async () => {
       const db = await freshDatabase();
       const store = await PostgresStore.open({ url: db.url });

@@ -5,6 +5,7 @@ import { U64ArithmeticError } from '../protocol/arithmetic.ts';
 import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
 import { type DecodedEvent, decodeEvent, type EventEnvelope } from '../protocol/events.ts';
 import { attesterReward, knownFee } from '../protocol/fees.ts';
+import { StoreError } from '../store/errors.ts';
 import type { AttesterReward, IndexerCounts, IndexerTx, Store, TicketClaimed } from '../store/store.ts';
 import { PageEvents } from './node-events.ts';
 
@@ -41,6 +42,10 @@ export function addCounts(into: IndexerCounts, more: IndexerCounts): IndexerCoun
  * applies the decodable ones and saves the cursor in one transaction. A duplicate is skipped; an unknown
  * or malformed event is counted and logged with its position; an event about something never seen
  * (an orphan) is counted. Returns what happened to the page's events.
+ *
+ * A transaction that another writer's creation of one of its stacks failed (store_created_meanwhile:
+ * PostgreSQL, another daemon indexing another source into the same database) rolled back whole: it is
+ * applied again, up to CONFLICT_ATTEMPTS times, and then finds that creation a duplicate.
  */
 export async function applyPage(
   store: Store,
@@ -48,15 +53,46 @@ export async function applyPage(
   page: EventPage,
   log: Logger,
 ): Promise<IndexerCounts> {
-  const counts = emptyCounts();
+  const skipped = emptyCounts();
   const decoded: Decoded[] = [];
   for (const item of page.events) {
     const result = decodeOne(item, log);
-    if (result === 'malformed') counts.malformed += 1;
-    else if (result === 'ignored') counts.ignored += 1;
-    else if (result === 'unknown') counts.unknown += 1;
+    if (result === 'malformed') skipped.malformed += 1;
+    else if (result === 'ignored') skipped.ignored += 1;
+    else if (result === 'unknown') skipped.unknown += 1;
     else decoded.push(result);
   }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await applyDecoded(store, sourceId, page, decoded, { ...skipped });
+    } catch (error) {
+      if (
+        attempt >= CONFLICT_ATTEMPTS ||
+        !(error instanceof StoreError) ||
+        error.code !== CREATED_MEANWHILE
+      ) {
+        throw error;
+      }
+      log.info(
+        { err: error, attempt },
+        'another writer created a stack of this page meanwhile; applying it again',
+      );
+    }
+  }
+}
+
+/** How many times applyPage tries a page whose stacks another writer kept creating meanwhile. */
+const CONFLICT_ATTEMPTS = 5;
+const CREATED_MEANWHILE = 'store_created_meanwhile';
+
+/** The page's decoded events in one transaction, with its cursor; `counts` holds what decoding skipped. */
+async function applyDecoded(
+  store: Store,
+  sourceId: string,
+  page: EventPage,
+  decoded: readonly Decoded[],
+  counts: IndexerCounts,
+): Promise<IndexerCounts> {
   // Fees are computed with the parameters the source reports, else the last known, else the contract's.
   const state = await store.getChainState();
   const context: ApplyContext = {

@@ -42,6 +42,8 @@ export function fromSqliteError(error: unknown): unknown {
 const PG_RETRYABLE: Record<string, string> = {
   '40001': 'store_serialization_failure',
   '40P01': 'store_deadlock',
+  // node_daemon_created_guard (migration 0010): a stack the transaction creates was created meanwhile.
+  NDS01: 'store_created_meanwhile',
   '55P03': 'store_lock_not_available',
   '57P01': 'store_server_shutdown',
   '57P02': 'store_server_shutdown',

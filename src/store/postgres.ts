@@ -703,7 +703,7 @@ class ReadAhead {
     if (this.#levels.get(key) === null) this.#levels.set(key, task.security_level);
   }
 
-  /** A stack inserted with its task's level (kept only if none was there, as putStacks does). */
+  /** A stack inserted with its task's level (createStack stages only a stack it found absent). */
   putStack(s: NewStack): void {
     this.changes += 1;
     const key = enc(s.stack_small_id);
@@ -1937,8 +1937,7 @@ export class PostgresStore implements Store {
       ...present.map((r) => `stack ${enc(dec(r.stack_small_id))}`),
     ]);
     return events.every(
-      (e) =>
-        found.has(e.key) || (e.createdStack !== undefined && found.has(`stack ${enc(e.createdStack)}`)),
+      (e) => found.has(e.key) || (e.createdStack !== undefined && found.has(`stack ${enc(e.createdStack)}`)),
     );
   }
 
