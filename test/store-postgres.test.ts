@@ -585,18 +585,14 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           a.indexerTransaction(async (tx) => {
             await tx.readAhead!([], [], [9]);
             // Another daemon, on another source, creates it and commits in between.
-            assert.equal(await b.indexerTransaction((other) => other.createStack!(stack)), true);
-            assert.equal(
-              await tx.createStack!({ ...stack, selected_node_id: 2 }),
-              true,
-              'read ahead: absent',
-            );
+            assert.equal(await b.indexerTransaction((other) => other.createStack(stack)), true);
+            assert.equal(await tx.createStack({ ...stack, selected_node_id: 2 }), true, 'read ahead: absent');
           }),
           /created by another writer meanwhile/,
         );
         // Applied again, the page finds it: its creation is a duplicate, and the row is the other's.
         assert.equal(
-          await a.indexerTransaction((tx) => tx.createStack!({ ...stack, selected_node_id: 2 })),
+          await a.indexerTransaction((tx) => tx.createStack({ ...stack, selected_node_id: 2 })),
           false,
         );
         assert.deepEqual(

@@ -100,19 +100,18 @@ async function applyDecoded(
   };
   await store.indexerTransaction(async (tx) => {
     const derived = new PageEvents(context.parameters);
-    const keys = tx.claimEvents(
-      (tx.createStack ? decoded.filter((d) => !byRow(tx, d)) : decoded).map((d) => d.envelope.key),
-    );
+    // A stack's creation is recorded by the stack's row (IndexerTx.createStack), not by its key.
+    const keys = tx.claimEvents(decoded.filter((d) => !createsStack(d)).map((d) => d.envelope.key));
     if (tx.readAhead) {
       // Together: on PostgreSQL both go in one round trip, and no claim context costs one of its own after.
       const asked = contextsAsked(decoded);
-      const created = tx.createStack ? decoded.filter((d) => byRow(tx, d)).map(createdStack) : [];
+      const created = decoded.filter(createsStack).map(createdStack);
       await Promise.all([keys, tx.readAhead(asked.stacks, asked.tasks, created)]);
     }
     const fresh = await keys;
     for (const item of decoded) {
       // A key appears in `fresh` once even if the page repeats it; delete it so the repeat is a duplicate.
-      if (!byRow(tx, item) && !fresh.delete(item.envelope.key)) {
+      if (!createsStack(item) && !fresh.delete(item.envelope.key)) {
         counts.duplicate += 1;
         continue;
       }
@@ -140,9 +139,9 @@ async function applyDecoded(
   return counts;
 }
 
-/** Whether the event is recorded by the row it inserts, not by a claimed key (IndexerTx.createStack). */
-function byRow(tx: IndexerTx, item: Decoded): boolean {
-  return tx.createStack !== undefined && item.event.name === 'StackCreatedEvent';
+/** Whether the event creates a stack: recorded by the stack's row, not by a claimed key. */
+function createsStack(item: Decoded): boolean {
+  return item.event.name === 'StackCreatedEvent';
 }
 
 /** The stack a StackCreatedEvent creates. */
@@ -207,7 +206,7 @@ function decodeOne(item: RawEvent, log: Logger): Decoded | 'malformed' | 'ignore
 
 /**
  * Applies one decoded event; false when it refers to something the store has never seen (an orphan), and
- * 'duplicate' when the row it inserts says it was applied before (byRow). A claim answers the node fee it
+ * 'duplicate' when the stack it creates existed (createsStack). A claim answers the node fee it
  * recorded, for the node event that reports it.
  */
 async function applyEvent(
@@ -237,12 +236,8 @@ async function applyEvent(
       return true;
     case 'NodeUnsubscribedFromTaskEvent':
       return tx.deleteSubscription(p.node_small_id, p.task_small_id);
-    case 'StackCreatedEvent': {
-      const stack = { ...p, owner_address: p.owner };
-      if (tx.createStack) return (await tx.createStack(stack)) || 'duplicate';
-      await tx.putStack(stack);
-      return true;
-    }
+    case 'StackCreatedEvent':
+      return (await tx.createStack({ ...p, owner_address: p.owner })) || 'duplicate';
     case 'StackTrySettleEvent':
       await tx.putTicket(p, epoch);
       return true;

@@ -1122,7 +1122,7 @@ export class PostgresStore implements Store {
         return ((await run(S.deleteSubscription, [enc(node), enc(task)])).rowCount ?? 0) > 0;
       },
       putStack: async (s: NewStack) => {
-        await api.createStack!(s);
+        await api.createStack(s);
       },
       createStack: async (s: NewStack) => {
         usable();

@@ -400,7 +400,7 @@ export class SqliteStore implements Store {
       return this.#guard(() => this.#w.deleteSubscription!.run(enc(node), enc(task)).changes > 0);
     },
     putStack: async (s: NewStack) => {
-      await this.#tx.createStack!(s);
+      await this.#tx.createStack(s);
     },
     createStack: async (s: NewStack) =>
       this.#guard(() => {

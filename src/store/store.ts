@@ -213,7 +213,7 @@ export interface AutopilotAction {
 
 /**
  * An event to look for among those applied (Store.hasEvents): its key, and for a StackCreatedEvent the
- * stack it created, whose row records it where the store has IndexerTx.createStack.
+ * stack it created, whose row records it (IndexerTx.createStack).
  */
 export interface EventLookup {
   key: string;
@@ -240,8 +240,8 @@ export interface IndexerTx {
   /** Inserts the stack with its task's security level (when the task is known). */
   putStack(stack: NewStack): Promise<void>;
   /**
-   * putStack that says whether it inserted: false when a stack with that small id exists. A store that has
-   * it records a StackCreatedEvent by the stack's row alone, and the indexer does not claim its key
+   * putStack that says whether it inserted: false when a stack with that small id exists. A
+   * StackCreatedEvent is recorded by the stack's row alone, and the indexer does not claim its key
    * (claimEvents): only that event inserts a stack, the chain gives each stack its small id once, and a
    * stack is never deleted, so the row exists exactly when the event was applied. A claimed key is a
    * random digest, a write to a leaf page of its own; the stack's row goes where its node's last one went
@@ -249,7 +249,7 @@ export interface IndexerTx {
    * staged statements that are sent and not awaited, learns whether each stack exists from readAhead (or a
    * read of its own), and fails the transaction if another writer created one meanwhile.
    */
-  createStack?(stack: NewStack): Promise<boolean>;
+  createStack(stack: NewStack): Promise<boolean>;
   /** The try-settle: the ticket (claimable from epoch + 1 when the epoch is known) and its attester slots. */
   putTicket(ticket: TrySettle, epoch: U64 | undefined): Promise<void>;
   recordAttestation(attestation: Attestation): Promise<AttestationOutcome>;
