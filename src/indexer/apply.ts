@@ -3,7 +3,7 @@ import type { EventPage, RawEvent } from '../chain/chain.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { U64ArithmeticError } from '../protocol/arithmetic.ts';
 import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
-import { type DecodedEvent, decodeEvent, type EventEnvelope } from '../protocol/events.ts';
+import { type DecodedEvent, decodeEvent, type EventEnvelope, keyTransaction } from '../protocol/events.ts';
 import { attesterReward, knownFee } from '../protocol/fees.ts';
 import { StoreError } from '../store/errors.ts';
 import type { AttesterReward, IndexerCounts, IndexerTx, Store, TicketClaimed } from '../store/store.ts';
@@ -124,7 +124,7 @@ async function applyDecoded(
       else counts.orphaned += 1;
       await derived.add(tx, {
         event: item.event,
-        digest: item.envelope.key.slice(0, item.envelope.key.indexOf(':')),
+        digest: keyTransaction(item.envelope.key),
         epoch: item.epoch,
         at: item.at,
         ...(typeof applied === 'object' ? { fee: applied.fee } : {}),

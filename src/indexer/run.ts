@@ -3,7 +3,7 @@ import type { EventSource, RawEvent } from '../chain/chain.ts';
 import { backoffDelay } from '../internal/backoff.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { sameParameters } from '../protocol/constants.ts';
-import { transactionOf } from '../protocol/events.ts';
+import { rawTransactionOf, transactionOf } from '../protocol/events.ts';
 import type { EventLookup, IndexerCounts, Lease, Store } from '../store/store.ts';
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
@@ -203,9 +203,7 @@ async function pause(ms: number): Promise<void> {
 function headChunks(events: RawEvent[], max: number | undefined): RawEvent[][] {
   if (max === undefined || events.length <= max) return [events];
   const digest = (e: RawEvent | undefined) =>
-    e?.decoded !== undefined
-      ? transactionOf(e.decoded)
-      : (e?.raw as { id?: { txDigest?: unknown } } | undefined)?.id?.txDigest;
+    e?.decoded !== undefined ? transactionOf(e.decoded) : rawTransactionOf(e?.raw);
   /** Whether a cut before event i would split a transaction. */
   const inside = (i: number) =>
     i < events.length && digest(events[i]) !== undefined && digest(events[i]) === digest(events[i - 1]);

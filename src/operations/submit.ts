@@ -59,8 +59,10 @@ export class Submitter {
 /** What shows that a transaction's event was applied: its key, and the stack a StackCreatedEvent created. */
 function appliedEvent(raw: unknown): EventLookup {
   const decoded = decodeEvent(raw);
-  if (decoded.kind === 'event' && decoded.event.name === 'StackCreatedEvent') {
-    return { key: decoded.envelope.key, createdStack: decoded.event.payload.stack_small_id };
-  }
-  return { key: readEnvelope(raw).key };
+  // An event skipped as malformed has no key to wait for: readEnvelope throws, as it did before.
+  if (decoded.kind !== 'event') return { key: readEnvelope(raw).key };
+  const { envelope, event } = decoded;
+  return event.name === 'StackCreatedEvent'
+    ? { key: envelope.key, createdStack: event.payload.stack_small_id }
+    : { key: envelope.key };
 }

@@ -324,9 +324,18 @@ export type DecodeOutcome =
  * never cut one chain transaction's events apart, skipped ones included.
  */
 export function transactionOf(outcome: DecodeOutcome): string | undefined {
-  if (outcome.kind !== 'event') return outcome.tx;
-  const key = outcome.envelope.key;
+  return outcome.kind === 'event' ? keyTransaction(outcome.envelope.key) : outcome.tx;
+}
+
+/** The transaction digest of an event key (txDigest:eventSeq). */
+export function keyTransaction(key: string): string {
   return key.slice(0, key.indexOf(':'));
+}
+
+/** The transaction digest a SuiEvent JSON value names, decoded or not, when it names one. */
+export function rawTransactionOf(raw: unknown): string | undefined {
+  const tx = (raw as { id?: { txDigest?: unknown } } | null | undefined)?.id?.txDigest;
+  return typeof tx === 'string' ? tx : undefined;
 }
 
 /** Decodes one SuiEvent JSON value; never throws for anything the value contains. */
@@ -350,8 +359,8 @@ export function decodeEvent(raw: unknown): DecodeOutcome {
 
 /** A skipped event's outcome, with its transaction's digest when the event names one. */
 function skipped<T extends object>(raw: unknown, outcome: T): T & { tx?: string } {
-  const tx = (raw as { id?: { txDigest?: unknown } } | null | undefined)?.id?.txDigest;
-  return typeof tx === 'string' ? { ...outcome, tx } : outcome;
+  const tx = rawTransactionOf(raw);
+  return tx === undefined ? outcome : { ...outcome, tx };
 }
 
 /** A SuiEvent's timestampMs (decimal digits), when it has a sane one. */

@@ -1932,12 +1932,11 @@ export class PostgresStore implements Store {
       this.#rows(S.eventsClaimed, [keys]),
       stacks.length === 0 ? [] : this.#rows(S.stacksPresent, [stacks]),
     ]);
-    const found = new Set([
-      ...claimed.map((r) => r.event_key as string),
-      ...present.map((r) => `stack ${enc(dec(r.stack_small_id))}`),
-    ]);
+    const claimedKeys = new Set(claimed.map((r) => r.event_key as string));
+    const presentStacks = new Set(present.map((r) => enc(dec(r.stack_small_id))));
     return events.every(
-      (e) => found.has(e.key) || (e.createdStack !== undefined && found.has(`stack ${enc(e.createdStack)}`)),
+      (e) =>
+        claimedKeys.has(e.key) || (e.createdStack !== undefined && presentStacks.has(enc(e.createdStack))),
     );
   }
 
