@@ -4,7 +4,7 @@ import { setImmediate as turn } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import type { EventPage, EventSource, RawEvent } from '../chain/chain.ts';
 import type { DecodeOutcome } from '../protocol/events.ts';
-import type { FileWorkerData, FileWorkerEvent, FileWorkerPage } from './file-worker.ts';
+import type { FileWorkerCommand, FileWorkerData, FileWorkerEvent, FileWorkerPage } from './file-worker.ts';
 
 export { READ_BYTES } from './lines.ts';
 
@@ -119,10 +119,14 @@ function unwrap(value: unknown): unknown {
   return value;
 }
 
+/** How long a reader told to stop may take to close its file and end before it is terminated. */
+const STOP_MS = 5000;
+
 /** One reader thread: its pages in order, and its failure (a file it cannot read) when it fails. */
 class PageReader {
   readonly #worker: Worker;
   readonly #pages: FileWorkerPage[] = [];
+  readonly #exited: Promise<void>;
   #failure: Error | undefined;
   #wake: (() => void) | undefined;
 
@@ -139,9 +143,12 @@ class PageReader {
       this.#failure = error;
       this.#wake?.();
     });
-    this.#worker.on('exit', (code) => {
-      this.#failure ??= new Error(`the file reader stopped before the end of the file (exit code ${code})`);
-      this.#wake?.();
+    this.#exited = new Promise((resolve) => {
+      this.#worker.on('exit', (code) => {
+        this.#failure ??= new Error(`the file reader stopped before the end of the file (exit code ${code})`);
+        this.#wake?.();
+        resolve();
+      });
     });
     // A reader keeps the process alive only while a page is waited for (next).
     this.#worker.unref();
@@ -163,11 +170,24 @@ class PageReader {
     }
     const page = this.#pages.shift()!;
     // It may read one page more ahead.
-    if (page.hasMore) this.#worker.postMessage(null);
+    if (page.hasMore) this.#post('more');
     return page;
   }
 
+  /** Resolves once the thread has ended and its file is closed. */
   async close(): Promise<void> {
-    await this.#worker.terminate();
+    this.#post('stop');
+    // The thread keeps the process alive until it has ended; the timer does not.
+    this.#worker.ref();
+    const timer = setTimeout(() => void this.#worker.terminate(), STOP_MS).unref();
+    try {
+      await this.#exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #post(command: FileWorkerCommand): void {
+    this.#worker.postMessage(command);
   }
 }

@@ -9,7 +9,9 @@
  * a u64 above 2^53 - 1 as { "$u64": "digits" }, bytes as { "$bytes": "base64" } (fromWire undoes it).
  *
  * workerData is a FileWorkerData. The reader may post `ahead` pages before the main thread takes any; each
- * message it receives lets it post one more. It closes the file before it posts the last page.
+ * FileWorkerCommand 'more' lets it post one more. After the last page, or on 'stop', it closes the file
+ * and ends: the file is let go when its exit is seen. (A terminated thread's file handle is closed later,
+ * in its teardown, so terminate alone does not tell when.)
  */
 import { open } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -28,6 +30,9 @@ export interface FileWorkerData {
 
 /** One event of a page: its line's number (from 1), and the event decoded, or why the line is not JSON. */
 export type FileWorkerEvent = { line: number; decoded: DecodeOutcome } | { line: number; parseError: string };
+
+/** What the main thread tells the reader: it took a page, or the reader is to close its file and end. */
+export type FileWorkerCommand = 'more' | 'stop';
 
 export interface FileWorkerPage {
   /** The page's FileWorkerEvent[], as JSON text. */
@@ -69,28 +74,50 @@ function wire(outcome: DecodeOutcome): DecodeOutcome {
 
 async function run(port: NonNullable<typeof parentPort>, data: FileWorkerData): Promise<void> {
   let credits = data.ahead;
+  let stopped = false;
   let wake: (() => void) | undefined;
-  port.on('message', () => {
-    credits += 1;
+  port.on('message', (command: FileWorkerCommand) => {
+    if (command === 'stop') stopped = true;
+    else credits += 1;
     wake?.();
   });
   const handle = await open(data.file, 'r');
-  const lines = new LineReader(handle);
+  try {
+    await readPages(port, data, new LineReader(handle), {
+      stopped: () => stopped,
+      credit: async () => {
+        while (credits === 0 && !stopped) {
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+        }
+        credits -= 1;
+        return !stopped;
+      },
+    });
+  } finally {
+    await handle.close();
+  }
+  port.close();
+}
+
+/** Posts the pages until the file ends or the main thread says stop. */
+async function readPages(
+  port: NonNullable<typeof parentPort>,
+  data: FileWorkerData,
+  lines: LineReader,
+  control: { stopped: () => boolean; credit: () => Promise<boolean> },
+): Promise<void> {
   let position = 0;
-  while (position < data.skip && (await lines.next()) !== undefined) position += 1;
+  while (position < data.skip && !control.stopped() && (await lines.next()) !== undefined) position += 1;
   for (let hasMore = true; hasMore; ) {
-    while (credits === 0) {
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-    }
-    credits -= 1;
+    if (!(await control.credit())) return;
     const events: FileWorkerEvent[] = [];
     while (events.length < data.pageSize) {
+      if (control.stopped()) return;
       const next = await lines.next();
       if (next === undefined) {
         hasMore = false;
-        await handle.close();
         break;
       }
       position += 1;
@@ -114,7 +141,6 @@ async function run(port: NonNullable<typeof parentPort>, data: FileWorkerData): 
     }
     port.postMessage({ text: JSON.stringify(events), position, hasMore } satisfies FileWorkerPage);
   }
-  port.close();
 }
 
 if (parentPort !== null) await run(parentPort, workerData as FileWorkerData);
