@@ -13,8 +13,9 @@ import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import type { RawEvent } from '../src/chain/chain.ts';
 import { FileEventSource } from '../src/indexer/file-source.ts';
+import { readWirePage, WirePageWriter } from '../src/indexer/file-wire.ts';
 import { LineReader, READ_BYTES } from '../src/indexer/lines.ts';
-import { decodeEvent } from '../src/protocol/events.ts';
+import { type DecodeOutcome, decodeEvent } from '../src/protocol/events.ts';
 import { event, history, inner, jsonl, stack, trySettle } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';
 
@@ -156,6 +157,50 @@ describe('LineReader', () => {
     } finally {
       await remove();
     }
+  });
+});
+
+describe('a page between the reader thread and the main thread (file-wire)', () => {
+  it('gives back each outcome as it was given, whatever its shape, and the lines that were not JSON', () => {
+    const outcome = (name: string, payload: Record<string, unknown>, at?: number): DecodeOutcome =>
+      ({
+        kind: 'event',
+        envelope: { key: `${name}:0`, module: 'db', name, sender: name === 'A' ? '0xab' : null },
+        event: { name, payload },
+        at,
+      }) as DecodeOutcome;
+    const given: [number, DecodeOutcome | string][] = [
+      [1, outcome('A', { x: 1n << 64n, y: new Uint8Array([0, 255]), z: [2n ** 60n, 3] }, 5)],
+      // The same name with other fields, then with the first ones again, and another module's.
+      [2, outcome('A', { y: 'text', x: null })],
+      [4, outcome('A', { x: 7, y: new Uint8Array([]), z: [] }, 6)],
+      [
+        5,
+        {
+          ...(outcome('A', { x: 1 }) as object),
+          envelope: { key: 'k:1', module: 'other', name: 'A', sender: null },
+        } as DecodeOutcome,
+      ],
+      [6, 'not JSON: Unexpected token'],
+      [7, { kind: 'malformed', reason: '$.x: expected a u64', tx: 'T' }],
+      [8, { kind: 'ignored' }],
+      [9, { kind: 'unknown', eventKind: 'm::E', tx: 'U' }],
+      [10, outcome('B', {})],
+    ];
+    const writer = new WirePageWriter();
+    for (const [line, item] of given) {
+      if (typeof item === 'string') writer.addParseError(line, item);
+      else writer.add(line, item);
+    }
+    assert.equal(writer.length, given.length);
+    assert.deepEqual(
+      readWirePage('/f', writer.text()),
+      given.map(([line, item]) => ({
+        position: `/f:${line}`,
+        cursor: String(line),
+        ...(typeof item === 'string' ? { parseError: item } : { decoded: item }),
+      })),
+    );
   });
 });
 

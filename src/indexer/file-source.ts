@@ -2,9 +2,9 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import type { EventPage, EventSource, RawEvent } from '../chain/chain.ts';
-import type { DecodeOutcome } from '../protocol/events.ts';
-import type { FileWorkerCommand, FileWorkerData, FileWorkerEvent, FileWorkerPage } from './file-worker.ts';
+import type { EventPage, EventSource } from '../chain/chain.ts';
+import { readWirePage } from './file-wire.ts';
+import type { FileWorkerCommand, FileWorkerData, FileWorkerPage } from './file-worker.ts';
 
 export { READ_BYTES } from './lines.ts';
 
@@ -82,13 +82,11 @@ export class FileEventSource implements EventSource {
       await this.close();
       this.#ended = true;
     }
-    const events = (JSON.parse(page.text) as FileWorkerEvent[]).map((item): RawEvent => {
-      const event: RawEvent = { position: `${this.#file}:${item.line}`, cursor: String(item.line) };
-      if ('parseError' in item) event.parseError = item.parseError;
-      else event.decoded = fromWire(item.decoded);
-      return event;
-    });
-    return { events, nextCursor: String(page.position), hasMore: page.hasMore };
+    return {
+      events: readWirePage(this.#file, page.text),
+      nextCursor: String(page.position),
+      hasMore: page.hasMore,
+    };
   }
 
   async close(): Promise<void> {
@@ -97,26 +95,6 @@ export class FileEventSource implements EventSource {
     this.#ended = false;
     await reader?.close();
   }
-}
-
-/** Undoes the reader thread's wrapping of bigints and bytes (file-worker.ts), in place. */
-function fromWire(decoded: DecodeOutcome): DecodeOutcome {
-  if (decoded.kind !== 'event') return decoded;
-  const payload = decoded.event.payload as Record<string, unknown>;
-  for (const field in payload) {
-    const value = payload[field];
-    if (typeof value === 'object' && value !== null) payload[field] = unwrap(value);
-  }
-  return decoded;
-}
-
-function unwrap(value: unknown): unknown {
-  if (typeof value !== 'object' || value === null) return value;
-  if (Array.isArray(value)) return value.map(unwrap);
-  const wrapped = value as { $u64?: string; $bytes?: string };
-  if (wrapped.$u64 !== undefined) return BigInt(wrapped.$u64);
-  if (wrapped.$bytes !== undefined) return new Uint8Array(Buffer.from(wrapped.$bytes, 'base64'));
-  return value;
 }
 
 /** How long a reader told to stop may take to close its file and end before it is terminated. */

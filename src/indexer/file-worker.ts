@@ -3,10 +3,8 @@
  * decodes its event (decodeEvent), and posts the pages to the main thread, which applies them. Parsing
  * and decoding a SuiEvent's JSON cost the replay about a quarter of its main thread's time.
  *
- * A page travels as JSON text (FileWorkerPage): the main thread parses a decoded event's few hundred bytes
- * in far less time than a whole SuiEvent's, and than a structured clone of the decoded objects takes
- * (measured: docs/PERFORMANCE.md, twenty-seventh pass). The two values JSON has no form for are wrapped:
- * a u64 above 2^53 - 1 as { "$u64": "digits" }, bytes as { "$bytes": "base64" } (fromWire undoes it).
+ * A page travels as JSON text in the positional form of file-wire.ts: the main thread parses it in far less
+ * time than a whole SuiEvent's JSON, or a structured clone of the decoded objects, takes.
  *
  * workerData is a FileWorkerData. The reader may post `ahead` pages before the main thread takes any; each
  * FileWorkerCommand 'more' lets it post one more. After the last page, or on 'stop', it closes the file
@@ -16,6 +14,7 @@
 import { open } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { type DecodeOutcome, decodeEvent } from '../protocol/events.ts';
+import { WirePageWriter } from './file-wire.ts';
 import { LineReader } from './lines.ts';
 
 export interface FileWorkerData {
@@ -28,48 +27,15 @@ export interface FileWorkerData {
   ahead: number;
 }
 
-/** One event of a page: its line's number (from 1), and the event decoded, or why the line is not JSON. */
-export type FileWorkerEvent = { line: number; decoded: DecodeOutcome } | { line: number; parseError: string };
-
 /** What the main thread tells the reader: it took a page, or the reader is to close its file and end. */
 export type FileWorkerCommand = 'more' | 'stop';
 
 export interface FileWorkerPage {
-  /** The page's FileWorkerEvent[], as JSON text. */
+  /** The page's events, decoded, as file-wire.ts writes them (readWirePage reads them). */
   text: string;
   /** Lines consumed after this page: the cursor past it. */
   position: number;
   hasMore: boolean;
-}
-
-/** A payload value as JSON text carries it (see the top of this file). */
-function toWire(value: unknown): unknown {
-  if (typeof value === 'bigint') return { $u64: String(value) };
-  if (value instanceof Uint8Array) {
-    return { $bytes: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64') };
-  }
-  if (Array.isArray(value)) return value.map(toWire);
-  return value;
-}
-
-/** Whether JSON carries the value as it is (a vector of plain values is plain). */
-function plain(value: unknown): boolean {
-  if (typeof value === 'bigint' || value instanceof Uint8Array) return false;
-  return !Array.isArray(value) || value.every(plain);
-}
-
-/** The outcome with its payload's bigints and bytes wrapped; the same object when it has none. */
-function wire(outcome: DecodeOutcome): DecodeOutcome {
-  if (outcome.kind !== 'event') return outcome;
-  const payload = outcome.event.payload as Record<string, unknown>;
-  let wired: Record<string, unknown> | undefined;
-  for (const field in payload) {
-    if (plain(payload[field])) continue;
-    wired ??= { ...payload };
-    wired[field] = toWire(payload[field]);
-  }
-  if (wired === undefined) return outcome;
-  return { ...outcome, event: { ...outcome.event, payload: wired } as typeof outcome.event };
 }
 
 async function run(port: NonNullable<typeof parentPort>, data: FileWorkerData): Promise<void> {
@@ -112,8 +78,8 @@ async function readPages(
   while (position < data.skip && !control.stopped() && (await lines.next()) !== undefined) position += 1;
   for (let hasMore = true; hasMore; ) {
     if (!(await control.credit())) return;
-    const events: FileWorkerEvent[] = [];
-    while (events.length < data.pageSize) {
+    const page = new WirePageWriter();
+    while (page.length < data.pageSize) {
       if (control.stopped()) return;
       const next = await lines.next();
       if (next === undefined) {
@@ -127,7 +93,7 @@ async function readPages(
       try {
         raw = JSON.parse(line);
       } catch (error) {
-        events.push({ line: position, parseError: `not JSON: ${(error as Error).message}` });
+        page.addParseError(position, `not JSON: ${(error as Error).message}`);
         continue;
       }
       let decoded: DecodeOutcome;
@@ -137,9 +103,9 @@ async function readPages(
         // Not a malformed event (those are outcomes) but a failure to decode at all: where it happened.
         throw new Error(`${data.file}:${position}: ${(error as Error).message}`, { cause: error });
       }
-      events.push({ line: position, decoded: wire(decoded) });
+      page.add(position, decoded);
     }
-    port.postMessage({ text: JSON.stringify(events), position, hasMore } satisfies FileWorkerPage);
+    port.postMessage({ text: page.text(), position, hasMore } satisfies FileWorkerPage);
   }
 }
 
