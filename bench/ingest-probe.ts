@@ -1,16 +1,25 @@
 /**
  * A quick ingest probe for work on the indexer's hot path on a shared machine:
- * node bench/ingest-probe.ts [events] [--stacks] [--postgres]. It applies the mixed stream (or stacks only)
- * into a fresh store, page by page with the indexer's applyPage, and prints events per second of wall time
- * and per second of this process's CPU time spent in applyPage (the generator excluded). On SQLite the CPU
+ * node bench/ingest-probe.ts [events] [--stacks] [--postgres] [--replay]. It applies the mixed stream (or
+ * stacks only) into a fresh store, page by page with the indexer's applyPage, and prints events per second
+ * of wall time and per second of this process's CPU time spent in applyPage (the generator excluded).
+ * With --replay it writes the stream to a JSON-lines file first (not timed) and times `node-daemon
+ * replay`'s path instead, catchUp on a FileEventSource: there the process's CPU includes the file reader's
+ * thread, and the main thread's is the one that bounds the replay. On SQLite the CPU
  * figure is the one to compare between changes: other processes on the machine do not move it. It counts
  * every thread of the process (V8's GC helpers, the WAL checkpointer); the main thread's own CPU is printed
  * beside it, the bound on wall time when the other threads find a free core. The store is instrumented as
- * the daemon's is (its calls timed into the metrics). On PostgreSQL the server's CPU is not in it; read the
+ * the daemon's is (its calls timed into the metrics), except with --replay, as the replay command's is not. On PostgreSQL the server's CPU is not in it; read the
  * wall figure there.
  */
+import { once } from 'node:events';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { applyPage } from '../src/indexer/apply.ts';
+import { FileEventSource } from '../src/indexer/file-source.ts';
+import { catchUp } from '../src/indexer/run.ts';
 import { mixedStream, pages, stacksStream } from './events.ts';
 import { asTheDaemonHasIt, freshSqlite, PAGE_SIZE } from './ingest.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
@@ -19,35 +28,65 @@ const args = process.argv.slice(2);
 const events = Number(args.find((a) => /^\d+$/.test(a)) ?? 200_000);
 const pg = args.includes('--postgres');
 const stacksOnly = args.includes('--stacks');
+const replay = args.includes('--replay');
 const dbs = new ThrowawayDatabases(process.env.DATABASE_URL ?? DEFAULT_SERVER_URL);
 const { store: opened, dispose } = pg ? await dbs.fresh() : await freshSqlite();
-const store = asTheDaemonHasIt(opened);
+// The replay command opens its store bare; the daemon's indexer has its calls timed into the metrics.
+const store = replay ? opened : asTheDaemonHasIt(opened);
 const log = pino({ level: 'silent' });
-try {
-  let wallNs = 0n;
-  let cpuUs = 0;
-  let mainUs = 0;
-  let applied = 0;
-  const stream = stacksOnly ? stacksStream(events, 8) : mixedStream(events, 7);
-  for (const page of pages(stream, PAGE_SIZE, 'bench:probe')) {
+/** What one timed span cost: wall time, the process's CPU and the main thread's. */
+class Spent {
+  wallNs = 0n;
+  cpuUs = 0;
+  mainUs = 0;
+
+  async time(work: () => Promise<void>): Promise<void> {
     const cpu0 = process.cpuUsage();
     const main0 = process.threadCpuUsage();
     const t0 = process.hrtime.bigint();
-    applied += (await applyPage(store, 'bench:probe', page, log)).applied;
-    wallNs += process.hrtime.bigint() - t0;
+    await work();
+    this.wallNs += process.hrtime.bigint() - t0;
     const cpu = process.cpuUsage(cpu0);
     const main = process.threadCpuUsage(main0);
-    cpuUs += cpu.user + cpu.system;
-    mainUs += main.user + main.system;
+    this.cpuUs += cpu.user + cpu.system;
+    this.mainUs += main.user + main.system;
   }
-  const wall = Number(wallNs) / 1e9;
+}
+
+const file = replay ? join(mkdtempSync(join(tmpdir(), 'node-daemon-probe-')), 'events.jsonl') : undefined;
+try {
+  const spent = new Spent();
+  let applied = 0;
+  const stream = stacksOnly ? stacksStream(events, 8) : mixedStream(events, 7);
+  if (file === undefined) {
+    for (const page of pages(stream, PAGE_SIZE, 'bench:probe')) {
+      await spent.time(async () => {
+        applied += (await applyPage(store, 'bench:probe', page, log)).applied;
+      });
+    }
+  } else {
+    const out = createWriteStream(file);
+    for (const raw of stream) if (!out.write(`${JSON.stringify(raw)}\n`)) await once(out, 'drain');
+    out.end();
+    await once(out, 'finish');
+    const source = new FileEventSource(file);
+    try {
+      await spent.time(async () => {
+        applied = (await catchUp(store, source, log)).totals.applied;
+      });
+    } finally {
+      await source.close();
+    }
+  }
+  const wall = Number(spent.wallNs) / 1e9;
   console.log(
-    `${pg ? 'postgres' : 'sqlite'} ${stacksOnly ? 'stacks' : 'mixed'} ${events} events (${applied} applied): ` +
-      `${Math.round(events / wall)} ev/s wall (${wall.toFixed(2)} s), ` +
-      `${Math.round(events / (cpuUs / 1e6))} ev/s of CPU in applyPage ` +
-      `(${Math.round(events / (mainUs / 1e6))} ev/s of the main thread's)`,
+    `${pg ? 'postgres' : 'sqlite'} ${stacksOnly ? 'stacks' : 'mixed'}${replay ? ' replay' : ''} ${events} events ` +
+      `(${applied} applied): ${Math.round(events / wall)} ev/s wall (${wall.toFixed(2)} s), ` +
+      `${Math.round(events / (spent.cpuUs / 1e6))} ev/s of CPU in ${replay ? 'catchUp' : 'applyPage'} ` +
+      `(${Math.round(events / (spent.mainUs / 1e6))} ev/s of the main thread's)`,
   );
 } finally {
   await dispose();
   await dbs.dropAll();
+  if (file !== undefined) rmSync(join(file, '..'), { recursive: true, force: true });
 }
