@@ -14,6 +14,7 @@ import {
   type DevNetworkOptions,
   GENESIS_USER_USDC,
 } from '../src/chain/dev/dev-network.ts';
+import { decodeState, encodeState } from '../src/chain/dev/state.ts';
 import { addCounts, applyPage, emptyCounts } from '../src/indexer/apply.ts';
 import { type U64, U64_MAX } from '../src/internal/u64.ts';
 import {
@@ -214,6 +215,40 @@ const dispute = (dev: DevNetwork, badge: Badge, stack: U64, commitment: Uint8Arr
   });
 
 // --- tests -------------------------------------------------------------------------------------------------
+
+describe('dev network: its state as stored', () => {
+  it('reads back each bigint exactly, at any depth, and takes no other object for one', () => {
+    const state = {
+      id: 5n,
+      max: U64_MAX,
+      small: 7,
+      name: 'node',
+      none: null,
+      flags: [true, false],
+      subscriptions: [
+        { task: 1n, price: 2n ** 60n, ids: [3n, 4n] },
+        { task: 2n, price: 0n, ids: [] },
+      ],
+      matrix: [[1n, 2n], [], [[0n]]],
+      // Bytes stay tagged (unhex reads them); objects that only look like a tag are not one.
+      proof: new Uint8Array([0, 255]),
+      notATag: { $u64: '5', other: 1 },
+      notAString: { $u64: 5 },
+      nested: { $u64: { $u64: '6' } },
+    };
+    const back = decodeState<Record<string, unknown>>(encodeState(state));
+    assert.deepEqual(back, {
+      ...state,
+      proof: { $bytes: '00ff' },
+      notATag: { $u64: '5', other: 1 },
+      notAString: { $u64: 5 },
+      // Its inner tag is a bigint, so the outer object no longer holds a string $u64.
+      nested: { $u64: 6n },
+    });
+    assert.equal(typeof (back.max as bigint), 'bigint');
+    assert.equal(encodeState(back), encodeState({ ...state, proof: { $bytes: '00ff' } }));
+  });
+});
 
 describe('dev network: genesis and nodes', () => {
   it('publishes the package once, with a funded user and the configured parameters', async (t) => {
