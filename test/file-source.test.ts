@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import {
   createReadStream,
   existsSync,
@@ -328,6 +329,39 @@ describe('FileEventSource', () => {
       await directory.close();
     } finally {
       await source.close();
+      await remove();
+    }
+  });
+
+  it('closes while a read waits for its page, and holds the process until its reader has ended', async () => {
+    const { dir, remove } = tempDir();
+    const file = join(dir, 'events.jsonl');
+    writeFileSync(file, jsonl(history(20_000)));
+    // In a process of its own, where only the reader keeps it alive: when the waiting read's page arrived,
+    // the read let go of the process, and the process ended in the middle of the close (exit code 13, an
+    // unsettled top-level await).
+    const script = `
+      import { setImmediate as turn } from 'node:timers/promises';
+      import { FileEventSource } from ${JSON.stringify(new URL('../src/indexer/file-source.ts', import.meta.url).href)};
+      const source = new FileEventSource(process.argv[2], 200);
+      let cursor = null;
+      for (let i = 0; i < 3; i++) cursor = (await source.readPage(cursor)).nextCursor;
+      const waiting = source.readPage(cursor).catch((error) => error);
+      await turn();
+      await turn();
+      await source.close();
+      await waiting;
+      process.stdout.write('closed');
+    `;
+    try {
+      const main = join(dir, 'close-while-reading.mjs');
+      writeFileSync(main, script);
+      const child = spawnSync(process.execPath, [main, file], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      assert.deepEqual([child.status, child.stdout], [0, 'closed'], child.stderr);
+    } finally {
       await remove();
     }
   });

@@ -105,6 +105,8 @@ class PageReader {
   readonly #worker: Worker;
   readonly #pages: FileWorkerPage[] = [];
   readonly #exited: Promise<void>;
+  /** close() holds the process until the thread has ended: a read that waited must not let go of it. */
+  #closing = false;
   #failure: Error | undefined;
   #wake: (() => void) | undefined;
 
@@ -144,7 +146,7 @@ class PageReader {
         this.#wake = resolve;
       });
       this.#wake = undefined;
-      this.#worker.unref();
+      if (!this.#closing) this.#worker.unref();
     }
     const page = this.#pages.shift()!;
     // It may read one page more ahead.
@@ -156,6 +158,7 @@ class PageReader {
   async close(): Promise<void> {
     this.#post('stop');
     // The thread keeps the process alive until it has ended; the timer does not.
+    this.#closing = true;
     this.#worker.ref();
     const timer = setTimeout(() => void this.#worker.terminate(), STOP_MS).unref();
     try {
