@@ -3,7 +3,13 @@ import type { EventPage, RawEvent } from '../chain/chain.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { U64ArithmeticError } from '../protocol/arithmetic.ts';
 import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
-import { type DecodedEvent, decodeEvent, type EventEnvelope, keyTransaction } from '../protocol/events.ts';
+import {
+  createdStackOf,
+  type DecodedEvent,
+  decodeEvent,
+  type EventEnvelope,
+  keyTransaction,
+} from '../protocol/events.ts';
 import { attesterReward, knownFee } from '../protocol/fees.ts';
 import { StoreError } from '../store/errors.ts';
 import type { AttesterReward, IndexerCounts, IndexerTx, Store, TicketClaimed } from '../store/store.ts';
@@ -105,7 +111,7 @@ async function applyDecoded(
     if (tx.readAhead) {
       // Together: on PostgreSQL both go in one round trip, and no claim context costs one of its own after.
       const asked = contextsAsked(decoded);
-      const created = decoded.filter(createsStack).map(createdStack);
+      const created = decoded.flatMap((d) => createdStackOf(d.event) ?? []);
       await Promise.all([keys, tx.readAhead(asked.stacks, asked.tasks, created)]);
     }
     const fresh = await keys;
@@ -141,13 +147,7 @@ async function applyDecoded(
 
 /** Whether the event creates a stack: recorded by the stack's row, not by a claimed key. */
 function createsStack(item: Decoded): boolean {
-  return item.event.name === 'StackCreatedEvent';
-}
-
-/** The stack a StackCreatedEvent creates. */
-function createdStack({ event }: Decoded): U64 {
-  if (event.name !== 'StackCreatedEvent') throw new TypeError(`${event.name} creates no stack`);
-  return event.payload.stack_small_id;
+  return createdStackOf(item.event) !== undefined;
 }
 
 /**

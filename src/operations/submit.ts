@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Submission } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { abortProblem, problemFromError } from '../problems/from-error.ts';
-import { decodeEvent, readEnvelope } from '../protocol/events.ts';
+import { createdStackOf, decodeEvent, readEnvelope } from '../protocol/events.ts';
 import type { EventLookup } from '../store/store.ts';
 
 /**
@@ -61,8 +61,8 @@ function appliedEvent(raw: unknown): EventLookup {
   const decoded = decodeEvent(raw);
   // An event skipped as malformed has no key to wait for: readEnvelope throws, as it did before.
   if (decoded.kind !== 'event') return { key: readEnvelope(raw).key };
-  const { envelope, event } = decoded;
-  return event.name === 'StackCreatedEvent'
-    ? { key: envelope.key, createdStack: event.payload.stack_small_id }
-    : { key: envelope.key };
+  const createdStack = createdStackOf(decoded.event);
+  return createdStack === undefined
+    ? { key: decoded.envelope.key }
+    : { key: decoded.envelope.key, createdStack };
 }

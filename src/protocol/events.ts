@@ -327,6 +327,11 @@ export function transactionOf(outcome: DecodeOutcome): string | undefined {
   return outcome.kind === 'event' ? keyTransaction(outcome.envelope.key) : outcome.tx;
 }
 
+/** The stack an event creates: a StackCreatedEvent's, and none for any other event. */
+export function createdStackOf(event: DecodedEvent): U64 | undefined {
+  return event.name === 'StackCreatedEvent' ? event.payload.stack_small_id : undefined;
+}
+
 /** The transaction digest of an event key (txDigest:eventSeq). */
 export function keyTransaction(key: string): string {
   return key.slice(0, key.indexOf(':'));
