@@ -9,8 +9,11 @@
  *     store patches the one piece that holds the stack);
  *   - after the indexer: ROUNDS times, a StackTrySettleEvent on one of its stacks applied through applyPage,
  *     then its list built again (the store patches the stack's piece too, since the twenty-sixth pass;
- *     before, it read all the list's changing columns).
- * Every body is checked outside the timing: 1,000 stacks, the change in it.
+ *     before, it read all the list's changing columns);
+ *   - after a new stack: ROUNDS times, a StackCreatedEvent of a stack bought from the node, numbered after
+ *     all others, applied through applyPage, then its list built again (since the thirtieth pass the SQLite
+ *     store adds the stack to the kept list; before, it read all the list's changing columns again).
+ * Every body is checked outside the timing: its stacks (1,000, and one more each round), the change in it.
  */
 import { applyPage } from '../src/indexer/apply.ts';
 import { type Store, topics } from '../src/store/store.ts';
@@ -37,6 +40,7 @@ export interface BodyBuildResult {
   firstSight: BuildTimes;
   afterReport: BuildTimes;
   afterIndexer: BuildTimes;
+  afterNewStack: BuildTimes;
 }
 
 interface ListedStack {
@@ -59,14 +63,15 @@ function times(ms: number[]): BuildTimes {
 async function build(
   store: Store,
   node: number,
+  count = STACKS_PER_NODE,
 ): Promise<{ ms: number; bytes: number; stacks: ListedStack[] }> {
   const [version] = await store.topicVersions([topics.stacks(node)]);
   const started = process.hrtime.bigint();
   const rows = await store.listStacksJson(node, undefined, {}, version);
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   const stacks = JSON.parse(rows.body.toString()) as ListedStack[];
-  if (stacks.length !== STACKS_PER_NODE) {
-    throw new Error(`node ${node}: ${stacks.length} stacks in its list, not ${STACKS_PER_NODE}`);
+  if (stacks.length !== count) {
+    throw new Error(`node ${node}: ${stacks.length} stacks in its list, not ${count}`);
   }
   return { ms, bytes: rows.body.length, stacks };
 }
@@ -99,32 +104,48 @@ export async function measureBodyBuild(fresh: () => Promise<FreshStore>): Promis
 
     const afterReport: number[] = [];
     const afterIndexer: number[] = [];
+    const afterNewStack: number[] = [];
+    // One page of one event, as the live indexer applies what a read brought.
+    const apply = (position: string, raw: unknown) =>
+      applyPage(
+        store,
+        'bench:body-build',
+        { events: [{ position, raw }], nextCursor: null, hasMore: false },
+        silentLogger,
+      );
     for (let round = 1; round <= ROUNDS; round++) {
+      // The stacks each node has this round: the new ones of the rounds before are listed too.
+      const count = STACKS_PER_NODE + round - 1;
       for (let node = 1; node <= NODES; node++) {
         const reported = stackOf(node, round * 97);
         const outcome = await store.addStackUsage(reported, round, undefined, Date.now());
         if (outcome.status !== 'recorded')
           throw new Error(`the report on stack ${reported}: ${outcome.status}`);
-        const one = await build(store, node);
+        const one = await build(store, node, count);
         if (Number(listed(one.stacks, reported).already_computed_units) !== round) {
           throw new Error(`stack ${reported}: the report is not in its node's list`);
         }
         afterReport.push(one.ms);
 
         const settling = stackOf(node, round * 89 + 500);
-        // One page of the one event, as the live indexer applies what a read brought.
-        const raw = factory.trySettle(settling, node, [1 + (node % NODES)], 1);
-        const page = {
-          events: [{ position: `bench:body-build:${settling}`, raw }],
-          nextCursor: null,
-          hasMore: false,
-        };
-        await applyPage(store, 'bench:body-build', page, silentLogger);
-        const two = await build(store, node);
+        await apply(
+          `bench:body-build:${settling}`,
+          factory.trySettle(settling, node, [1 + (node % NODES)], 1),
+        );
+        const two = await build(store, node, count);
         if (!listed(two.stacks, settling).in_settle_period) {
           throw new Error(`stack ${settling}: the try-settle is not in its node's list`);
         }
         afterIndexer.push(two.ms);
+
+        // Numbered after every stack so far; datasetStack gives it to this node.
+        const bought = NODES * (STACKS_PER_NODE + round - 1) + node;
+        await apply(`bench:body-build:new:${bought}`, factory.stack(datasetStack(bought, NODES, TASKS)));
+        const three = await build(store, node, count + 1);
+        if (three.stacks.at(-1)?.stack_small_id !== bought) {
+          throw new Error(`stack ${bought}: the new stack is not last in its node's list`);
+        }
+        afterNewStack.push(three.ms);
       }
     }
     return {
@@ -134,6 +155,7 @@ export async function measureBodyBuild(fresh: () => Promise<FreshStore>): Promis
       firstSight: times(first),
       afterReport: times(afterReport),
       afterIndexer: times(afterIndexer),
+      afterNewStack: times(afterNewStack),
     };
   } finally {
     await dispose();

@@ -597,7 +597,7 @@ function bodyBuildLine(b: MeasuredBodyBuild): string {
   return (
     `list body build (${b.nodes} nodes x ${fmt(b.stacksPerNode, 0)} stacks, ${fmt(b.bodyBytes, 0)} B): ` +
     `first sight ${t(b.firstSight)}; after a usage report ${t(b.afterReport)}; ` +
-    `after an indexer page ${t(b.afterIndexer)}`
+    `after an indexer page ${t(b.afterIndexer)}; after a new stack ${t(b.afterNewStack)}`
   );
 }
 
@@ -642,6 +642,7 @@ function judge(
     for (const [when, t] of [
       ['after a usage report', bodyBuild.afterReport],
       ['after an indexer page', bodyBuild.afterIndexer],
+      ['after a new stack', bodyBuild.afterNewStack],
     ] as const) {
       targets.push({
         name: `${fmt(bodyBuild.stacksPerNode, 0)}-stack list body rebuilt ${when}, p50 (issue 13)`,

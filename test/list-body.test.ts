@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  appendedBody,
   fragmentAt,
   joinFragments,
   listSlice,
@@ -73,6 +74,31 @@ describe('a kept stack list body', () => {
       const touched = new Set([...changes.keys()].map((i) => Math.floor(i / PIECE_OBJECTS)));
       for (const [p, buffer] of patched.body.buffers.entries()) {
         assert.equal(buffer === list.body.buffers[p], !touched.has(p), `seed ${seed}: piece ${p}`);
+      }
+    }
+  });
+
+  it('appends objects as a rebuild would, shares the pieces before the last, and leaves the old body alone', () => {
+    const sizes = [0, 1, PIECE_OBJECTS - 1, PIECE_OBJECTS, PIECE_OBJECTS + 1, 2 * PIECE_OBJECTS, 300];
+    for (const n of sizes) {
+      for (const k of [1, 2, PIECE_OBJECTS, PIECE_OBJECTS + 3]) {
+        const rand = random(n * 1000 + k);
+        const parts = Array.from({ length: n }, (_, i) => object(rand, i));
+        const more = Array.from({ length: k }, (_, i) => object(rand, n + i));
+        const list = joinFragments(parts);
+        const before = list.body.joined();
+        const appended = appendedBody(list, more);
+        const expected = joinFragments([...parts, ...more]);
+        const name = `${n} objects and ${k} more`;
+        assert.deepEqual(appended.body.joined(), expected.body.joined(), name);
+        assert.deepEqual(appended.starts, expected.starts, name);
+        assert.deepEqual(appended.ends, expected.ends, name);
+        assert.equal(appended.body.retained, appended.body.length, name);
+        assert.deepEqual(list.body.joined(), before, `${name}: the old body is unchanged`);
+        const last = Math.max(0, Math.ceil(n / PIECE_OBJECTS) - 1);
+        for (const [p, buffer] of appended.body.buffers.entries()) {
+          assert.equal(buffer === list.body.buffers[p], p < last, `${name}: piece ${p}`);
+        }
       }
     }
   });

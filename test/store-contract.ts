@@ -4,6 +4,7 @@ import { stringifyJson } from '../src/internal/json.ts';
 import type { U64 } from '../src/internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../src/protocol/constants.ts';
 import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../src/protocol/proofs.ts';
+import { PIECE_OBJECTS } from '../src/store/rows.ts';
 import {
   type ClaimContext,
   IDEMPOTENCY_TTL_MS,
@@ -569,6 +570,59 @@ export function storeContract(
       assert.equal((await store.addStackUsage(0, 5, REQUEST, 1)).status, 'recorded');
       await listIsRows('after reports on the first stack and one in the middle');
       assert.equal((await store.listStacksJson(1)).count, 44);
+    });
+
+    it('adds new stacks to a kept list as the rows say: after its last, before it, over pieces and versions', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        // Even ids, so that a new one can fall among them.
+        for (let k = 0; k < PIECE_OBJECTS - 1; k++) await tx.putStack(newStack(10 + 2 * k, 1, 1000));
+        await tx.putStack(newStack(5, 2, 1000));
+      });
+      await listIsRows('first listing');
+      let next = 10 + 2 * PIECE_OBJECTS;
+      // One at a time and a few at once, after the list's last: across the first piece's end.
+      for (const n of [1, 1, 3]) {
+        await write(async (tx) => {
+          for (let k = 0; k < n; k++) await tx.putStack(newStack(next++, 1, 1000));
+        });
+        await listIsRows(`after ${n} new stacks`);
+        // The kept list knows where the new ones are: a report on one is patched in at its place.
+        assert.equal((await store.addStackUsage(next - 1, n, REQUEST, 1)).status, 'recorded');
+        await listIsRows(`after a report on the last of ${n} new stacks`);
+      }
+      // New stacks in several versions between two reads, one of them settled and reported in later ones,
+      // with another node's stack and a report on a kept one between them.
+      await write((tx) => tx.putStack(newStack(next++, 1, 1000)));
+      const created = next - 1;
+      await write(async (tx) => {
+        await tx.putStack(newStack(next++, 1, 1000));
+        await tx.putStack(newStack(next++, 2, 1000));
+      });
+      assert.equal((await store.addStackUsage(created, 40, REQUEST, 1)).status, 'recorded');
+      await write((tx) => tx.putTicket(settlement(created, 1, 40), 3));
+      assert.equal((await store.addStackUsage(12, 7, REQUEST, 1)).status, 'recorded');
+      await listIsRows('after new stacks, reports and a try-settle between two reads');
+      // Numbered before the list's last (and before its first), and after it, in one page.
+      await write(async (tx) => {
+        await tx.putStack(newStack(3, 1, 1000));
+        await tx.putStack(newStack(51, 1, 1000));
+        await tx.putStack(newStack(next++, 1, 1000));
+      });
+      await listIsRows('after new stacks before, among and after the kept ones');
+      // As many new stacks as a store may read one by one, then one more than that, between two reads.
+      for (const n of [16, 17]) {
+        for (let k = 0; k < n; k++) await write((tx) => tx.putStack(newStack(next++, 1, 1000)));
+        await listIsRows(`after ${n} new stacks in ${n} versions`);
+      }
+      const ids = JSON.parse((await store.listStacksJson(1)).body.toString()).map(
+        (s: { stack_small_id: number }) => s.stack_small_id,
+      );
+      assert.equal(ids.length, PIECE_OBJECTS - 1 + 5 + 2 + 3 + 33);
+      assert.deepEqual(
+        ids,
+        [...ids].sort((a: number, b: number) => a - b),
+      );
     });
 
     it("answers a node's list as its rows are after every kind of write, and an untouched list as it was", async () => {

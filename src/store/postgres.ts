@@ -25,11 +25,11 @@ import {
 import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './postgres-migrations.ts';
 import {
   attestedRow,
+  compareDigits,
   DISPUTE_COLUMNS,
   digitsOf,
   disputedAttestationRow,
   encodeParameters,
-  fragmentAt,
   idList,
   joinFragments,
   KeptLists,
@@ -37,9 +37,9 @@ import {
   type ListBody,
   listIndex,
   listSlice,
+  mergedList,
   parseIdList,
-  patchBody,
-  restated,
+  restatedList,
   rowMappers,
   STACK_COLUMNS,
   STACK_STATE_COLUMNS,
@@ -116,23 +116,6 @@ interface NodeList {
   pending?: Map<number, unknown[]>;
 }
 
-/**
- * A kept list's state and body with some of its stacks' rows of STACK_STATE_COLUMNS written in, by index:
- * a new state array and new copies of the pieces that hold them (the kept list is never changed).
- */
-function restatedList(
-  kept: NodeList,
-  changed: ReadonlyMap<number, unknown[]>,
-): Pick<NodeList, 'state' | 'list'> {
-  const state = kept.state.slice();
-  const changes = new Map<number, Buffer>();
-  for (const [at, r] of changed) {
-    state[at] = r;
-    changes.set(at, restated(fragmentAt(kept.list, at), r));
-  }
-  return { state, list: patchBody(kept.list, changes) };
-}
-
 /** A stack's usage columns as a usage group leaves them, as decimal text (#patchOwnUsage). */
 interface UsageColumns {
   already: string;
@@ -170,11 +153,6 @@ function isUsageGuardFailure(error: unknown): boolean {
   if (error instanceof UsageUnguarded) return true;
   const cause = error instanceof StoreError ? error.cause : error;
   return (cause as { code?: unknown } | undefined)?.code === USAGE_GUARD_FAILED;
-}
-
-/** Orders small ids as PostgreSQL writes NUMERIC (digits, no leading zeros). */
-function compareDigits(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 /** The session advisory-lock key of a lease or lock name: the first 8 bytes of its sha256, signed. */
@@ -1443,29 +1421,8 @@ export class PostgresStore implements Store {
       if (changed.size === 0) return { ...base, state: kept.state, index: kept.index, list: kept.list };
       return { ...base, index: kept.index, ...restatedList(kept, changed) };
     }
-    // New stacks (an indexer page): merged in id order with the kept ones, the body joined again.
-    const state: unknown[][] = [];
-    const parts: Buffer[] = [];
-    let next = 0;
-    for (let at = 0; at <= kept.state.length; at++) {
-      const id = at < kept.state.length ? digitsOf(kept.state[at]![0]) : undefined;
-      for (; next < added.length; next++) {
-        const row = added[next]!;
-        if (id !== undefined && compareDigits(digitsOf(row[1]), id) > 0) break;
-        state.push(stateOf(row));
-        parts.push(stackFragment(row));
-      }
-      if (id === undefined) break;
-      const r = changed.get(at);
-      state.push(r ?? kept.state[at]!);
-      parts.push(r === undefined ? fragmentAt(kept.list, at) : restated(fragmentAt(kept.list, at), r));
-    }
-    return {
-      ...base,
-      state,
-      index: listIndex(state),
-      list: joinFragments(parts),
-    };
+    // New stacks (an indexer page): appended, or merged in id order with the kept ones.
+    return { ...base, ...mergedList(kept, changed, added) };
   }
 
   /** A read whose rows come as arrays of values. */

@@ -644,6 +644,27 @@ export function joinFragments(parts: readonly Buffer[]): ListBody {
   return { body: new Pieces(buffers), starts, ends };
 }
 
+/**
+ * The list with these objects after its last, as a new list (the old one may be in a response cache or still
+ * being sent): its last piece is made again, as it ends with `]` and may have room; the pieces before it are
+ * shared.
+ */
+export function appendedBody(list: ListBody, parts: readonly Buffer[]): ListBody {
+  const kept = list.starts.length;
+  const count = kept + parts.length;
+  const starts = new Int32Array(count);
+  const ends = new Int32Array(count);
+  starts.set(list.starts);
+  ends.set(list.ends);
+  const lastPiece = kept === 0 ? 0 : ((kept - 1) / PIECE_OBJECTS) | 0;
+  const buffers = list.body.buffers.slice(0, lastPiece);
+  const object = (i: number) => (i < kept ? fragmentAt(list, i) : parts[i - kept]!);
+  for (let from = lastPiece * PIECE_OBJECTS; from < count; from += PIECE_OBJECTS) {
+    buffers.push(piece(object, from, Math.min(from + PIECE_OBJECTS, count), count, starts, ends));
+  }
+  return { body: new Pieces(buffers), starts, ends };
+}
+
 /** Stack i's object in the list (a view: no copy). */
 export function fragmentAt(list: ListBody, i: number): Buffer {
   return list.body.buffers[(i / PIECE_OBJECTS) | 0]!.subarray(list.starts[i]!, list.ends[i]!);
@@ -860,4 +881,72 @@ export function sameState(a: readonly unknown[], b: readonly unknown[]): boolean
 /** A stack's object from its whole row (STACK_COLUMNS, as an array). */
 export function stackFragment(r: readonly unknown[]): Buffer {
   return keptStack(r).fragment;
+}
+
+/**
+ * A kept list's state and body with some of its stacks' rows of STACK_STATE_COLUMNS written in, by index:
+ * a new state array and new copies of the pieces that hold them (the kept list is not changed).
+ */
+export function restatedList(
+  kept: { state: readonly unknown[][]; list: ListBody },
+  changed: ReadonlyMap<number, unknown[]>,
+): { state: unknown[][]; list: ListBody } {
+  const state = kept.state.slice();
+  if (changed.size === 0) return { state, list: kept.list };
+  const changes = new Map<number, Buffer>();
+  for (const [at, r] of changed) {
+    state[at] = r;
+    changes.set(at, restated(fragmentAt(kept.list, at), r));
+  }
+  return { state, list: patchBody(kept.list, changes) };
+}
+
+/** Orders small ids by their digits (digitsOf: no leading zeros), as numbers. */
+export function compareDigits(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/**
+ * A kept list with some of its stacks changed (rows of STACK_STATE_COLUMNS, by index) and new stacks added
+ * (whole rows, STACK_COLUMNS as arrays, in id order): a new state, index and body, the kept stacks' objects
+ * reused (restated when changed). New stacks after the list's last, as the chain numbers them, are appended
+ * to the body (appendedBody); others are merged in id order and the body joined again. The kept list is not
+ * changed: its body may be in a response cache or still being sent.
+ */
+export function mergedList(
+  kept: { state: readonly unknown[][]; index: ReadonlyMap<string, number>; list: ListBody },
+  changed: ReadonlyMap<number, unknown[]>,
+  added: readonly unknown[][],
+): { state: unknown[][]; index: Map<string, number>; list: ListBody } {
+  const last = kept.state.at(-1);
+  if (
+    added.length === 0 ||
+    last === undefined ||
+    compareDigits(digitsOf(added[0]![1]), digitsOf(last[0])) > 0
+  ) {
+    const { state, list } = restatedList(kept, changed);
+    const index = new Map(kept.index);
+    for (const row of added) {
+      index.set(digitsOf(row[1]), state.length);
+      state.push(stateOf(row));
+    }
+    return { state, index, list: added.length > 0 ? appendedBody(list, added.map(stackFragment)) : list };
+  }
+  const state: unknown[][] = [];
+  const parts: Buffer[] = [];
+  let next = 0;
+  for (let at = 0; at <= kept.state.length; at++) {
+    const id = at < kept.state.length ? digitsOf(kept.state[at]![0]) : undefined;
+    for (; next < added.length; next++) {
+      const row = added[next]!;
+      if (id !== undefined && compareDigits(digitsOf(row[1]), id) > 0) break;
+      state.push(stateOf(row));
+      parts.push(stackFragment(row));
+    }
+    if (id === undefined) break;
+    const r = changed.get(at);
+    state.push(r ?? kept.state[at]!);
+    parts.push(r === undefined ? fragmentAt(kept.list, at) : restated(fragmentAt(kept.list, at), r));
+  }
+  return { state, index: listIndex(state), list: joinFragments(parts) };
 }

@@ -26,6 +26,7 @@ import {
 } from './node-events.ts';
 import {
   attestedRow,
+  compareDigits,
   DISPUTE_COLUMNS,
   digitsOf,
   disputedAttestationRow,
@@ -38,6 +39,7 @@ import {
   type ListBody,
   listIndex,
   listSlice,
+  mergedList,
   parseIdList,
   patchBody,
   restated,
@@ -211,15 +213,12 @@ export class SqliteStore implements Store {
   #storeId: string | undefined;
   /** Topics of the cached reads the open transaction changed: their versions move as it commits. */
   readonly #touched = new Set<string>();
+  /** The stacks the open transaction added or changed, by their node's stacks topic (see #stackChanged). */
+  readonly #rowChange = new Map<string, string[]>();
   /**
-   * The existing stacks the open transaction changed, by their node's stacks topic (see #stackChanged);
-   * null when it also added one, or changed the topic some other way.
-   */
-  readonly #rowChange = new Map<string, string[] | null>();
-  /**
-   * For each kept node list's stacks topic, the stacks that each version changed, when this process made
-   * that version by changing existing stacks only (usage reports, try-settles, claims). A version missing
-   * (a new stack, another process's commit) means: unknown, read it all.
+   * For each kept node list's stacks topic, the stacks that each version added or changed, when this process
+   * made that version (new stacks, usage reports, try-settles, claims). A version missing (another
+   * process's commit) means: unknown, read it all.
    */
   readonly #changeLog = new Map<string, Map<number, string[]>>();
   /** Each listed node's whole stack list, encoded, with the topic version it shows (see #nodeList). */
@@ -320,7 +319,7 @@ export class SqliteStore implements Store {
           if (versions.length > 0) this.#walIndex?.committed(seen);
           // Only once committed: a version of a transaction that rolled back is given again.
           for (const [topic, version] of versions)
-            this.#logChange(topic, version, this.#rowChange.get(topic) ?? undefined);
+            this.#logChange(topic, version, this.#rowChange.get(topic));
         });
         this.#version = undefined;
         this.#checkpointer.afterCommit();
@@ -414,8 +413,8 @@ export class SqliteStore implements Store {
             enc(s.num_compute_units),
             enc(s.price_per_one_million_compute_units),
           ).changes > 0;
-        // A stack the node's kept list does not have: the list is read again.
-        if (inserted) this.#stackChanged(s.selected_node_id, null);
+        // A stack the node's kept list does not have: the next read adds it (#patchedList).
+        if (inserted) this.#stackChanged(s.selected_node_id, s.stack_small_id);
         return inserted;
       }),
     putTicket: async (t: TrySettle, epoch: U64 | undefined) => {
@@ -622,17 +621,15 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * The open transaction changes node's stacks: the existing stack `stack` (its changing columns only), or
-   * with null, in some other way (a new stack). Every write to a node's stacks goes through here.
+   * The open transaction adds the stack `stack` to node's stacks, or changes its changing columns. Every
+   * write to a node's stacks goes through here.
    */
-  #stackChanged(node: U64, stack: U64 | null): void {
+  #stackChanged(node: U64, stack: U64): void {
     const topic = topics.stacks(node);
     this.#touched.add(topic);
     const changed = this.#rowChange.get(topic);
-    if (stack === null) this.#rowChange.set(topic, null);
-    else if (changed === undefined) this.#rowChange.set(topic, [digitsOf(stack)]);
-    // Once unknown, the version stays unknown whatever else the transaction changes.
-    else if (changed !== null) changed.push(digitsOf(stack));
+    if (changed === undefined) this.#rowChange.set(topic, [digitsOf(stack)]);
+    else changed.push(digitsOf(stack));
   }
 
   /** Records what a committed transaction changed in a node's stacks topic (see #changeLog). */
@@ -656,8 +653,8 @@ export class SqliteStore implements Store {
 
   /**
    * A node's whole stack list, encoded, kept with the topic version it shows (#nodeLists): answered as it
-   * is while the topic has not moved; patched when only this process's usage reports moved it (their
-   * stacks read again by id); else its changing columns read again, each stack's object reused from the
+   * is while the topic has not moved; patched when only this process's writes moved it (the stacks they
+   * added or changed read by id); else its changing columns read again, each stack's object reused from the
    * kept list when its values are the same. The version is read before the rows, so the list is never
    * older than the version it is kept with (it can be newer: the next read looks again). Without `read`,
    * undefined rather than the node's whole list read again.
@@ -672,22 +669,44 @@ export class SqliteStore implements Store {
     return read ? this.#readList(node, topic, version, kept) : undefined;
   }
 
-  /** The kept list brought to `version` by its usage-report changes, or undefined when they are not known. */
+  /**
+   * The kept list brought to `version` by this process's changes (#changeLog), or undefined when they are
+   * not known: its changed stacks' columns read again and restated in place, and the stacks it did not have
+   * read whole and merged in, in id order (a new list then).
+   */
   #patchedList(topic: string, kept: NodeList, version: number): NodeList | undefined {
     const log = this.#changeLog.get(topic);
     if (log === undefined) return undefined;
     const rows = new Map<number, unknown[]>();
+    const added = new Map<string, unknown[]>();
     for (let v = kept.version + 1; v <= version; v++) {
       const stacks = log.get(v);
       if (stacks === undefined) return undefined;
       for (const stack of stacks) {
         const at = kept.index.get(stack);
-        if (at === undefined) return undefined;
+        if (at === undefined) {
+          // New to the list: read whole, as it is now (a later version may have changed it too). Many
+          // new ones: the list is read again (#readList), in one snapshot.
+          if (added.has(stack)) continue;
+          if (added.size === NEW_STACKS_BY_ID) return undefined;
+          const row = this.#r.stackArrays!.get(enc(BigInt(stack)));
+          if (row === undefined) return undefined;
+          added.set(stack, row as unknown as unknown[]);
+          continue;
+        }
         if (rows.has(at)) continue;
         const row = this.#r.stackState!.get(enc(BigInt(kept.state[at]![0] as string | number)));
         if (row === undefined) return undefined;
         rows.set(at, row as unknown as unknown[]);
       }
+    }
+    if (added.size > 0) {
+      const changed = new Map<number, unknown[]>();
+      for (const [at, row] of rows) if (!sameState(row, kept.state[at]!)) changed.set(at, row);
+      const inOrder = [...added].sort(([a], [b]) => compareDigits(a, b)).map(([, row]) => row);
+      const list: NodeList = { version, ...mergedList(kept, changed, inOrder) };
+      this.#nodeLists.keep(topic, list);
+      return list;
     }
     const changes = new Map<number, Buffer>();
     for (const [at, row] of rows) {
