@@ -721,9 +721,16 @@ export class SqliteStore implements Store {
   /**
    * The node's list read again: its changing columns, each stack's object taken from the old list (as it is,
    * or restated when its values moved); whole rows only for stacks it did not have, all of them at once
-   * (one snapshot) when there are many.
+   * (one snapshot) when there are many. Without an old list, whole rows at once (not its changing columns
+   * first, which would all be missing).
    */
-  #readList(node: U64, topic: string, version: number, old: NodeList | undefined, whole = false): NodeList {
+  #readList(
+    node: U64,
+    topic: string,
+    version: number,
+    old: NodeList | undefined,
+    whole = old === undefined,
+  ): NodeList {
     let state = whole ? [] : (this.#r.stacksState!.all(enc(node), -1n, -1) as unknown as unknown[][]);
     let parts: Buffer[] = new Array(state.length);
     const missing: number[] = [];
