@@ -572,6 +572,31 @@ export function storeContract(
       assert.equal((await store.listStacksJson(1)).count, 44);
     });
 
+    it('answers a list read with the topic version the caller saw as no older than that version', async () => {
+      await write(async (tx) => {
+        await tx.putTask(newTask(1, 1));
+        for (const id of [1, 2, 3]) await tx.putStack(newStack(id, 1, 1000));
+      });
+      const seen = async () => (await store.topicVersions([topics.stacks(1)]))[0]!;
+      const listedAt = async (version: number) =>
+        (await store.listStacksJson(1, undefined, {}, version)).body.toString();
+      const first = await seen();
+      assert.equal(await listedAt(first), stringifyJson(await store.listStacks(1)));
+      // After each kind of write, a caller that read the moved version gets a list that shows the write.
+      const writes: [string, () => Promise<unknown>][] = [
+        ['a usage report', () => store.addStackUsage(2, 400, REQUEST, 1)],
+        ['a new stack', () => write((tx) => tx.putStack(newStack(4, 1)))],
+        ['a try-settle', () => write((tx) => tx.putTicket(settlement(3, 1, 0), 3))],
+      ];
+      for (const [step, run] of writes) {
+        const before = await seen();
+        await run();
+        const after = await seen();
+        assert.ok(after > before, `${step}: the topic moved`);
+        assert.equal(await listedAt(after), stringifyJson(await store.listStacks(1)), step);
+      }
+    });
+
     it('adds new stacks to a kept list as the rows say: after its last, before it, over pieces and versions', async () => {
       await write(async (tx) => {
         await tx.putTask(newTask(1, 1));

@@ -657,12 +657,14 @@ export class SqliteStore implements Store {
    * added or changed read by id); else its changing columns read again, each stack's object reused from the
    * kept list when its values are the same. The version is read before the rows, so the list is never
    * older than the version it is kept with (it can be newer: the next read looks again). Without `read`,
-   * undefined rather than the node's whole list read again.
+   * undefined rather than the node's whole list read again. A list kept at `seen` (the version the caller
+   * read just before) or later is answered without reading the version again.
    */
-  #nodeList(node: U64, read: boolean): NodeList | undefined {
+  #nodeList(node: U64, read: boolean, seen?: number): NodeList | undefined {
     const topic = topics.stacks(node);
-    const version = Number(this.#r.topicVersion!.get(topic)?.version ?? 0);
     const kept = this.#nodeLists.get(topic);
+    if (kept !== undefined && seen !== undefined && kept.version >= seen) return kept;
+    const version = Number(this.#r.topicVersion!.get(topic)?.version ?? 0);
     if (kept !== undefined && kept.version === version) return kept;
     const patched = kept !== undefined && kept.version < version && this.#patchedList(topic, kept, version);
     if (patched) return patched;
@@ -768,7 +770,12 @@ export class SqliteStore implements Store {
     return list;
   }
 
-  async listStacksJson(node: U64, minFillFraction?: number, page: Page = {}): Promise<JsonRows> {
+  async listStacksJson(
+    node: U64,
+    minFillFraction?: number,
+    page: Page = {},
+    seenVersion?: number,
+  ): Promise<JsonRows> {
     // One row past the limit tells whether more remain.
     const probe = page.limit === undefined ? page : { ...page, limit: page.limit + 1 };
     return this.#guard(() => {
@@ -776,7 +783,7 @@ export class SqliteStore implements Store {
       // A node's whole list is kept between reads (#nodeList), and a filtered list is chosen from it. So is
       // a page while the list is kept up to date; else the page is read, not the node's every stack.
       const paged = page.limit !== undefined || page.after !== undefined;
-      const kept = this.#nodeList(node, !paged);
+      const kept = this.#nodeList(node, !paged, seenVersion);
       if (kept !== undefined) return listSlice(kept.state, kept.list, minFillFraction, page);
       const args = filled ? [enc(node), minFillFraction] : [enc(node)];
       const state = (filled ? this.#r.stacksFilledState! : this.#r.stacksState!).all(
