@@ -22,6 +22,7 @@ import {
   type NodeEventQuery,
   type NodeEventRow,
 } from './node-events.ts';
+import { arrayLiteral } from './pg-array.ts';
 import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './postgres-migrations.ts';
 import {
   attestedRow,
@@ -831,7 +832,12 @@ export class PostgresStore implements Store {
   ): Promise<QueryResult<Row>> {
     if (this.#closed) throw closedError();
     try {
-      const config = { name: statement.name, text: statement.text, values };
+      // Arrays go as literals written here, not by pg (pg-array.ts).
+      const config = {
+        name: statement.name,
+        text: statement.text,
+        values: values.map((v) => (Array.isArray(v) ? arrayLiteral(v) : v)),
+      };
       // Rows as arrays of values (rowMode 'array') come typed apart in pg: one result type here.
       return await (rowMode === 'array'
         ? (client.query({ ...config, rowMode }) as unknown as Promise<QueryResult<Row>>)
