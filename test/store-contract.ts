@@ -605,6 +605,9 @@ export function storeContract(
         await tx.putStack(newStack(5, 2, 1000));
       });
       await listIsRows('first listing');
+      // A try-settle that names node 1 for node 2's stack: not a new stack of node 1's.
+      await write((tx) => tx.putTicket(settlement(5, 1, 0), 3));
+      await listIsRows("after a try-settle naming the node for another node's stack");
       let next = 10 + 2 * PIECE_OBJECTS;
       // One at a time and a few at once, after the list's last: across the first piece's end.
       for (const n of [1, 1, 3]) {

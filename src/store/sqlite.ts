@@ -666,7 +666,8 @@ export class SqliteStore implements Store {
     if (kept !== undefined && seen !== undefined && kept.version >= seen) return kept;
     const version = Number(this.#r.topicVersion!.get(topic)?.version ?? 0);
     if (kept !== undefined && kept.version === version) return kept;
-    const patched = kept !== undefined && kept.version < version && this.#patchedList(topic, kept, version);
+    const patched =
+      kept !== undefined && kept.version < version && this.#patchedList(node, topic, kept, version);
     if (patched) return patched;
     return read ? this.#readList(node, topic, version, kept) : undefined;
   }
@@ -676,7 +677,7 @@ export class SqliteStore implements Store {
    * not known: its changed stacks' columns read again and restated in place, and the stacks it did not have
    * read whole and merged in, in id order (a new list then).
    */
-  #patchedList(topic: string, kept: NodeList, version: number): NodeList | undefined {
+  #patchedList(node: U64, topic: string, kept: NodeList, version: number): NodeList | undefined {
     const log = this.#changeLog.get(topic);
     if (log === undefined) return undefined;
     const rows = new Map<number, unknown[]>();
@@ -688,12 +689,13 @@ export class SqliteStore implements Store {
         const at = kept.index.get(stack);
         if (at === undefined) {
           // New to the list: read whole, as it is now (a later version may have changed it too). Many
-          // new ones: the list is read again (#readList), in one snapshot.
+          // new ones, or one that is not the node's (an event that named another node for its stack):
+          // the list is read again (#readList), in one snapshot.
           if (added.has(stack)) continue;
           if (added.size === NEW_STACKS_BY_ID) return undefined;
-          const row = this.#r.stackArrays!.get(enc(BigInt(stack)));
-          if (row === undefined) return undefined;
-          added.set(stack, row as unknown as unknown[]);
+          const row = this.#r.stackArrays!.get(enc(BigInt(stack))) as unknown as unknown[] | undefined;
+          if (row === undefined || digitsOf(row[4]) !== digitsOf(enc(node))) return undefined;
+          added.set(stack, row);
           continue;
         }
         if (rows.has(at)) continue;
