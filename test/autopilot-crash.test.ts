@@ -8,6 +8,7 @@ import { loadOrCreateSigner } from '../src/chain/signer.ts';
 import { SQLITE_FILE } from '../src/store/sqlite.ts';
 import { referenceEarnings } from './helpers/ledger-from-events.ts';
 import { type Finished, startDaemon } from './helpers/process.ts';
+import { mulberry32 } from './helpers/random.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /**
@@ -21,18 +22,6 @@ const OURS = 2;
 const PRICE = 2_000_000;
 const PER_TASK = 30;
 const SEED = Number(process.env.NODE_DAEMON_TEST_SEED ?? Date.now() % 1_000_000);
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed with NODE_DAEMON_TEST_SEED. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Running {
   child: ChildProcess;
@@ -159,7 +148,7 @@ describe('autopilot under kill -9', () => {
 
   it('never submits twice and misses nothing', { timeout: 240_000 }, async (t) => {
     t.diagnostic(`seed ${SEED} (NODE_DAEMON_TEST_SEED replays it)`);
-    const random = seeded(SEED);
+    const random = mulberry32(SEED);
     const usage = new Map<bigint, bigint>();
     const start = async (autopilot: string) => startDaemon(flags(autopilot), {}, 120_000);
 

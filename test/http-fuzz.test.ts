@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { TOKEN_FILE } from '../src/http/security.ts';
 import { ERRORS } from '../src/problems/catalog.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+import { mulberry32 } from './helpers/random.ts';
 import { type RawExchange, type RawResponse, rawExchange } from './helpers/raw-http.ts';
 
 /**
@@ -22,18 +23,6 @@ import { type RawExchange, type RawResponse, rawExchange } from './helpers/raw-h
 const SEED = Number(process.env.FUZZ_SEED ?? 20_251_115);
 const CASES_PER_OPERATION = 200;
 const CONCURRENCY = 12;
-
-/** mulberry32: a small, fast, seedable PRNG (the same seed gives the same cases). */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Random {
   readonly next: () => number;

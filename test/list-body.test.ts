@@ -12,17 +12,7 @@ import {
   stackFragment,
   stateOf,
 } from '../src/store/rows.ts';
-
-/** A deterministic generator (mulberry32), so a failure names its seed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from './helpers/random.ts';
 
 const object = (rand: () => number, i: number) =>
   Buffer.from(JSON.stringify({ id: i, pad: 'x'.repeat(Math.floor(rand() * 40)) }));
@@ -39,7 +29,7 @@ describe('a kept stack list body', () => {
       PIECE_OBJECTS + 1,
       3 * PIECE_OBJECTS + 5,
     ]) {
-      const parts = Array.from({ length: n }, (_, i) => object(random(n), i));
+      const parts = Array.from({ length: n }, (_, i) => object(mulberry32(n), i));
       const list = joinFragments(parts);
       assert.equal(list.body.toString(), `[${parts.map(String).join(',')}]`, `${n} objects`);
       assert.equal(list.body.length, list.body.joined().length);
@@ -53,7 +43,7 @@ describe('a kept stack list body', () => {
 
   it('patches any set of objects, longer or shorter, as a rebuild would, and leaves the old body alone', () => {
     for (let seed = 1; seed <= 200; seed++) {
-      const rand = random(seed);
+      const rand = mulberry32(seed);
       const n = 1 + Math.floor(rand() * 4 * PIECE_OBJECTS);
       const parts = Array.from({ length: n }, (_, i) => object(rand, i));
       const list = joinFragments(parts);
@@ -82,7 +72,7 @@ describe('a kept stack list body', () => {
     const sizes = [0, 1, PIECE_OBJECTS - 1, PIECE_OBJECTS, PIECE_OBJECTS + 1, 2 * PIECE_OBJECTS, 300];
     for (const n of sizes) {
       for (const k of [1, 2, PIECE_OBJECTS, PIECE_OBJECTS + 3]) {
-        const rand = random(n * 1000 + k);
+        const rand = mulberry32(n * 1000 + k);
         const parts = Array.from({ length: n }, (_, i) => object(rand, i));
         const more = Array.from({ length: k }, (_, i) => object(rand, n + i));
         const list = joinFragments(parts);
@@ -105,7 +95,7 @@ describe('a kept stack list body', () => {
 
   it('answers any filtered list or page of a kept list as views of its pieces, byte for byte', () => {
     for (let seed = 1; seed <= 300; seed++) {
-      const rand = random(seed);
+      const rand = mulberry32(seed);
       const n = Math.floor(rand() * 4 * PIECE_OBJECTS);
       const parts = Array.from({ length: n }, (_, i) => object(rand, i));
       const list = joinFragments(parts);

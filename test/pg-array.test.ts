@@ -3,22 +3,12 @@ import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { arrayLiteral } from '../src/store/pg-array.ts';
 import { postgresAvailable, TEST_PG_URL, withClient } from './helpers/postgres.ts';
+import { mulberry32 } from './helpers/random.ts';
 
 /** pg's own conversion of a parameter (utils.js prepareValue): what arrayLiteral must write for arrays. */
 const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
   prepareValue: (value: unknown) => unknown;
 };
-
-/** A deterministic generator (mulberry32), so a failure names its seed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const CHARS = ['a', '0', 'x', '"', '\\', '{', '}', ',', ' ', '\n', 'é', '😀', "'", 'N', 'U', 'L'];
 
@@ -67,7 +57,7 @@ describe('array parameters for PostgreSQL', () => {
       assert.equal(arrayLiteral(fixed), prepareValue(fixed), JSON.stringify(fixed.map(String)));
     }
     for (let seed = 1; seed <= 2000; seed++) {
-      const rand = random(seed);
+      const rand = mulberry32(seed);
       const values = Array.from({ length: Math.floor(rand() * 6) }, () => element(rand, 0));
       assert.equal(arrayLiteral(values), prepareValue(values), `seed ${seed}`);
     }
