@@ -5,12 +5,12 @@
  * of wall time and per second of this process's CPU time spent in applyPage (the generator excluded).
  * With --replay it writes the stream to a JSON-lines file first (not timed) and times `node-daemon
  * replay`'s path instead, catchUp on a FileEventSource: there the process's CPU includes the file reader's
- * thread, and the main thread's is the one that bounds the replay. On SQLite the CPU
- * figure is the one to compare between changes: other processes on the machine do not move it. It counts
- * every thread of the process (V8's GC helpers, the WAL checkpointer); the main thread's own CPU is printed
- * beside it, the bound on wall time when the other threads find a free core. The store is instrumented as
- * the daemon's is (its calls timed into the metrics), except with --replay, as the replay command's is not. On PostgreSQL the server's CPU is not in it; read the
- * wall figure there.
+ * thread, and the main thread's is the one that bounds the replay. On SQLite the CPU figure is the one to
+ * compare between changes: other processes on the machine do not move it. It counts every thread of the
+ * process (V8's GC helpers, the WAL checkpointer); the main thread's own CPU is printed beside it, the bound
+ * on wall time when the other threads find a free core. The store is instrumented as the daemon's is (its
+ * calls timed into the metrics), except with --replay, as the replay command's is not. On PostgreSQL the
+ * server's CPU is not in it; read the wall figure there.
  */
 import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
