@@ -68,7 +68,8 @@ const HELP = `Usage: npm run bench:mixed -- [--quick] [--postgres [--database-ur
   --wire           also measure the reports on the wire, with tcpdump on the loopback interface
   --rows-only      skip the interleaved ratio (for comparing latencies, which only the rows give)
   --pin-postgres   pin the local PostgreSQL server's processes to the load generator's core for the run
-  --profile DIR    run the daemon under node --cpu-prof and write its profiles to DIR
+  --profile DIR    run the daemon under node --cpu-prof and write its profiles to DIR (V8's sampler counts
+                   less than half of the loop's time in rows without reads: PERFORMANCE.md)
   --daemon-flag F  pass a flag to the daemon's node (repeatable)
   --daemon-output FILE  keep all the daemon's stdout and stderr in FILE`;
 const flags = benchArgs('bench:mixed', HELP, {
@@ -705,6 +706,8 @@ async function main(): Promise<void> {
       const delta = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
       const total = [...after.keys()].reduce((sum, k) => sum + delta(k), 0);
       latencies.sort((a, b) => a - b);
+      // The reports the daemon answered a second: the reporter's rate over its whole run, warm-up included.
+      const reportRate = sent / (reporterTo - reporterFrom);
       const row: Row = {
         label,
         reportsPerSecond,
@@ -740,6 +743,12 @@ async function main(): Promise<void> {
           `indexer ${Math.round(row.streamApplied)} ev/s` +
           (stream && !reading && !reportsPerSecond
             ? ` (${Math.round((daemonCpu * 1e6) / row.streamApplied)} µs of daemon CPU an event)`
+            : '') +
+          // What a report costs the daemon's core, counted by the kernel: a V8 profile of this row counts
+          // less than half of it (PERFORMANCE.md, thirty-first pass).
+          (!stream && !reading && sent > 0
+            ? ` (${Math.round((daemonCpu * 1e6) / reportRate)} µs of daemon CPU a report, ` +
+              `${Math.round((threads.mainRun * 1e3) / reportRate)} of them the event loop's)`
             : '') +
           `; cache hits ${(row.cacheHitRate * 100).toFixed(1)} %; ` +
           `young GC ${gc.msPerSecond.toFixed(1)} ms/s (${gc.count} × ${gc.meanMs.toFixed(2)} ms); ` +
