@@ -9,9 +9,15 @@ const parseWithSource = JSON.parse as (text: string, reviver: Reviver) => unknow
 const rawJson = (JSON as unknown as { rawJSON: (text: string) => unknown }).rawJSON;
 
 const INTEGER = /^-?[0-9]+$/;
+/**
+ * An integer literal beyond 2^53 - 1 has at least 16 digits, so a text without a run of 16 holds none, and
+ * the plain parse gives what the reviver would: about a quarter of the time for a report's body.
+ */
+const LONG_DIGITS = /[0-9]{16}/;
 
 /** JSON.parse that keeps integers beyond Number.MAX_SAFE_INTEGER exact, as bigints. */
 export function parseJson(text: string): unknown {
+  if (!LONG_DIGITS.test(text)) return JSON.parse(text);
   return parseWithSource(text, (_key, value, context) => {
     if (typeof value !== 'number' || Number.isSafeInteger(value)) return value;
     const source = context?.source;
