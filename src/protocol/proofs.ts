@@ -58,9 +58,11 @@ export function expectedAttesters(k: number, eligible: number): number {
   return Math.min(k, eligible);
 }
 
+const utf8 = new TextEncoder();
+
 /** A request hash for usage reported without one: blake2b-256 of the stack id, units and message index. */
 export function syntheticRequestHash(stackSmallId: string, units: string, message: string): Uint8Array {
-  return hash(new TextEncoder().encode(`usage:${stackSmallId}:${units}:${message}`));
+  return hash(utf8.encode(`usage:${stackSmallId}:${units}:${message}`));
 }
 
 /** A new ticket's leaves vector: the settler's leaf in slot 0, then `attesterSlots` zeroed slots. */
