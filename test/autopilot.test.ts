@@ -347,6 +347,13 @@ describe('autopilot', () => {
       while ((await d.services.dev!.currentEpoch()) < BigInt(ticket.claimable_from_epoch ?? 0)) {
         ok(await d.post('/dev/epoch'));
       }
+      // The autopilot plans from the store: the claim is in its plan once the indexer has read the new epoch
+      // (the next page says it), which on a loaded machine can come after the passes below.
+      const indexed = await d.services.indexer!.waitUntil(async () => {
+        const { epoch } = await d.services.store.getChainState();
+        return epoch !== null && BigInt(epoch) >= BigInt(ticket.claimable_from_epoch ?? 0);
+      }, 10_000);
+      assert.ok(indexed, 'the indexer reads the epoch the ticket is claimable from');
       const sentBefore = d.services.dev!.transactionsOf(d.services.chain!.signerAddress).length;
       for (let i = 0; i < 3; i++) await run(d);
       const status = ok(await d.get('/autopilot'));
