@@ -347,8 +347,8 @@ describe('autopilot', () => {
       while ((await d.services.dev!.currentEpoch()) < BigInt(ticket.claimable_from_epoch ?? 0)) {
         ok(await d.post('/dev/epoch'));
       }
-      // The autopilot plans from the store: the claim is in its plan once the indexer has read the new epoch
-      // (the next page says it), which on a loaded machine can come after the passes below.
+      // The autopilot plans from the store: the claim is in its plan once the indexer has read the new epoch.
+      // POST /dev/epoch waits 5 s at most for that and answers all the same; this waits for it and says so.
       const indexed = await d.services.indexer!.waitUntil(async () => {
         const { epoch } = await d.services.store.getChainState();
         return epoch !== null && BigInt(epoch) >= BigInt(ticket.claimable_from_epoch ?? 0);
