@@ -11,6 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { EVENT_NAMES } from '../src/protocol/events.ts';
+import { mulberry32 } from '../test/helpers/random.ts';
 
 type Json = string | number | null | Json[] | { [key: string]: Json };
 type Payload = { [field: string]: Json };
@@ -27,16 +28,6 @@ const ATTESTATION_PROBABILITY = 0.45;
 
 // ---- Deterministic randomness (mulberry32) and value helpers
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = mulberry32(SEED);
 const int = (lo: number, hi: number): number => lo + Math.floor(rand() * (hi - lo + 1));
 const chance = (p: number): boolean => rand() < p;
