@@ -5,7 +5,9 @@
  * thread. Prints the latency as this client sees it and the daemon's CPU per report. It is the floor that
  * bench:mixed's reporter (a worker thread on a timer, sharing its core with wrk) cannot see below.
  *
- *   node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N] [--postgres] [--help]
+ *   node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N] [--gap MS] [--postgres] [--help]
+ * --gap waits MS between one report's answer and the next report (default 0: back to back), as an inference
+ * server's reports come apart: a report then finds the daemon idle, as it does at 100 reports/s.
  * --postgres runs the daemon on a throwaway PostgreSQL database (on the local server, dropped at the end) and
  * also prints the server's CPU per report: a report's whole cost on that store, without reads around it.
  * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (summed by bench/profile.ts).
@@ -18,6 +20,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { benchArgsAndOperands, usageError } from './args.ts';
 import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from './cpu.ts';
 import { json } from './daemon-http.ts';
@@ -28,18 +31,20 @@ import { type Server, startDaemon, startReportFloor } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const NAME = 'bench/report-probe.ts';
-const HELP = `Usage: node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor [--rounds N]] [--postgres]
+const HELP = `Usage: node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor [--rounds N]] [--gap MS] [--postgres]
 
 What a usage report costs with nothing else running: REPORTS (default 5000) reports one after another to a
 daemon on the dev network, after 3000 not counted; the client's latency and the daemon's CPU per report.
   --profile DIR  run the daemon under node --cpu-prof and write its profile to DIR
   --floor        also the store call alone, through bare node:http and plain Fastify, in rounds (--rounds, 3)
+  --gap MS       wait MS between a report's answer and the next report (default 0; 10 is 100 reports/s)
   --postgres     the daemon on a throwaway database of the local PostgreSQL server (dropped at the end), and
                  the server's CPU per report too`;
 const { values: flags, positionals } = benchArgsAndOperands(NAME, HELP, {
   profile: { type: 'string' },
   floor: { type: 'boolean', default: false },
   rounds: { type: 'string' },
+  gap: { type: 'string' },
   postgres: { type: 'boolean', default: false },
 });
 const reports = Number(positionals[0] ?? 5000);
@@ -54,6 +59,11 @@ if (databases && !countUserAsOurs('postgres')) {
 const rounds = flags.floor ? Number(flags.rounds ?? 3) : 1;
 if (!Number.isInteger(rounds) || rounds < 1)
   usageError(NAME, `--rounds is a number of rounds, 1 or more, not ${flags.rounds}`);
+const gapMs = Number(flags.gap ?? 0);
+/** The longest idle span measured for --gap's idle CPU. */
+const IDLE_MS = 5000;
+if (!Number.isFinite(gapMs) || gapMs < 0)
+  usageError(NAME, `--gap is a number of milliseconds, 0 or more, not ${flags.gap}`);
 /** Reports sent before each measurement (not counted): the code is compiled, the pages are cached. */
 const WARM_UP = 3000;
 /** Units each stack can take: every report is one unit, spread over 50 stacks. */
@@ -104,7 +114,10 @@ async function floorTarget(kind: 'bare' | 'fastify'): Promise<Target> {
 }
 
 interface Measured {
+  /** The server's CPU per report, less what it used idle in a gap as long (idleUs). */
   cpuUs: number;
+  /** The server's CPU in a gap of --gap ms with no report (its timers, the dev network's ticks); 0 without. */
+  idleUs: number;
   /** PostgreSQL's processes (all of them on this machine), per report; 0 on SQLite. */
   serverUs: number;
   latencies: number[];
@@ -124,10 +137,20 @@ async function measure(target: Target, count: number): Promise<Measured> {
     );
   try {
     for (let i = 0; i < WARM_UP; i++) await send(i);
+    // What the server spends with nothing asked of it, over as many gaps (at most IDLE_MS).
+    let idleUs = 0;
+    if (gapMs > 0) {
+      const idleMs = Math.min(count * gapMs, IDLE_MS);
+      const [idleBefore] = procTicks(target.server.pid);
+      await sleep(idleMs);
+      const usedMs = ((procTicks(target.server.pid)[0] - idleBefore) / TICKS_PER_SECOND) * 1000;
+      idleUs = (usedMs / idleMs) * gapMs * 1000;
+    }
     const latencies: number[] = [];
     const [before] = procTicks(target.server.pid);
     const serverBefore = databases ? databaseTicks() : 0;
     for (let i = 0; i < count; i++) {
+      if (gapMs > 0) await sleep(gapMs);
       const t0 = performance.now();
       await send(i);
       latencies.push(performance.now() - t0);
@@ -135,7 +158,8 @@ async function measure(target: Target, count: number): Promise<Measured> {
     const cpuMs = ((procTicks(target.server.pid)[0] - before) / TICKS_PER_SECOND) * 1000;
     const serverMs = databases ? ((databaseTicks() - serverBefore) / TICKS_PER_SECOND) * 1000 : 0;
     return {
-      cpuUs: (cpuMs / count) * 1000,
+      cpuUs: (cpuMs / count) * 1000 - idleUs,
+      idleUs,
       serverUs: (serverMs / count) * 1000,
       latencies: latencies.sort((a, b) => a - b),
     };
@@ -168,12 +192,14 @@ try {
   await databases?.dropAll();
 }
 
+const pace = gapMs > 0 ? ` ${gapMs} ms apart` : '';
+const idle = (us: number) => (gapMs > 0 ? ` (less ${us.toFixed(0)} µs used idle in a gap)` : '');
 const ms = (latencies: number[], p: number) => percentile(latencies, p).toFixed(3);
 if (!flags.floor) {
-  const { cpuUs, serverUs, latencies } = results.get('daemon')![0]!;
+  const { cpuUs, idleUs, serverUs, latencies } = results.get('daemon')![0]!;
   console.log(
-    `${reports} sequential usage reports${databases ? ' on PostgreSQL' : ''}: p50 ${ms(latencies, 50)} ms, p90 ${ms(latencies, 90)} ms, p99 ${ms(latencies, 99)} ms; ` +
-      `daemon CPU ${cpuUs.toFixed(0)} µs per report` +
+    `${reports} sequential usage reports${pace}${databases ? ' on PostgreSQL' : ''}: p50 ${ms(latencies, 50)} ms, p90 ${ms(latencies, 90)} ms, p99 ${ms(latencies, 99)} ms; ` +
+      `daemon CPU ${cpuUs.toFixed(0)} µs per report${idle(idleUs)}` +
       (databases ? `, PostgreSQL's ${serverUs.toFixed(0)} µs` : ''),
   );
 } else {
@@ -181,7 +207,7 @@ if (!flags.floor) {
     const all = results.get(kind)!;
     return all.reduce((sum, m) => sum + m.cpuUs, 0) / all.length;
   };
-  console.log(`${reports} sequential usage reports a round, ${rounds} rounds; server CPU per report:`);
+  console.log(`${reports} sequential usage reports${pace} a round, ${rounds} rounds; server CPU per report:`);
   const names = {
     daemon: 'the daemon',
     bare: 'bare node:http + store call',
@@ -194,7 +220,7 @@ if (!flags.floor) {
       `  ${names[kind].padEnd(28)} ${all
         .map((m) => m.cpuUs.toFixed(0))
         .join(', ')
-        .padEnd(16)} µs (mean ${mean(kind).toFixed(0)}); client p50 ${p50} ms`,
+        .padEnd(16)} µs (mean ${mean(kind).toFixed(0)}); client p50 ${p50} ms${idle(all[0]!.idleUs)}`,
     );
   }
   console.log(
