@@ -203,9 +203,9 @@ if (!flags.floor) {
       (databases ? `, PostgreSQL's ${serverUs.toFixed(0)} µs` : ''),
   );
 } else {
-  const mean = (kind: string) => {
+  const mean = (kind: string, of: (m: Measured) => number = (m) => m.cpuUs) => {
     const all = results.get(kind)!;
-    return all.reduce((sum, m) => sum + m.cpuUs, 0) / all.length;
+    return all.reduce((sum, m) => sum + of(m), 0) / all.length;
   };
   console.log(`${reports} sequential usage reports${pace} a round, ${rounds} rounds; server CPU per report:`);
   const names = {
@@ -220,7 +220,9 @@ if (!flags.floor) {
       `  ${names[kind].padEnd(28)} ${all
         .map((m) => m.cpuUs.toFixed(0))
         .join(', ')
-        .padEnd(16)} µs (mean ${mean(kind).toFixed(0)}); client p50 ${p50} ms${idle(all[0]!.idleUs)}`,
+        .padEnd(
+          16,
+        )} µs (mean ${mean(kind).toFixed(0)}); client p50 ${p50} ms${idle(mean(kind, (m) => m.idleUs))}`,
     );
   }
   console.log(
