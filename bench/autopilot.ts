@@ -29,8 +29,12 @@ import { createMetrics } from '../src/internal/metrics.ts';
 import { Autopilot } from '../src/operations/autopilot.ts';
 import type { Writes } from '../src/operations/writes.ts';
 import { SecurityLevel } from '../src/protocol/constants.ts';
-import { AUTOPILOT_QUERIES as PG_QUERIES, PostgresStore } from '../src/store/postgres.ts';
-import { SQLITE_FILE, AUTOPILOT_QUERIES as SQLITE_QUERIES, SqliteStore } from '../src/store/sqlite.ts';
+import { AUTOPILOT_QUERIES as PG_QUERIES, PostgresStore } from '../src/store/postgres/postgres-store.ts';
+import {
+  SQLITE_FILE,
+  AUTOPILOT_QUERIES as SQLITE_QUERIES,
+  SqliteStore,
+} from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { benchArgs } from './args.ts';
 import { countUserAsOurs, foreignLoad, snapshot, waitForQuiet } from './cpu.ts';

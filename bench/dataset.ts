@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { datasetStack, EventFactory } from './events.ts';
 import { applyStream } from './ingest.ts';
@@ -70,9 +70,9 @@ export function expectedFilled(params: DatasetParams, node: number, minPercent: 
 function codeFingerprint(root: string): string {
   const hash = createHash('sha256');
   const files = [
-    ...readdirSync(join(root, 'src/store/migrations/sqlite'))
+    ...readdirSync(join(root, 'src/store/sqlite/migrations'))
       .sort()
-      .map((f) => join('src/store/migrations/sqlite', f)),
+      .map((f) => join('src/store/sqlite/migrations', f)),
     'bench/events.ts',
     'bench/dataset.ts',
   ];

@@ -4,7 +4,7 @@
  * output names the engine and where the results go. bench/run.ts is the one run that uses them.
  */
 import { join } from 'node:path';
-import { redactUrl } from '../src/store/postgres-migrations.ts';
+import { redactUrl } from '../src/store/postgres/migrations.ts';
 import { countUserAsOurs } from './cpu.ts';
 import { type Dataset, type DatasetParams, prepareDataset } from './dataset.ts';
 import { type FreshStore, freshSqlite } from './ingest.ts';

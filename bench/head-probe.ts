@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyPage } from '../src/indexer/apply.ts';
 import { BATCH_EVENTS, HEAD_CHUNK_EVENTS } from '../src/indexer/run.ts';
-import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { benchArgs, usageError } from './args.ts';
 import { datasetStack, EventFactory, mixedStream, pages } from './events.ts';
 import { silentLogger } from './ingest.ts';

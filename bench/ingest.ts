@@ -8,7 +8,7 @@ import { FileEventSource } from '../src/indexer/file-source.ts';
 import { BATCH_EVENTS, catchUp } from '../src/indexer/run.ts';
 import { createMetrics } from '../src/internal/metrics.ts';
 import { instrumentStore } from '../src/store/instrument.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { IndexerCounts, Store } from '../src/store/store.ts';
 import { pages } from './events.ts';
 

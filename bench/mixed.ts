@@ -37,7 +37,7 @@ import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
 import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
-import { CHECKPOINT_THREAD } from '../src/store/sqlite-checkpointer.ts';
+import { CHECKPOINT_THREAD } from '../src/store/sqlite/checkpointer.ts';
 import { FullnodeDouble } from '../test/sui/fullnode-double.ts';
 import { benchArgs, usageError } from './args.ts';
 import {

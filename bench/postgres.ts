@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { PostgresStore } from '../src/store/postgres.ts';
+import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import { type Dataset, type DatasetParams, ingestDataset } from './dataset.ts';
 import type { FreshStore } from './ingest.ts';
 

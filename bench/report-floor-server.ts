@@ -8,7 +8,7 @@
 // {"compute_units": n} records n units and answers the outcome as JSON.
 import { createServer } from 'node:http';
 import Fastify from 'fastify';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { seedNodeStacks } from './seed.ts';
 
 const [kind, portText, dir, unitsText] = process.argv.slice(2);

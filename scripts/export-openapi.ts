@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/internal/logger.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 
 export const OPENAPI_FILE = fileURLToPath(new URL('../docs/openapi.json', import.meta.url));
 

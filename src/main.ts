@@ -202,7 +202,7 @@ async function db(config: Config, args: string[]): Promise<number> {
       'db migrate and db status work on PostgreSQL (set DATABASE_URL or --database-url); the embedded SQLite store migrates itself at start',
     );
   }
-  const { migrate, migrationStatus, redactUrl } = await import('./store/postgres-migrations.ts');
+  const { migrate, migrationStatus, redactUrl } = await import('./store/postgres/migrations.ts');
   const where = redactUrl(config.databaseUrl);
   try {
     if (action === 'migrate') {

@@ -5,7 +5,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, describe, it } from 'node:test';
 import { DevNetwork } from '../src/chain/dev/dev-network.ts';
 import { loadOrCreateSigner } from '../src/chain/signer.ts';
-import { SQLITE_FILE } from '../src/store/sqlite.ts';
+import { SQLITE_FILE } from '../src/store/sqlite/sqlite-store.ts';
 import { referenceEarnings } from './helpers/ledger-from-events.ts';
 import { type Finished, startDaemon } from './helpers/process.ts';
 import { mulberry32 } from './helpers/random.ts';

@@ -26,7 +26,7 @@ import {
   readEnvelope,
 } from '../src/protocol/events.ts';
 import { commitmentFor, leafFor } from '../src/protocol/proofs.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import { tempDir } from './helpers/tmp.ts';
 

@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.ts';
 import { FileEventSource } from '../src/indexer/file-source.ts';
 import { catchUp } from '../src/indexer/run.ts';
 import { createLogger } from '../src/internal/logger.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { tempDir } from './helpers/tmp.ts';
 

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { type App, buildApp, REQUEST_TIMEOUT_MS } from '../src/app.ts';
 import { loadOrCreateToken } from '../src/http/security.ts';
 import { createLogger } from '../src/internal/logger.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { devDaemon } from './helpers/dev-daemon.ts';
 import { type RawExchange, type RawResponse, rawExchange } from './helpers/raw-http.ts';

@@ -4,7 +4,7 @@ import { type App, BODY_LIMIT, buildApp } from '../src/app.ts';
 import { applyPage } from '../src/indexer/apply.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { ERRORS } from '../src/problems/catalog.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { bytes, event, hexId, inner, node, stack, subscribe, task, trySettle } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';

@@ -9,7 +9,7 @@ import {
 } from '../src/indexer/run.ts';
 import { DEFAULT_PARAMETERS } from '../src/protocol/constants.ts';
 import { decodeEvent } from '../src/protocol/events.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { IndexerTx } from '../src/store/store.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import { event, history, inner, type SuiEventJson } from './helpers/sui-events.ts';

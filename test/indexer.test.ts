@@ -4,7 +4,7 @@ import type { EventPage, RawEvent } from '../src/chain/chain.ts';
 import { applyPage } from '../src/indexer/apply.ts';
 import { backoffDelay } from '../src/internal/backoff.ts';
 import { decodeEvent, readEnvelope } from '../src/protocol/events.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import {
   bytes,

@@ -10,7 +10,7 @@ import { SuiNetwork } from '../src/chain/sui/sui-network.ts';
 import { TOKEN_FILE } from '../src/http/security.ts';
 import { catchUp } from '../src/indexer/run.ts';
 import { createLogger } from '../src/internal/logger.ts';
-import { PostgresStore } from '../src/store/postgres.ts';
+import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase, withClient } from './helpers/postgres.ts';
 import { type Finished, startDaemon } from './helpers/process.ts';
 import { openEvents } from './helpers/sse.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
-import { arrayLiteral } from '../src/store/pg-array.ts';
+import { arrayLiteral } from '../src/store/postgres/array-literal.ts';
 import { postgresAvailable, TEST_PG_URL, withClient } from './helpers/postgres.ts';
 import { mulberry32 } from './helpers/random.ts';
 

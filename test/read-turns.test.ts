@@ -7,7 +7,7 @@ import { buildApp } from '../src/app.ts';
 import { ReadTurns } from '../src/http/read-turns.ts';
 import { TOKEN_FILE } from '../src/http/security.ts';
 import { createLogger } from '../src/internal/logger.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { devDaemon } from './helpers/dev-daemon.ts';
 import { tempDir } from './helpers/tmp.ts';

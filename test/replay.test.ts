@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, it } from 'node:test';
-import { SQLITE_FILE } from '../src/store/sqlite.ts';
+import { SQLITE_FILE } from '../src/store/sqlite/sqlite-store.ts';
 import { BIN, cleanEnv, ROOT, run, waitExit } from './helpers/process.ts';
 import { history, jsonl } from './helpers/sui-events.ts';
 import { tempDir } from './helpers/tmp.ts';

@@ -9,7 +9,7 @@ import { buildDaemonApp, openServices } from '../src/daemon.ts';
 import { loadOrCreateToken, TOKEN_FILE } from '../src/http/security.ts';
 import { LiveIndexer } from '../src/indexer/run.ts';
 import { createLogger } from '../src/internal/logger.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { openSecurity, TEST_APP_CONFIG } from './helpers/app-options.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import { run } from './helpers/process.ts';

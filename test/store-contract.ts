@@ -4,7 +4,7 @@ import { stringifyJson } from '../src/internal/json.ts';
 import type { U64 } from '../src/internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../src/protocol/constants.ts';
 import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../src/protocol/proofs.ts';
-import { PIECE_OBJECTS } from '../src/store/rows.ts';
+import { PIECE_OBJECTS } from '../src/store/stack-list/body.ts';
 import {
   type ClaimContext,
   IDEMPOTENCY_TTL_MS,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createMetrics } from '../src/internal/metrics.ts';
 import { instrumentStore } from '../src/store/instrument.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /** node_daemon_store_query_duration_seconds_count, by query label. */

@@ -11,9 +11,14 @@ import { stringifyJson } from '../src/internal/json.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { fromPostgresError, StoreError } from '../src/store/errors.ts';
 import { openStore } from '../src/store/open.ts';
-import { AUTOPILOT_QUERIES, LIST_QUERIES, NODE_LIST_QUERIES, PostgresStore } from '../src/store/postgres.ts';
-import { migrate, migrationStatus, redactUrl } from '../src/store/postgres-migrations.ts';
-import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
+import { migrate, migrationStatus, redactUrl } from '../src/store/postgres/migrations.ts';
+import {
+  AUTOPILOT_QUERIES,
+  LIST_QUERIES,
+  NODE_LIST_QUERIES,
+  PostgresStore,
+} from '../src/store/postgres/postgres-store.ts';
+import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { type Store, topics } from '../src/store/store.ts';
 import {
   createTestDatabase,

@@ -6,9 +6,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openStore } from '../src/store/open.ts';
-import { AUTOPILOT_QUERIES, SQLITE_FILE, SqliteStore } from '../src/store/sqlite.ts';
-import { WalCheckpointer, WalFill } from '../src/store/sqlite-checkpointer.ts';
-import { WalIndexWatch } from '../src/store/sqlite-wal-index.ts';
+import { WalCheckpointer, WalFill } from '../src/store/sqlite/checkpointer.ts';
+import { AUTOPILOT_QUERIES, SQLITE_FILE, SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { WalIndexWatch } from '../src/store/sqlite/wal-index.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
@@ -310,7 +310,7 @@ describe('sqlite store', () => {
     t.after(remove);
     // A script that writes past the threshold (the worker starts and checkpoints) and then simply ends.
     const script = `
-      import { SqliteStore } from ${JSON.stringify(new URL('../src/store/sqlite.ts', import.meta.url).href)};
+      import { SqliteStore } from ${JSON.stringify(new URL('../src/store/sqlite/sqlite-store.ts', import.meta.url).href)};
       const store = new SqliteStore({ dataDir: ${JSON.stringify(`${dir}/data`)}, checkpointWalBytes: 64 * 1024 });
       for (let i = 0; i < 5; i++) {
         await store.appendNodeEvents(Array.from({ length: 25 }, () => (
@@ -397,7 +397,7 @@ describe('sqlite store', () => {
 
   it('ships migrations that are plain SQL files, numbered from 0001', () => {
     const sql = readFileSync(
-      new URL('../src/store/migrations/sqlite/0001-initial.sql', import.meta.url),
+      new URL('../src/store/sqlite/migrations/0001-initial.sql', import.meta.url),
       'utf8',
     );
     assert.match(sql, /CREATE TABLE stacks/);

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isIdempotencyKey } from '../internal/formats.ts';
 import { stringifyJson } from '../internal/json.ts';
 import { ERRORS, ProblemError, refuse } from '../problems/catalog.ts';
-import type { Store } from '../store/store.ts';
+import type { IdempotencyStore } from '../store/store.ts';
 import { problemBody, problemHeaders } from './errors.ts';
 import { serialized } from './serialized.ts';
 
@@ -39,7 +39,7 @@ function send(reply: FastifyReply, status: number, text: string, headers: Record
 export async function respond(
   request: FastifyRequest,
   reply: FastifyReply,
-  store: Store,
+  store: IdempotencyStore,
   run: () => Promise<unknown>,
 ): Promise<void> {
   const header = request.headers['idempotency-key'];

@@ -3,17 +3,17 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Pieces } from '../internal/pieces.ts';
 import type { U64 } from '../internal/u64.ts';
 import { VERSION } from '../internal/version.ts';
-import type { Store } from '../store/store.ts';
+import type { VersionStore } from '../store/store.ts';
 import type { ReadTurns } from './read-turns.ts';
 
 /**
  * Read responses, serialized once and kept until what they show changes. Each response depends on a few
- * topics (the task list; node N's stacks, tickets, ...: store.ts `topics`), whose versions the store moves
- * in the transaction of every change, whichever process commits it. A cached response stays valid while
- * its topics' versions have not moved: a usage report on one node's stack does not evict /tasks or another
- * node's lists. How they are checked is the store's (Store.checkBy): on SQLite, only once its data version
- * moved (both are local reads); on PostgreSQL, by reading them at once, every topic asked in one loop turn
- * in one statement (a round trip a turn, where the data version first made two under writes).
+ * topics (the task list; node N's stacks, tickets, ...: store.ts `topics`), whose versions the store moves in
+ * the transaction of every change, whichever process commits it. A cached response stays valid while its
+ * topics' versions have not moved: a usage report on one node's stack does not evict /tasks or another node's
+ * lists. How they are checked is the store's (VersionStore.checkBy): on SQLite, only once its data version
+ * moved (both are local reads); on PostgreSQL, by reading them at once, every topic asked in one loop turn in
+ * one statement (a round trip a turn, where the data version first made two under writes).
  *
  * Every read answers with a strong ETag made from its topics' versions (and the store's identity and the
  * daemon's version), so `If-None-Match` gets a 304 without a body, and without even loading the data.
@@ -86,10 +86,11 @@ export class ResponseCache {
 
   /**
    * Keeps `entry` under `key`, then evicts until the cache fits its budget: oldest first, but an entry used
-   * since it was last passed over gets a second chance at the end (the CLOCK approximation of least
-   * recently used). The Map is reordered only when something is evicted, not on every hit: under 50 readers
-   * a reorder per hit rewrote the Map's table thousands of times a second, and each 474 KB body an entry
-   * held then outlived every young-generation collection (docs/PERFORMANCE.md, fourth pass).
+   * since it was last passed over gets a second chance at the end (the CLOCK approximation of least recently
+   * used). The Map is reordered only when something is evicted, not on every hit: under 50 readers a reorder
+   * per hit rewrote the Map's table thousands of times a second, and each 474 KB body an entry held then
+   * outlived every young-generation collection (DECISIONS.md, "The response cache marks hits instead of
+   * reordering on them (CLOCK)").
    */
   set(key: string, entry: Entry): void {
     if (!this.enabled || sizeOf(entry.body) > this.#maxBytes) return;
@@ -141,13 +142,14 @@ export class ResponseCache {
   }
 
   /**
-   * One load per key and ETag at a time: concurrent misses that saw the same versions share it. Each key
-   * has a slot, kept (empty) after its load settles, so a miss does not add and delete a Map entry: a Map
-   * whose entries come and go thousands of times a second chains each old hash table to its successor,
-   * and a young-generation collection counts what the old tables still reference as live. On PostgreSQL,
-   * where loads overlap, a Map entry per load (holding the load's promise, so its body) had every body
-   * loaded outlive two collections: 10 MB promoted per collection and 7 ms pauses under uncached filtered
-   * reads (docs/PERFORMANCE.md, seventeenth pass). The slots are dropped, all at once, past LOADING_KEYS.
+   * One load per key and ETag at a time: concurrent misses that saw the same versions share it. Each key has
+   * a slot, kept (empty) after its load settles, so a miss does not add and delete a Map entry: a Map whose
+   * entries come and go thousands of times a second chains each old hash table to its successor, and a
+   * young-generation collection counts what the old tables still reference as live. On PostgreSQL, where
+   * loads overlap, a Map entry per load (holding the load's promise, so its body) had every body loaded
+   * outlive two collections: 10 MB promoted per collection and 7 ms pauses under uncached filtered reads
+   * (DECISIONS.md, "Concurrent misses share one load, and one read of the versions"). The slots are dropped,
+   * all at once, past LOADING_KEYS.
    */
   loadOnce(key: string, etag: string, load: () => Promise<Entry>): Promise<Entry> {
     const kept = this.#loading.get(key);
@@ -212,7 +214,7 @@ const same = (a: readonly number[], b: readonly number[]) => a.every((v, i) => v
 export async function sendCached(
   request: FastifyRequest,
   reply: FastifyReply,
-  deps: { cache: ResponseCache; store: Store; turns?: ReadTurns | undefined },
+  deps: { cache: ResponseCache; store: VersionStore; turns?: ReadTurns | undefined },
   key: string,
   topics: readonly string[],
   load: (versions: readonly number[]) => Promise<Loaded>,
@@ -223,8 +225,8 @@ export async function sendCached(
   /** The store's data version when the topics' versions were read (SQLite's check; '' on PostgreSQL). */
   let version = '';
   /**
-   * The topics' versions now (Store.checkBy), or undefined when the data version is still `checked`: then
-   * none of them can have moved.
+   * The topics' versions now (VersionStore.checkBy), or undefined when the data version is still `checked`:
+   * then none of them can have moved.
    */
   const current = async (checked?: string): Promise<readonly number[] | undefined> => {
     if (store.checkBy === 'topics') return store.topicVersions(topics);

@@ -12,7 +12,14 @@ import {
 } from '../protocol/events.ts';
 import { attesterReward, knownFee } from '../protocol/fees.ts';
 import { StoreError } from '../store/errors.ts';
-import type { AttesterReward, IndexerCounts, IndexerTx, Store, TicketClaimed } from '../store/store.ts';
+import type {
+  AttesterReward,
+  IndexerCounts,
+  IndexerStore,
+  IndexerTx,
+  ReadStore,
+  TicketClaimed,
+} from '../store/store.ts';
 import { PageEvents } from './node-events.ts';
 
 interface Decoded {
@@ -54,7 +61,7 @@ export function addCounts(into: IndexerCounts, more: IndexerCounts): IndexerCoun
  * applied again, up to CONFLICT_ATTEMPTS times, and then finds that creation a duplicate.
  */
 export async function applyPage(
-  store: Store,
+  store: Pick<IndexerStore, 'indexerTransaction'> & Pick<ReadStore, 'getChainState'>,
   sourceId: string,
   page: EventPage,
   log: Logger,
@@ -93,7 +100,7 @@ const CREATED_MEANWHILE = 'store_created_meanwhile';
 
 /** The page's decoded events in one transaction, with its cursor; `counts` holds what decoding skipped. */
 async function applyDecoded(
-  store: Store,
+  store: Pick<IndexerStore, 'indexerTransaction'> & Pick<ReadStore, 'getChainState'>,
   sourceId: string,
   page: EventPage,
   decoded: readonly Decoded[],

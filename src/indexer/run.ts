@@ -4,7 +4,18 @@ import { backoffDelay } from '../internal/backoff.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { sameParameters } from '../protocol/constants.ts';
 import { rawTransactionOf, transactionOf } from '../protocol/events.ts';
-import type { EventLookup, IndexerCounts, Lease, Store } from '../store/store.ts';
+import type {
+  Coordination,
+  EventLookup,
+  IndexerCounts,
+  IndexerStore,
+  Lease,
+  ReadStore,
+} from '../store/store.ts';
+
+/** What the indexer asks of the store: its transactions and cursor, the chain state, its lease. */
+export type IndexerDeps = IndexerStore & Coordination & Pick<ReadStore, 'getChainState'>;
+
 import { addCounts, applyPage, emptyCounts } from './apply.ts';
 
 /** How often a daemon that does not hold the indexer lease tries to take it. */
@@ -79,7 +90,7 @@ function diffCounts(now: IndexerCounts, before: IndexerCounts): IndexerCounts {
  * source has no more. Every page commits with its cursor, so an interruption loses nothing.
  */
 export async function catchUp(
-  store: Store,
+  store: IndexerDeps,
   source: EventSource,
   log: Logger,
   options: {
@@ -230,7 +241,7 @@ function headChunks(events: RawEvent[], max: number | undefined): RawEvent[][] {
  * others try to take it every second, so when the holder dies another resumes from the saved cursor.
  */
 export class LiveIndexer {
-  readonly #store: Store;
+  readonly #store: IndexerDeps;
   readonly #source: EventSource;
   readonly #log: Logger;
   readonly #idleMs: number;
@@ -252,7 +263,7 @@ export class LiveIndexer {
   #lastRequest = Number.NEGATIVE_INFINITY;
 
   constructor(
-    store: Store,
+    store: IndexerDeps,
     source: EventSource,
     log: Logger,
     options: {

@@ -1,8 +1,8 @@
 /**
- * A response body kept in pieces: a node's whole stack list (store/rows.ts ListBody), where a usage report
- * replaces the one piece that holds its stack instead of copying the whole 474 KB body, or views of some of
- * its stacks (a filtered list or a page). Sent as it is, in one write of all the pieces (response-cache.ts);
- * `length` is the body's size in bytes.
+ * A response body kept in pieces: a node's whole stack list (store/stack-list/body.ts ListBody), where a
+ * usage report replaces the one piece that holds its stack instead of copying the whole 474 KB body, or views
+ * of some of its stacks (a filtered list or a page). Sent as it is, in one write of all the pieces
+ * (response-cache.ts); `length` is the body's size in bytes.
  */
 export class Pieces {
   readonly buffers: readonly Buffer[];
@@ -18,8 +18,8 @@ export class Pieces {
 
   /**
    * The bytes this body keeps alive: each of its buffers' whole memory, once however many views of it the
-   * body holds. A filtered list is views of its node's kept list (store/rows.ts listSlice): it keeps the
-   * pieces it shows a part of, which a cache that holds it must count.
+   * body holds. A filtered list is views of its node's kept list (store/stack-list/body.ts listSlice): it
+   * keeps the pieces it shows a part of, which a cache that holds it must count.
    */
   get retained(): number {
     if (this.#retained === undefined) {

@@ -10,7 +10,12 @@ import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../p
 import { knownFee } from '../protocol/fees.ts';
 import { EMPTY_HASH } from '../protocol/proofs.ts';
 import type { ActionView, AutopilotStatus, PlanItem, RunResult } from '../schemas/autopilot.ts';
-import type { AutopilotAction, AutopilotActionKind, Lease, Store } from '../store/store.ts';
+import type { AutopilotAction, AutopilotActionKind } from '../store/autopilot-actions.ts';
+import type { AutopilotStore, Coordination, Lease, ReadStore } from '../store/store.ts';
+
+/** What the autopilot asks of the store. */
+type AutopilotStoreRoles = AutopilotStore & ReadStore & Coordination;
+
 import type { Writes } from './writes.ts';
 
 /**
@@ -56,7 +61,7 @@ export type Trigger = 'start' | 'indexer' | 'usage' | 'timer' | 'run';
 export interface AutopilotDeps {
   settings: AutopilotSettings;
   chain: Chain;
-  store: Store;
+  store: AutopilotStoreRoles;
   writes: Writes;
   indexer: LiveIndexer;
   metrics: Metrics;
@@ -76,7 +81,7 @@ interface Pass {
 export class Autopilot {
   readonly #settings: AutopilotSettings;
   readonly #chain: Chain;
-  readonly #store: Store;
+  readonly #store: AutopilotStoreRoles;
   readonly #writes: Writes;
   readonly #indexer: LiveIndexer;
   readonly #metrics: Metrics;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { DevNetwork } from '../chain/dev/dev-network.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { compareU64, type U64 } from '../internal/u64.ts';
-import type { Store } from '../store/store.ts';
+import type { ReadStore } from '../store/store.ts';
 import type { Writes } from './writes.ts';
 
 /**
@@ -20,7 +20,7 @@ const STACK_UNITS = [1_000, 20_000, 250_000];
 
 export interface DemoDeps {
   dev: DevNetwork;
-  store: Store;
+  store: ReadStore;
   writes: Writes;
   indexer: LiveIndexer;
   log: Logger;

@@ -9,7 +9,7 @@ import type {
   CreateTaskRequest,
   PeerTrySettleRequest,
 } from '../schemas/dev.ts';
-import type { Store } from '../store/store.ts';
+import type { ReadStore, UsageStore } from '../store/store.ts';
 import type { Submitter } from './submit.ts';
 
 /**
@@ -19,10 +19,10 @@ import type { Submitter } from './submit.ts';
  */
 export class DevActors {
   readonly #dev: DevNetwork;
-  readonly #store: Store;
+  readonly #store: ReadStore & UsageStore;
   readonly #submitter: Submitter;
 
-  constructor(deps: { dev: DevNetwork; store: Store; submitter: Submitter }) {
+  constructor(deps: { dev: DevNetwork; store: ReadStore & UsageStore; submitter: Submitter }) {
     this.#dev = deps.dev;
     this.#store = deps.store;
     this.#submitter = deps.submitter;

@@ -3,7 +3,7 @@ import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../protocol/constants.ts';
 import { knownFee } from '../protocol/fees.ts';
 import type { Earnings, StackStates } from '../schemas/earnings.ts';
-import type { LedgerRow, Store } from '../store/store.ts';
+import type { LedgerRow, ReadStore } from '../store/store.ts';
 
 /**
  * A node's earnings, from what the indexer recorded of the chain's events: each claim's node fee as the
@@ -11,7 +11,7 @@ import type { LedgerRow, Store } from '../store/store.ts';
  * at the current fee parameters. Amounts are exact u64 sums; a stack whose terms were never seen is
  * counted, never priced.
  */
-export async function nodeEarnings(store: Store, nodeSmallId: U64): Promise<Earnings> {
+export async function nodeEarnings(store: ReadStore, nodeSmallId: U64): Promise<Earnings> {
   const [{ epoch, parameters }, ledger, rewards] = await Promise.all([
     store.getChainState(),
     store.listLedger(nodeSmallId),
@@ -101,7 +101,7 @@ const usdc = (amount: U64): number => Number(amount) / MICRO;
  */
 export function earningsMetrics(
   metrics: Metrics,
-  store: Store,
+  store: ReadStore,
   nodes: () => Promise<U64[]>,
 ): () => Promise<void> {
   return async () => {

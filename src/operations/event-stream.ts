@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { U64 } from '../internal/u64.ts';
 import type { NodeEventRow, NodeEventType } from '../store/node-events.ts';
-import type { Store } from '../store/store.ts';
+import type { NodeEventStore } from '../store/store.ts';
 
 /**
  * The live side of the node events (GET /events): one reader follows the store's event sequence and hands
@@ -83,7 +83,7 @@ class Stream {
 }
 
 export class EventHub {
-  readonly #store: Store;
+  readonly #store: NodeEventStore;
   readonly #log: Logger;
   readonly #settings: EventHubSettings;
   readonly #streams = new Set<Stream>();
@@ -95,7 +95,7 @@ export class EventHub {
   #timers: NodeJS.Timeout[] = [];
   #started: Promise<void> | undefined;
 
-  constructor(deps: { store: Store; log: Logger; settings?: Partial<EventHubSettings> }) {
+  constructor(deps: { store: NodeEventStore; log: Logger; settings?: Partial<EventHubSettings> }) {
     this.#store = deps.store;
     this.#log = deps.log;
     this.#settings = { ...DEFAULT_HUB_SETTINGS, ...deps.settings };

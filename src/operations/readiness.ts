@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Chain } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
-import type { Store } from '../store/store.ts';
+import type { NodeEventStore } from '../store/store.ts';
 
 /** Whether the indexer serves fresh state: what /ready answers after the store check, and why not. */
 export interface IndexerReadiness {
@@ -46,7 +46,7 @@ export function indexerReadiness(
  * indexer (the others follow the same events). Checked every second: lag grows while nothing happens.
  */
 export function watchReadiness(deps: {
-  store: Store;
+  store: Pick<NodeEventStore, 'appendNodeEvents'>;
   indexer: LiveIndexer;
   chain: Chain | undefined;
   maxLag: number;

@@ -22,8 +22,9 @@ function timed(observe: Observe, method: Method, self: object): Method {
  * histogram series are made once.
  *
  * An indexer transaction is timed as a whole (query="indexerTransaction"), not call by call: the indexer
- * makes a call or two an event inside it, and timing each (a closure, a promise reaction, two clock reads
- * and a histogram observation) cost about 10 % of an event's apply (PERFORMANCE.md, twenty-fourth pass).
+ * makes a call or two an event inside it, and timing each (a closure, a promise reaction, two clock reads and
+ * a histogram observation) cost about 10 % of an event's apply (DECISIONS.md, "Store metrics time an indexer
+ * transaction whole, not each call in it").
  */
 export function instrumentStore(store: Store, metrics: Metrics): Store {
   const wrappers = new Map<string | symbol, unknown>();

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { StoreError } from './errors.ts';
 
 /**
- * Migrations are numbered SQL files per engine (src/store/migrations/<engine>/0001-name.sql), append-only:
+ * Migrations are numbered SQL files per engine (src/store/<engine>/migrations/0001-name.sql), append-only:
  * each applied file's checksum is recorded, and a store whose applied migrations differ from the shipped
  * ones, or include one this version does not know, is refused. Each engine runs them under its own lock.
  */

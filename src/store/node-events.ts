@@ -1,7 +1,7 @@
 import { stringifyJson } from '../internal/json.ts';
 import type { U64 } from '../internal/u64.ts';
 import type { NodeEventType } from '../schemas/events.ts';
-import type { AutopilotAction } from './store.ts';
+import type { AutopilotAction } from './autopilot-actions.ts';
 
 /**
  * The node events (GET /events): what happened to the nodes, in the operator's terms, each written in the

@@ -1,9 +1,9 @@
 import { dataDirFailure } from '../internal/data-dir-lock.ts';
 import { CliError } from '../internal/exit-codes.ts';
 import { StoreError } from './errors.ts';
-import { PostgresStore } from './postgres.ts';
-import { describeUrl } from './postgres-migrations.ts';
-import { SqliteStore, type SqliteStoreOptions } from './sqlite.ts';
+import { describeUrl } from './postgres/migrations.ts';
+import { PostgresStore } from './postgres/postgres-store.ts';
+import { SqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store.ts';
 import type { Store } from './store.ts';
 
 /** Opens the configured store and applies its pending migrations. Throws CliError with one line. */

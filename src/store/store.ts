@@ -11,6 +11,7 @@ import type {
   StackSettlementTicket,
   Task,
 } from '../schemas/model.ts';
+import type { AutopilotAction } from './autopilot-actions.ts';
 import type { NewNodeEvent, NodeEventQuery, NodeEventRow } from './node-events.ts';
 
 export type UsageOutcome =
@@ -117,7 +118,7 @@ export interface Page {
  * past the page's limit.
  */
 export interface JsonRows {
-  /** The JSON array, encoded (UTF-8; in fact ASCII), in pieces (a usage report replaces one: rows.ts). */
+  /** The JSON array, encoded (UTF-8; in fact ASCII), in pieces (a usage report replaces one: stack-list/). */
   body: Pieces;
   count: number;
   last: U64 | null;
@@ -186,31 +187,6 @@ export interface AttestationRequest {
   has_record: boolean;
 }
 
-export type AutopilotActionKind = 'settle' | 'claim' | 'direct_claim' | 'attest';
-export type AutopilotActionStatus =
-  | 'pending'
-  | 'succeeded'
-  | 'failed'
-  | 'not_executed'
-  | 'skipped'
-  | 'planned';
-
-/** One action of the autopilot, as recorded before it is submitted and completed after. */
-export interface AutopilotAction {
-  id: number;
-  at: number;
-  updated_at: number;
-  kind: AutopilotActionKind;
-  node_small_id: U64;
-  stack_small_ids: U64[];
-  status: AutopilotActionStatus;
-  reason: string;
-  node_fee_amount: U64 | null;
-  gas_estimate: U64 | null;
-  tx_digests: string[];
-  error: string | null;
-}
-
 /**
  * An event to look for among those applied (Store.hasEvents): its key, and for a StackCreatedEvent the
  * stack it created, whose row records it (IndexerTx.createStack).
@@ -270,7 +246,7 @@ export interface IndexerTx {
   ): Promise<void>;
   claimTicket(claim: TicketClaimed, record: ClaimRecord): Promise<void>;
   /**
-   * The dispute, and the ticket in dispute. When it is the failed final check of an attestation (rows.ts,
+   * The dispute, and the ticket in dispute. When it is the failed final check of an attestation (changes.ts,
    * disputedAttestationRow; `epoch` is the event's, when known), the attester is also recorded as having
    * attested, as the chain records it.
    */
@@ -302,23 +278,31 @@ export interface Lease {
   release(): Promise<void>;
 }
 
-/** The daemon's state, whichever engine holds it. */
-export interface Store {
-  readonly engine: 'sqlite' | 'postgres';
-  /** Where the data lives, safe to print (no password). */
-  readonly location: string;
+/*
+ * The store's roles. Each engine (sqlite/, postgres/) implements all of them, as one Store; each consumer
+ * asks for the narrowest role it needs (the read routes a ReadStore, the response cache a VersionStore,
+ * the event stream a NodeEventStore, ...), so that what it may touch is written in its signature.
+ */
+
+/** The indexer's side: a page of events in one transaction, its source's cursor, what was applied. */
+export interface IndexerStore {
   /** Runs fn in one write transaction; it commits when fn resolves and rolls back when it throws. */
   indexerTransaction<T>(fn: (tx: IndexerTx) => Promise<T>): Promise<T>;
   getCursor(source: string): Promise<CursorState | undefined>;
-  // The lists are in small-id order and take an optional page (Page).
+  /** Whether every one of these events has been applied. */
+  hasEvents(events: readonly EventLookup[]): Promise<boolean>;
+}
+
+/** The read model, as the API serves it. The lists are in small-id order and take an optional page (Page). */
+export interface ReadStore {
   listTasks(page?: Page): Promise<Task[]>;
   listSubscriptions(nodeSmallId: U64, page?: Page): Promise<NodeSubscription[]>;
   /** Stacks of the node; with minFillFraction, those whose usage / capacity >= it (zero capacity is full). */
   listStacks(nodeSmallId: U64, minFillFraction?: number, page?: Page): Promise<Stack[]>;
   /**
-   * The same stacks as the API's JSON, from each row's ready JSON: no decoding, no serializing.
-   * seenStacksVersion: the node's stacks topic version the caller read just before; a store may then
-   * answer a list it keeps at that version or later without reading (it shows no less than the caller saw).
+   * The same stacks as the API's JSON, from the node's kept list (stack-list/): no decoding, no
+   * serializing. seenStacksVersion: the node's stacks topic version the caller read just before; the list
+   * answered shows at least that version, and one kept at it or later is answered without a read.
    */
   listStacksJson(
     nodeSmallId: U64,
@@ -331,36 +315,6 @@ export interface Store {
   /** Disputes against the node, by stack then attester; a page starts after a stack (all its disputes). */
   listDisputesAgainst(nodeSmallId: U64, page?: Page): Promise<StackAttestationDispute[]>;
   listDisputesOwn(nodeSmallId: U64, page?: Page): Promise<StackAttestationDispute[]>;
-  /** The current version of each topic (0: never changed), read after the call. */
-  topicVersions(topics: readonly string[]): Promise<number[]>;
-  /**
-   * How a kept response is checked (response-cache.ts). 'data version': dataVersion() first, and the topics'
-   * versions only when it moved (SQLite: both local reads, and the data version spares the others while
-   * nothing commits). 'topics': the topics' versions at once (PostgreSQL: each read is a round trip, the
-   * data version moves with nearly every commit under writes, and topicVersions answers all the topics
-   * asked in one event-loop turn with one statement).
-   */
-  readonly checkBy: 'data version' | 'topics';
-  /** A random id of this store, made when it was created: versions of different stores never compare. */
-  storeId(): Promise<string>;
-  /**
-   * Adds served work to a stack's off-chain usage: units to already_computed_units, one message, and the
-   * request's hash (UsageReport.requestHash) to the stack's running hash. Refuses (changing nothing) when
-   * the stack is unknown, assigned to a node not in ownNodes (when given), or the total would exceed its
-   * capacity. Reports that arrive while earlier ones are being written are written together, in one
-   * transaction (each outcome as if they had come one after the other).
-   */
-  addStackUsage(
-    stackSmallId: U64,
-    computeUnits: U64,
-    requestHash: Uint8Array | undefined,
-    nowMs: number,
-    ownNodes?: readonly U64[],
-  ): Promise<UsageOutcome>;
-  /** Records the running hash of a stack this node re-ran as an attester (replacing an older record). */
-  putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void>;
-  /** The running hash of a stack's requests, when this daemon has a record of them. */
-  getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined>;
   getTask(taskSmallId: U64): Promise<Task | undefined>;
   /** The node, if the store knows it: registered, or named by a subscription or a stack. */
   getNode(nodeSmallId: U64): Promise<NodeRecord | undefined>;
@@ -381,10 +335,54 @@ export interface Store {
   /** Every stack and ticket of the node, for its earnings. */
   listLedger(nodeSmallId: U64): Promise<LedgerRow[]>;
   listAttesterRewards(nodeSmallId: U64): Promise<AttesterReward[]>;
+}
+
+/** What a cached read is checked against (http/response-cache.ts): the versions of its topics. */
+export interface VersionStore {
+  /** The current version of each topic (0: never changed), read after the call. */
+  topicVersions(topics: readonly string[]): Promise<number[]>;
+  /**
+   * How a kept response is checked. 'data version': dataVersion() first, and the topics' versions only
+   * when it moved (SQLite: both local reads, and the data version spares the others while nothing
+   * commits). 'topics': the topics' versions at once (PostgreSQL: each read is a round trip, the data
+   * version moves with nearly every commit under writes, and topicVersions answers all the topics asked in
+   * one event-loop turn with one statement).
+   */
+  readonly checkBy: 'data version' | 'topics';
+  /** A token that changes whenever any process commits a change. */
+  dataVersion(): Promise<string>;
+  /** A random id of this store, made when it was created: versions of different stores never compare. */
+  storeId(): Promise<string>;
+}
+
+/** The usage the node's inference server reports, and the running hash of a stack's requests. */
+export interface UsageStore {
+  /**
+   * Adds served work to a stack's off-chain usage: units to already_computed_units, one message, and the
+   * request's hash (UsageReport.requestHash) to the stack's running hash. Refuses (changing nothing) when
+   * the stack is unknown, assigned to a node not in ownNodes (when given), or the total would exceed its
+   * capacity. Reports that arrive while earlier ones are being written are written together, in one
+   * transaction (each outcome as if they had come one after the other).
+   */
+  addStackUsage(
+    stackSmallId: U64,
+    computeUnits: U64,
+    requestHash: Uint8Array | undefined,
+    nowMs: number,
+    ownNodes?: readonly U64[],
+  ): Promise<UsageOutcome>;
+  /** Records the running hash of a stack this node re-ran as an attester (replacing an older record). */
+  putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void>;
+  /** The running hash of a stack's requests, when this daemon has a record of them. */
+  getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined>;
+}
+
+/** What the autopilot asks (each one index range, whatever the store's size) and the actions it records. */
+export interface AutopilotStore {
   /**
    * The node's open stacks (not settled, not claimed) with usage, filled to at least minFillPpm parts per
-   * million or last used before idleBefore (ms): one index range each, whatever the store's size. A stack
-   * without usage is never one, whatever minFillPpm: it has nothing to claim.
+   * million or last used before idleBefore (ms). A stack without usage is never one, whatever minFillPpm:
+   * it has nothing to claim.
    */
   listSettleCandidates(nodeSmallId: U64, minFillPpm: number, idleBefore: number): Promise<OpenStack[]>;
   /** When the node's longest-idle open stack with usage was last used (ms), or null. */
@@ -393,7 +391,7 @@ export interface Store {
   listClaimable(nodeSmallId: U64, epoch: U64): Promise<ClaimableTicket[]>;
   /** The attestations asked of the node that it has not submitted. */
   listAttestationRequests(nodeSmallId: U64): Promise<AttestationRequest[]>;
-  /** Records an autopilot action; returns its id. */
+  /** Records an autopilot action (and its node event); returns its id. */
   insertAutopilotAction(action: Omit<AutopilotAction, 'id'>): Promise<number>;
   updateAutopilotAction(
     id: number,
@@ -402,9 +400,13 @@ export interface Store {
   ): Promise<void>;
   /** The most recent actions, newest first; with pending, only those whose outcome is not recorded. */
   listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]>;
+}
+
+/** The node events of GET /events (node-events.ts). */
+export interface NodeEventStore {
   /** Records node events in a transaction of their own (those no other change carries: the indexer's state). */
   appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void>;
-  /** Node events after an id, ascending, filtered (node_events: see node-events.ts). */
+  /** Node events after an id, ascending, filtered. */
   listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]>;
   /** The oldest and newest recorded ids (0 and 0 when none was ever recorded; oldest null when pruned all). */
   nodeEventBounds(): Promise<{ oldest: number | null; newest: number }>;
@@ -415,8 +417,10 @@ export interface Store {
    * process sharing the store does; returns the function that stops it.
    */
   onNodeEvents(listener: () => void): () => void;
-  /** Whether every one of these events has been applied. */
-  hasEvents(events: readonly EventLookup[]): Promise<boolean>;
+}
+
+/** The Idempotency-Keys of the writes (http/idempotency.ts). */
+export interface IdempotencyStore {
   /**
    * Reserves an Idempotency-Key for a request (by its hash) unless it is already known: returns
    * 'reserved', or the record that holds it (status 0 while its outcome is not recorded).
@@ -430,8 +434,10 @@ export interface Store {
   completeIdempotencyKey(key: string, status: number, response: string): Promise<void>;
   /** Forgets a reserved key whose request was refused before anything was submitted. */
   releaseIdempotencyKey(key: string): Promise<void>;
-  /** A token that changes whenever any process commits a change: the key of cached responses. */
-  dataVersion(): Promise<string>;
+}
+
+/** Roles that one process at a time may hold among those that share a store (PostgreSQL). */
+export interface Coordination {
   /**
    * Takes the named lease unless another holder (another process, or another lease of this one) has it.
    * A holder that dies frees it at once. One process per SQLite file: there it is always granted.
@@ -439,6 +445,21 @@ export interface Store {
   tryLease(name: string): Promise<Lease | undefined>;
   /** Runs fn while no other process sharing the store runs one under the same name (waits its turn). */
   withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
+}
+
+/** The daemon's state, whichever engine holds it: every role, and the engine's own facts. */
+export interface Store
+  extends IndexerStore,
+    ReadStore,
+    VersionStore,
+    UsageStore,
+    AutopilotStore,
+    NodeEventStore,
+    IdempotencyStore,
+    Coordination {
+  readonly engine: 'sqlite' | 'postgres';
+  /** Where the data lives, safe to print (no password). */
+  readonly location: string;
   close(): Promise<void>;
 }
 

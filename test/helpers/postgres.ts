@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { it } from 'node:test';
 import { Client } from 'pg';
-import { redactUrl } from '../../src/store/postgres-migrations.ts';
+import { redactUrl } from '../../src/store/postgres/migrations.ts';
 
 /** The server the PostgreSQL tests use: a superuser (or CREATEDB) connection to any database on it. */
 export const TEST_PG_URL =

@@ -36,7 +36,7 @@ import { ERRORS } from '../../src/problems/catalog.ts';
 import { abortProblem } from '../../src/problems/from-error.ts';
 import { dbErrorCode } from '../../src/protocol/aborts.ts';
 import { decodePayload, isEventName, readEnvelope } from '../../src/protocol/events.ts';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { captureLogger } from '../helpers/capture-log.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import {

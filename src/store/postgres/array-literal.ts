@@ -3,8 +3,8 @@
  * arrayString), for the values the PostgreSQL store binds: null and undefined, strings, numbers, bigints,
  * byte arrays, and arrays of them. pg escapes every element with two regular expressions; the store's
  * elements are mostly decimal ids and hex, with nothing to escape, and pg's way was about 7 % of the
- * indexer's main thread (docs/PERFORMANCE.md, thirtieth pass). The literal is the same text, so the server
- * reads the same values.
+ * indexer's main thread (DECISIONS.md, "The PostgreSQL store writes its array parameters' literals itself").
+ * The literal is the same text, so the server reads the same values.
  */
 export function arrayLiteral(values: readonly unknown[]): string {
   let out = '{';

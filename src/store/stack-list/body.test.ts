@@ -1,18 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  appendedBody,
-  fragmentAt,
-  joinFragments,
-  listSlice,
-  PIECE_OBJECTS,
-  patchBody,
-  restated,
-  sameState,
-  stackFragment,
-  stateOf,
-} from '../src/store/rows.ts';
-import { mulberry32 } from './helpers/random.ts';
+import { mulberry32 } from '../../../test/helpers/random.ts';
+import { appendedBody, fragmentAt, joinFragments, listSlice, PIECE_OBJECTS, patchBody } from './body.ts';
+import { sameState, stateOf } from './columns.ts';
+import { restated, stackFragment } from './stack-json.ts';
 
 const object = (rand: () => number, i: number) =>
   Buffer.from(JSON.stringify({ id: i, pad: 'x'.repeat(Math.floor(rand() * 40)) }));

@@ -1,13 +1,13 @@
 import { Client, type ClientBase } from 'pg';
-import { connectError, statementError } from './errors.ts';
-import { type AppliedMigration, checkApplied, loadMigrations } from './migrations.ts';
+import { connectError, statementError } from '../errors.ts';
+import { type AppliedMigration, checkApplied, loadMigrations } from '../migrations.ts';
 
 /**
  * PostgreSQL migrations, for the store at open and for `node-daemon db migrate|status`, which loads only
  * this module (not the store).
  */
 
-const MIGRATIONS_DIR = new URL('./migrations/postgres/', import.meta.url);
+const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 /** How long opening a connection may take; pg would otherwise wait for the OS (minutes on a dead host). */
 export const CONNECT_TIMEOUT_MS = 10_000;
 /**

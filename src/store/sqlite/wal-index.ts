@@ -14,7 +14,7 @@ const WAL_INDEX_VERSION = 3007000;
  * Whether any connection committed to a WAL-mode SQLite file since the last look, read from its WAL index
  * with one `pread` of the header. `PRAGMA data_version` answers the same question but opens a read
  * transaction to do it (SQLite's locks and an `fstat`): once per loop turn, that was most of what a turn of
- * cached reads cost (docs/PERFORMANCE.md, twenty-second pass).
+ * cached reads cost (DECISIONS.md, "The response cache reads the store version once per event-loop turn").
  *
  * Any difference in the header counts as a change, so a torn read (a commit writing the header meanwhile)
  * only costs a re-check. A commit that the header would not show is what must never happen; `committed`

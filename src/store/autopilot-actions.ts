@@ -1,0 +1,28 @@
+import type { U64 } from '../internal/u64.ts';
+
+/** The autopilot's actions as the store records them (AutopilotStore), before each is submitted and after. */
+
+export type AutopilotActionKind = 'settle' | 'claim' | 'direct_claim' | 'attest';
+export type AutopilotActionStatus =
+  | 'pending'
+  | 'succeeded'
+  | 'failed'
+  | 'not_executed'
+  | 'skipped'
+  | 'planned';
+
+/** One action of the autopilot, as recorded before it is submitted and completed after. */
+export interface AutopilotAction {
+  id: number;
+  at: number;
+  updated_at: number;
+  kind: AutopilotActionKind;
+  node_small_id: U64;
+  stack_small_ids: U64[];
+  status: AutopilotActionStatus;
+  reason: string;
+  node_fee_amount: U64 | null;
+  gas_estimate: U64 | null;
+  tx_digests: string[];
+  error: string | null;
+}

@@ -1,0 +1,74 @@
+import type { NodeEventStore } from '../store.ts';
+import type { PostgresDatabase } from './database.ts';
+import { S } from './statements.ts';
+import { enc, rows } from './u64.ts';
+
+/**
+ * The node events of GET /events on PostgreSQL: recorded in the transactions of the changes they report,
+ * with gap-free ids in commit order across every process (0004-node-events.sql), and notified at COMMIT.
+ */
+export function postgresNodeEvents(db: PostgresDatabase): NodeEventStore {
+  /** Whether a session LISTENs for other processes' node events (from the first listener on). */
+  let listening = false;
+
+  /**
+   * LISTEN on a session of its own, reopened with back-off when it drops; each reopening tells the
+   * listeners, who read what they may have missed.
+   */
+  const listen = async (failures: number): Promise<void> => {
+    if (db.closing) return;
+    try {
+      const session = await db.session();
+      session.on('notification', () => db.nodeEvents.emit());
+      await session.query('LISTEN node_events');
+      if (failures > 0) db.nodeEvents.emit();
+      session.once('end', () => {
+        if (!db.closing) void listen(1);
+      });
+    } catch {
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(failures, 6));
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      void listen(failures + 1);
+    }
+  };
+
+  return {
+    appendNodeEvents: (events) =>
+      db.op(async () => {
+        const appended = await db.transaction(
+          (client) => db.appendOn(client, events),
+          () => false,
+        );
+        if (appended) db.nodeEvents.emit();
+      }),
+    listNodeEvents: async (query) =>
+      (
+        await db.rows(S.nodeEvents, [
+          query.after,
+          query.nodes === null ? null : query.nodes.map(enc),
+          query.types,
+          query.limit,
+        ])
+      ).map(rows.nodeEvent),
+    nodeEventBounds: async () => {
+      const [row] = await db.rows(S.nodeEventBounds, []);
+      return {
+        oldest: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+        newest: Number(row?.newest ?? 0),
+      };
+    },
+    pruneNodeEvents: async (before, keep) => (await db.query(S.pruneEvents, [before, keep])).rowCount ?? 0,
+    /**
+     * Listeners hear this process's commits at once, and other processes' through LISTEN (opened with the
+     * first listener).
+     */
+    onNodeEvents: (callback) => {
+      const off = db.nodeEvents.on(callback);
+      if (!listening) {
+        listening = true;
+        void listen(0);
+      }
+      return off;
+    },
+  };
+}

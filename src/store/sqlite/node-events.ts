@@ -1,0 +1,40 @@
+import type { NodeEventStore } from '../store.ts';
+import type { SqliteDatabase } from './database.ts';
+import { enc, rows } from './u64.ts';
+
+/** The node events of GET /events on SQLite: recorded in the transactions of the changes they report. */
+export function sqliteNodeEvents(db: SqliteDatabase): NodeEventStore {
+  const { w, r } = db;
+  return {
+    appendNodeEvents: (events) => db.transaction(async () => db.append(events)),
+    listNodeEvents: async (query) => {
+      // Node ids go as a JSON array of decimal strings, matched as the column stores them (statements.ts).
+      const nodes =
+        query.nodes === null
+          ? null
+          : `[${query.nodes.map((n) => JSON.stringify(enc(n).toString())).join(',')}]`;
+      const types = query.types === null ? null : JSON.stringify(query.types);
+      return db.guard(() =>
+        r.nodeEvents.all(query.after, nodes, nodes, nodes, types, types, query.limit).map(rows.nodeEvent),
+      );
+    },
+    nodeEventBounds: async () => {
+      const row = db.guard(() => r.nodeEventBounds.get());
+      return {
+        oldest: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+        newest: Number(row?.newest ?? 0),
+      };
+    },
+    pruneNodeEvents: (before, keep) =>
+      db.transaction(async () =>
+        db.guard(() => {
+          // The first event to keep by age: a scan from the oldest that stops there (ids follow time).
+          const young = w.firstEventSince.get(before)?.id;
+          const newest = Number(w.newestEventId.get()?.id ?? 0);
+          const cutoff = Math.max(young === undefined ? newest + 1 : Number(young), newest - keep + 1);
+          return Number(w.pruneEvents.run(cutoff).changes);
+        }),
+      ),
+    onNodeEvents: (listener) => db.nodeEvents.on(listener),
+  };
+}
