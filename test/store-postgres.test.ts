@@ -793,7 +793,8 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       // every live ticket asks two attesters, node 7 in one of ten of the other nodes' tickets; a hash per
       // stack with usage. The planner's estimates for node 7 are far off: before 0006 it chose a hash join
       // over all stacks for the claimable tickets, over all tickets for the requests, and (with node 7
-      // asked nothing) a walk of all requests in key order (docs/PERFORMANCE.md, "Autopilot pass").
+      // asked nothing) a walk of all requests in key order (DECISIONS.md, "Each autopilot question is one
+      // index range, whatever the statistics").
       const db = await freshDatabase();
       const store = await PostgresStore.open({ url: db.url });
       const populate = (live: number) =>

@@ -107,7 +107,8 @@ describe('sqlite store', () => {
     );
     // The autopilot's questions are one index range each, whatever the number of stacks: on an empty
     // store, and with the statistics PRAGMA optimize leaves on a store where one node holds most stacks
-    // (with them, the planner preferred the node's whole primary-key range: docs/PERFORMANCE.md).
+    // (with them, the planner preferred the node's whole primary-key range: DECISIONS.md, "Each autopilot
+    // question is one index range, whatever the statistics").
     const expected: Record<keyof typeof AUTOPILOT_QUERIES, RegExp[]> = {
       settleCandidates: [/USING INDEX stacks_open_by_fill/, /USING INDEX stacks_open_by_last_usage/],
       oldestUsage: [/USING (COVERING )?INDEX stacks_open_by_last_usage/],

@@ -13,10 +13,11 @@
  *
  * A report waits, at the median, about half a slice. Shorter slices answer it sooner but cost the reads:
  * each slice ends with a turn of the loop (an `epoll_pwait`, the store's data version), and at 0.25 ms
- * that was about 6 % of a saturating read load's throughput cached and 13 % uncached (PERFORMANCE.md,
- * twenty-second pass). So slices are short only while writes arrive: for `busyForMs` after any write
- * (`writeArrived`) a slice lasts `busySliceMs`, and otherwise `sliceMs`. A daemon that only serves reads
- * sends them as before; one whose node reports usage pays for the shorter wait it gets.
+ * that was about 6 % of a saturating read load's throughput cached and 13 % uncached (DECISIONS.md, "Reads
+ * send in turns, so that usage reports are not queued behind them"). So slices are short only while writes
+ * arrive: for `busyForMs` after any write (`writeArrived`) a slice lasts `busySliceMs`, and otherwise
+ * `sliceMs`. A daemon that only serves reads sends them as before; one whose node reports usage pays for
+ * the shorter wait it gets.
  */
 export interface ReadTurnsOptions {
   /** A slice's length while no write arrived for `busyForMs`. */

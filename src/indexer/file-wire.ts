@@ -1,7 +1,8 @@
 /**
  * How a page of the file source's decoded events travels from its reader thread (file-worker.ts) to the
  * main thread (file-source.ts): as JSON text, which the main thread parses in far less time than a
- * structured clone of the same objects takes (docs/PERFORMANCE.md, twenty-seventh pass).
+ * structured clone of the same objects takes (DECISIONS.md, "`node-daemon replay` reads, parses and
+ * decodes its file on a thread of its own").
  *
  * The text is positional, so that the main thread parses half as many bytes as the decoded objects'
  * JSON would be (338 against 594 an event of the bench's stream) in half the time:

@@ -13,7 +13,8 @@ const LINE_END = /\r\n|\n|\r/;
  * It reads bytes and decodes each read up to its last newline with Buffer#toString. A UTF-8 byte sequence
  * never contains the byte 0x0a, so no character is cut. node:readline over a utf8 stream decodes through
  * StringDecoder, 13 to 15 times slower on the replay's file (360 MB/s against about 5,000): reading and
- * parsing took 8.7 to 9.2 µs an event that way, 5.0 to 5.6 this way (docs/PERFORMANCE.md, twenty-sixth pass).
+ * parsing took 8.7 to 9.2 µs an event that way, 5.4 to 6.0 this way (DECISIONS.md, "The file source splits
+ * its lines on bytes, a MiB at a time").
  */
 export class LineReader {
   readonly #file: FileHandle;

@@ -42,19 +42,21 @@ export const HEAD_CHUNK_EVENTS = 50;
  * reads (read-turns.ts: turns of half a millisecond) queued behind a second's worth of them: a read p99 of
  * 25 to 65 ms with the stream alone. Waiting as long as the chunk (half the loop) brought that to 10 to 20
  * ms; three times as long (a quarter), in three alternating pairs of quick runs, took the read p99 at 100
- * reports/s with the stream from 12.6 to 16.2 ms down to 10.3 to 10.6 (PERFORMANCE.md, sixteenth pass). A
- * second's 1,000 events, 20 chunks of about a millisecond, then go in over about 80 ms instead of 40: at
- * the head the events have waited up to a second for their wake-up, and a few more milliseconds cost
- * nothing. Catching up (pages with more behind them) does not wait at all. A chunk that waited on its
- * store (PostgreSQL's round trips) left the loop to the requests meanwhile, and its wall time is mostly
- * the server's: pausing after it slowed the indexer at 500 reports/s below the stream's rate.
+ * reports/s with the stream from 12.6 to 16.2 ms down to 10.3 to 10.6 (DECISIONS.md, "At the chain's head
+ * the indexer applies 50 events at a time, and pauses three times as long"). A second's 1,000 events, 20
+ * chunks of about a millisecond, then go in over about 80 ms instead of 40: at the head the events have
+ * waited up to a second for their wake-up, and a few more milliseconds cost nothing. Catching up (pages
+ * with more behind them) does not wait at all. A chunk that waited on its store (PostgreSQL's round trips)
+ * left the loop to the requests meanwhile, and its wall time is mostly the server's: pausing after it
+ * slowed the indexer at 500 reports/s below the stream's rate.
  */
 export const HEAD_PAUSE_FACTOR = 3;
 /**
  * While requests arrive (catchUp's `busy`), catching up goes in transactions of at most this many events
  * too, each followed by a pause as long as it held the loop (CATCH_UP_BUSY_PAUSE_FACTOR). A catch-up batch
- * of BATCH_EVENTS in one transaction held the loop 205 to 265 ms on a slow VM (PERFORMANCE.md, twenty-sixth
- * pass), and every read and usage report that arrived meanwhile waited that long.
+ * of BATCH_EVENTS in one transaction held the loop for a p99 of 224 to 345 ms on a slow VM, and every read
+ * and usage report that arrived meanwhile waited that long (DECISIONS.md, "The indexer commits up to 10,000
+ * events at a time while catching up").
  */
 export const CATCH_UP_BUSY_CHUNK_EVENTS = 500;
 /**

@@ -74,7 +74,7 @@ const MAX_TX_GAS = 50_000_000_000n;
  * each ListEvents call costs the daemon about half a millisecond in fetch and gRPC-web besides its events,
  * and at a live chain's 1,000 events/s 50 a page made 20 calls a second. Larger pages once held the loop
  * while the SDK decoded them (tens of ms at 1,000 with the text form); with 200 binary frames the stream's
- * read p99 did not grow (docs/PERFORMANCE.md, eleventh pass).
+ * read p99 did not grow (DECISIONS.md, "The Sui event source asks for 200 events a page").
  */
 export const EVENT_PAGE_SIZE = 200;
 const DEFAULT_TIMEOUT_MS = 15_000;
