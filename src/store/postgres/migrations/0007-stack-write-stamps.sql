@@ -1,5 +1,5 @@
 -- What a daemon needs to keep a node's stack list in memory and bring it up to date by reading only the
--- stacks that changed, whichever process changed them (src/store/postgres/postgres-store.ts, #nodeList). PostgreSQL
+-- stacks that changed, whichever process changed them (src/store/postgres.ts, #nodeList). PostgreSQL
 -- only: a SQLite store has one writer, its daemon.
 --
 -- Each stacks row carries the top-level id of the transaction that last wrote it. A list read under a

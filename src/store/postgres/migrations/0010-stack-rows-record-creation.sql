@@ -1,5 +1,5 @@
 -- From this version on, a StackCreatedEvent's key is no longer claimed in applied_events: the stack's row
--- records that its one creation event was applied (src/store/postgres/postgres-store.ts, createStack; docs/DECISIONS.md,
+-- records that its one creation event was applied (src/store/postgres.ts, createStack; docs/DECISIONS.md,
 -- "A stack's row records its creation event"). An older node-daemon, which would look for those keys and
 -- apply the creations again, refuses the database (store_too_new) when it opens it, because it does not know
 -- this migration; one that is already running when this migration is applied does not notice, so stop the
