@@ -17,7 +17,7 @@ import { subscriptionsView } from './views/subscriptions.js';
  * the page shows exactly what the API says, without reloading.
  */
 
-/** @typedef {'status' | 'ready' | 'tasks' | 'autopilot' | 'earnings' | 'stacks' | 'claimed' | 'against' | 'own' | 'subscriptions'} Resource */
+/** @typedef {import('./views/parts.js').Resource} Resource */
 
 /** @type {Record<Resource, (node: string | null) => Promise<any> | null>} */
 const LOADERS = {
@@ -95,14 +95,11 @@ const DEBOUNCE_MS = 120;
  */
 const TICK_MS = 10_000;
 
+/** @type {import('./views/parts.js').State} */
 export const state = {
-  /** @type {string | null} the node shown */
   node: null,
-  /** @type {Record<string, any>} the last answer of each resource */
   data: {},
-  /** @type {Record<string, ApiProblem | undefined>} the last failure of each resource */
   errors: {},
-  /** @type {ReturnType<typeof describeEvent>[]} newest first */
   feed: loadFeed(),
   stream: { state: 'connecting', detail: '' },
 };
@@ -117,19 +114,13 @@ function loadFeed() {
 
 // ---- the views -----------------------------------------------------------------------------------------
 
-/** What the views may ask of the console. */
+/**
+ * What the views may ask of the console (views/parts.js says what each member does).
+ * @type {import('./views/parts.js').Ctx}
+ */
 export const ctx = {
   state,
-  /** @param {Resource[]} names */
   refresh: (names) => refresh(names),
-  /**
-   * Runs a write and shows its outcome in `region`: what it did, or the daemon's problem detail.
-   * @param {HTMLElement} region
-   * @param {string} label what is being done, e.g. "Settling stack 10"
-   * @param {() => Promise<any>} run
-   * @param {(result: any) => (Node | string)[]} describe
-   * @param {Resource[]} affects
-   */
   async act(region, label, run, describe, affects) {
     region.className = 'outcome pending';
     replace(region, `${label}…`);
@@ -145,13 +136,6 @@ export const ctx = {
       return undefined;
     }
   },
-  /**
-   * Asks the operator to confirm an action that cannot be undone.
-   * @param {string} title
-   * @param {string} text
-   * @param {string} ok
-   * @returns {Promise<boolean>}
-   */
   confirm(title, text, ok) {
     const dialog = /** @type {HTMLDialogElement} */ (document.getElementById('confirm-dialog'));
     byId('confirm-title').textContent = title;
@@ -181,23 +165,18 @@ export const ctx = {
     });
   },
   write,
-  /** The badge of the node shown, for a write about it; {} (the signer's first badge) when unknown. */
   badge() {
     const badge = state.data.status?.badges?.find(
       (/** @type {any} */ b) => String(b.node_small_id) === state.node,
     );
     return badge ? { node_badge_id: badge.badge_id } : {};
   },
-  /**
-   * Whether the node shown is one of the signer's: writes act on the signer's badges only, so the views
-   * offer them only then (reads of any node are public). True while the badges are not known yet.
-   */
+  // Writes act on the signer's badges only, so the views offer them only then (reads of any node are public).
   ownsNode() {
     const badges = state.data.status?.badges;
     if (!Array.isArray(badges) || state.node === null) return true;
     return badges.some((/** @type {any} */ b) => String(b.node_small_id) === state.node);
   },
-  /** Shows another node. @param {string} node */
   showNode: (node) => showNode(node),
 };
 
