@@ -3,7 +3,6 @@ import { Listeners } from '../internal/listeners.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, normalizeU64, parseU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
 import { ERRORS, type ErrorCode, ProblemError, refuse } from '../problems/catalog.ts';
-import { problemFromError } from '../problems/from-error.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
@@ -25,6 +24,7 @@ import type {
   UsageResult,
 } from '../schemas/writes.ts';
 import type { Store, UsageOutcome } from '../store/store.ts';
+import { problemFromError } from './from-error.ts';
 import type { Submitter } from './submit.ts';
 
 /**
