@@ -26,6 +26,8 @@ const ALLOWED: Record<string, readonly string[]> = {
 
 const ROOT = resolve(import.meta.dirname, '..');
 const SRC = join(ROOT, 'src');
+/** The folders whose modules must import one another without a circle. */
+const CIRCLE_FREE = ['src', 'bench', 'scripts'].map((dir) => join(ROOT, dir));
 /**
  * An import's specifier: `import … from`, `export … from`, a bare `import '…'`, and `import('…')`,
  * which is a dynamic import in code and a type import in the console's JSDoc.
@@ -84,8 +86,83 @@ function violations(file: string, text: string): string[] {
     .map((target) => `${relative(SRC, file)} imports ${relative(SRC, target)} (${from} -> ${layer(target)})`);
 }
 
+/** Who imports whom: each module (given its text) and the modules it imports by a relative path. */
+function importGraph(sources: ReadonlyMap<string, string>): Map<string, string[]> {
+  return new Map([...sources].map(([file, text]) => [file, relativeImports(file, text)]));
+}
+
+/**
+ * The circles of a graph, one for each knot of nodes that reach one another (Tarjan's strongly connected
+ * components): the shortest way from the knot's first node (in sorted order) back to itself, the node
+ * repeated at the end. A knot of several circles shows one; the next shows once it is broken.
+ */
+function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const knots: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, index.get(next)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const knot: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      knot.push(member);
+    } while (member !== node);
+    if (knot.length > 1 || (graph.get(node) ?? []).includes(node)) knots.push(knot.sort());
+  };
+  for (const node of [...graph.keys()].sort()) if (!index.has(node)) visit(node);
+  return knots.sort((a, b) => a[0]!.localeCompare(b[0]!)).map((knot) => shortestCircle(graph, knot));
+}
+
+/** The shortest way from a knot's first node back to itself, within the knot (breadth first). */
+function shortestCircle(graph: ReadonlyMap<string, readonly string[]>, knot: readonly string[]): string[] {
+  const start = knot[0]!;
+  const inKnot = new Set(knot);
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const node = queue[i]!;
+    for (const next of graph.get(node) ?? []) {
+      if (next === start) {
+        const path = [start];
+        for (let at = node; at !== start; at = cameFrom.get(at)!) path.splice(1, 0, at);
+        return [...path, start];
+      }
+      if (inKnot.has(next) && !cameFrom.has(next)) {
+        cameFrom.set(next, node);
+        queue.push(next);
+      }
+    }
+  }
+  throw new Error(`no circle through ${start}`);
+}
+
 function read(paths: readonly string[]): Map<string, string> {
   return new Map(paths.map((file) => [file, readFileSync(file, 'utf8')]));
+}
+
+/** Synthetic modules for the checks' own tests: paths relative to src/, with their text. */
+function modules(texts: Record<string, string>): Map<string, string> {
+  return new Map(Object.entries(texts).map(([path, text]) => [join(SRC, path), text]));
+}
+
+function shown(circle: readonly string[]): string {
+  return circle.map((file) => relative(ROOT, file)).join(' -> ');
 }
 
 describe('architecture', () => {
@@ -103,9 +180,19 @@ describe('architecture', () => {
   it('says exactly what is true: every layer imports each layer listed for it', () => {
     const used = layerImports(read(files(SRC, ['.ts'])));
     const unused = Object.entries(ALLOWED).flatMap(([from, tos]) =>
-      tos.filter((to) => !used.get(from)?.has(to)).map((to) => `${from} -> ${to}`),
+      tos.filter((to) => !used.get(from)?.has(to)).map((to) => `${from} -> ${to} is listed but not imported`),
     );
-    assert.deepEqual(unused, [], 'a layer listed as imported that is not: take it out of ALLOWED');
+    assert.deepEqual(unused, []);
+  });
+
+  it('orders the layers one way: the table itself has no circle', () => {
+    const table = new Map(
+      Object.entries(ALLOWED).map(([from, tos]) => [from, tos.filter((to) => to !== 'root')]),
+    );
+    assert.deepEqual(circles(table), []);
+    // The table before the catalog stood alone: problems read the chain's and the store's errors.
+    const before = new Map([...table, ['problems', ['internal', 'protocol', 'chain', 'store']]]);
+    assert.deepEqual(circles(before), [['chain', 'schemas', 'problems', 'chain']]);
   });
 
   it('catches an upward import, static, type-only or dynamic (the check itself works)', () => {
@@ -122,5 +209,57 @@ describe('architecture', () => {
       violations(join(SRC, 'problems', 'x.ts'), "import { U } from '../internal/u64.ts';").length,
       1,
     );
+  });
+
+  it('has no import circle in src/, bench/ or scripts/', () => {
+    const graph = importGraph(read(CIRCLE_FREE.flatMap((dir) => files(dir, ['.ts', '.js']))));
+    assert.deepEqual(circles(graph).map(shown), []);
+  });
+
+  it('finds a circle and prints its path, through every kind of import (the check itself works)', () => {
+    // Two modules that import each other, one of them only for a type.
+    const pair = modules({
+      'a.ts': "import { b } from './b.ts';",
+      'b.ts': "import type { A } from './a.ts';\nexport const b = 1;",
+    });
+    assert.deepEqual(circles(importGraph(pair)).map(shown), ['src/a.ts -> src/b.ts -> src/a.ts']);
+    // A longer way round, through a re-export, a dynamic import and a folder above.
+    const round = modules({
+      'x/one.ts': "export { two } from '../y/two.ts';",
+      'y/two.ts': "const three = await import('./three.ts');",
+      'y/three.ts': "import '../x/one.ts';",
+      'y/aside.ts': "import { two } from './two.ts';",
+    });
+    assert.deepEqual(circles(importGraph(round)).map(shown), [
+      'src/x/one.ts -> src/y/two.ts -> src/y/three.ts -> src/x/one.ts',
+    ]);
+    // A JSDoc type import in the browser console's JavaScript is an import too.
+    const jsdoc = modules({
+      'app.js': "import { view } from './view.js';",
+      'view.js': "/** @typedef {typeof import('./app.js').state} State */",
+    });
+    assert.equal(circles(importGraph(jsdoc)).length, 1);
+    // A module that imports itself, and two separate circles, each shown once.
+    const two = modules({
+      'self.ts': "import { me } from './self.ts';",
+      'p.ts': "import {\n  q,\n} from './q.ts';",
+      'q.ts': "import { p } from './p.ts';",
+    });
+    assert.deepEqual(circles(importGraph(two)).map(shown), [
+      'src/p.ts -> src/q.ts -> src/p.ts',
+      'src/self.ts -> src/self.ts',
+    ]);
+  });
+
+  it('passes what only looks like a circle: a diamond, packages, the same name in two folders', () => {
+    const diamond = modules({
+      'top.ts': "import { l } from './left.ts';\nimport { r } from './right.ts';",
+      'left.ts': "import { b } from './bottom.ts';\nimport { readFileSync } from 'node:fs';",
+      'right.ts': "import type { B } from './bottom.ts';\nimport Fastify from 'fastify';",
+      'bottom.ts': 'export const b = \'import { t } from "./top.ts"\';',
+      'x/util.ts': "import { u } from '../y/util.ts';",
+      'y/util.ts': "import { v } from './other.ts';",
+    });
+    assert.deepEqual(circles(importGraph(diamond)), []);
   });
 });
