@@ -141,6 +141,22 @@ export class Writes {
     return { tx_digest: submission.digest, status: 'success', gas_used: submission.gas_used, indexed };
   }
 
+  /**
+   * A write of one transaction by the badge the request names (else the signer's first): under the
+   * signer's lock, `plan` checks the request against the indexed state and builds the call, which is
+   * then submitted as `what`.
+   */
+  #withBadge(
+    input: GasOptions & { node_badge_id?: string | undefined },
+    what: string,
+    plan: (badge: Badge) => Promise<Operation> | Operation,
+  ): Promise<TxResult> {
+    return this.#serialized(async () => {
+      const operation = await plan(await this.#badge(input.node_badge_id));
+      return this.#one(await this.#submit(operation, input, what));
+    });
+  }
+
   register(gas: GasOptions): Promise<RegisterResult> {
     return this.#serialized(async () => {
       const result = await this.#submit({ kind: 'register_node' }, gas, 'register_node_entry');
@@ -160,26 +176,23 @@ export class Writes {
   }
 
   modelSubscribe(input: ModelSubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'add_node_to_model', (badge) => {
       if (!/^[\x20-\x7e]+$/.test(input.model_name)) {
         throw refuse('invalid_body', 'model_name must be printable ASCII (a Move ascii::String)', {
           parameter: 'model_name',
         });
       }
-      const op: Operation = {
+      return {
         kind: 'add_node_to_model',
         badge,
         model_name: input.model_name,
         echelon_id: input.echelon_id,
       };
-      return this.#one(await this.#submit(op, input, 'add_node_to_model'));
     });
   }
 
   taskSubscribe(input: TaskSubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'subscribe_node_to_task', async (badge) => {
       const task = await this.#activeTask(input.task_small_id, 'subscribe to');
       const min = task.minimum_reputation_score ?? 0;
       if (min > REPUTATION_SCORE_START) {
@@ -197,39 +210,34 @@ export class Writes {
         );
       }
       positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
-      const op: Operation = {
+      return {
         kind: 'subscribe_node_to_task',
         badge,
         task_small_id: input.task_small_id,
         price_per_one_million_compute_units: input.price_per_one_million_compute_units,
       };
-      return this.#one(await this.#submit(op, input, 'subscribe_node_to_task'));
     });
   }
 
   updateSubscription(input: TaskSubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'update_node_subscription', async (badge) => {
       positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
       await this.#activeTask(input.task_small_id, 'change the price of');
       await this.#subscribed(badge, input.task_small_id);
-      const op: Operation = {
+      return {
         kind: 'update_node_subscription',
         badge,
         task_small_id: input.task_small_id,
         price_per_one_million_compute_units: input.price_per_one_million_compute_units,
       };
-      return this.#one(await this.#submit(op, input, 'update_node_subscription'));
     });
   }
 
   unsubscribe(input: TaskUnsubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'unsubscribe_node_from_task', async (badge) => {
       await this.#activeTask(input.task_small_id, 'unsubscribe from');
       await this.#subscribed(badge, input.task_small_id);
-      const op: Operation = { kind: 'unsubscribe_node_from_task', badge, task_small_id: input.task_small_id };
-      return this.#one(await this.#submit(op, input, 'unsubscribe_node_from_task'));
+      return { kind: 'unsubscribe_node_from_task', badge, task_small_id: input.task_small_id };
     });
   }
 
