@@ -137,32 +137,10 @@ export const ctx = {
     }
   },
   confirm(title, text, ok) {
-    const dialog = /** @type {HTMLDialogElement} */ (document.getElementById('confirm-dialog'));
     byId('confirm-title').textContent = title;
     byId('confirm-text').textContent = text;
     byId('confirm-ok').textContent = ok;
-    dialog.showModal();
-    return new Promise((resolve) => {
-      const form = /** @type {HTMLFormElement} */ (byId('confirm-form'));
-      const done = (/** @type {boolean} */ answer) => {
-        form.removeEventListener('submit', onSubmit);
-        byId('confirm-cancel').removeEventListener('click', onCancel);
-        dialog.removeEventListener('cancel', onCancel);
-        dialog.close();
-        resolve(answer);
-      };
-      const onSubmit = (/** @type {Event} */ event) => {
-        event.preventDefault();
-        done(true);
-      };
-      const onCancel = (/** @type {Event} */ event) => {
-        event.preventDefault();
-        done(false);
-      };
-      form.addEventListener('submit', onSubmit);
-      byId('confirm-cancel').addEventListener('click', onCancel);
-      dialog.addEventListener('cancel', onCancel);
-    });
+    return modal('confirm', () => true, false);
   },
   write,
   badge() {
@@ -410,7 +388,6 @@ function renderHeader() {
 
 /** @param {ApiProblem} [problem] */
 function askToken(problem) {
-  const dialog = /** @type {HTMLDialogElement} */ (byId('token-dialog'));
   const input = /** @type {HTMLInputElement} */ (byId('token-input'));
   const problemLine = byId('token-problem');
   const file = problem?.detail.match(/the token in (\S+?)[)>,;]?(?:\s|$)/)?.[1];
@@ -418,28 +395,46 @@ function askToken(problem) {
   problemLine.hidden = !problem;
   problemLine.textContent = problem ? `${problem.title}: ${problem.detail}` : '';
   input.value = '';
-  dialog.showModal();
+  const answer = modal('token', () => input.value.trim() || null, null);
   input.focus();
+  return answer.then((value) => {
+    if (value) token.set(value);
+    return value;
+  });
+}
+
+/**
+ * Shows the modal dialog #<name>-dialog and answers once: `submitted()` when its form (#<name>-form) is
+ * submitted, `cancelled` when the operator cancels (#<name>-cancel or Escape). Then it closes.
+ * @template T
+ * @param {string} name
+ * @param {() => T} submitted
+ * @param {T} cancelled
+ * @returns {Promise<T>}
+ */
+function modal(name, submitted, cancelled) {
+  const dialog = /** @type {HTMLDialogElement} */ (byId(`${name}-dialog`));
+  const form = byId(`${name}-form`);
+  const cancel = byId(`${name}-cancel`);
+  dialog.showModal();
   return new Promise((resolve) => {
-    const form = byId('token-form');
-    const finish = (/** @type {string | null} */ value) => {
+    const done = (/** @type {T} */ answer) => {
       form.removeEventListener('submit', onSubmit);
-      byId('token-cancel').removeEventListener('click', onCancel);
+      cancel.removeEventListener('click', onCancel);
       dialog.removeEventListener('cancel', onCancel);
       dialog.close();
-      if (value) token.set(value);
-      resolve(value);
+      resolve(answer);
     };
     const onSubmit = (/** @type {Event} */ event) => {
       event.preventDefault();
-      finish(input.value.trim() || null);
+      done(submitted());
     };
     const onCancel = (/** @type {Event} */ event) => {
       event.preventDefault();
-      finish(null);
+      done(cancelled);
     };
     form.addEventListener('submit', onSubmit);
-    byId('token-cancel').addEventListener('click', onCancel);
+    cancel.addEventListener('click', onCancel);
     dialog.addEventListener('cancel', onCancel);
   });
 }
