@@ -17,7 +17,7 @@ import { subscriptionsView } from './views/subscriptions.js';
  * the page shows exactly what the API says, without reloading.
  */
 
-/** @typedef {'status' | 'ready' | 'tasks' | 'autopilot' | 'earnings' | 'stacks' | 'claimed' | 'against' | 'own' | 'subscriptions'} Resource */
+/** @typedef {import('./views/parts.js').Resource} Resource */
 
 /** @type {Record<Resource, (node: string | null) => Promise<any> | null>} */
 const LOADERS = {
@@ -95,14 +95,11 @@ const DEBOUNCE_MS = 120;
  */
 const TICK_MS = 10_000;
 
+/** @type {import('./views/parts.js').State} */
 export const state = {
-  /** @type {string | null} the node shown */
   node: null,
-  /** @type {Record<string, any>} the last answer of each resource */
   data: {},
-  /** @type {Record<string, ApiProblem | undefined>} the last failure of each resource */
   errors: {},
-  /** @type {ReturnType<typeof describeEvent>[]} newest first */
   feed: loadFeed(),
   stream: { state: 'connecting', detail: '' },
 };
@@ -117,19 +114,13 @@ function loadFeed() {
 
 // ---- the views -----------------------------------------------------------------------------------------
 
-/** What the views may ask of the console. */
+/**
+ * What the views may ask of the console (views/parts.js says what each member does).
+ * @type {import('./views/parts.js').Ctx}
+ */
 export const ctx = {
   state,
-  /** @param {Resource[]} names */
   refresh: (names) => refresh(names),
-  /**
-   * Runs a write and shows its outcome in `region`: what it did, or the daemon's problem detail.
-   * @param {HTMLElement} region
-   * @param {string} label what is being done, e.g. "Settling stack 10"
-   * @param {() => Promise<any>} run
-   * @param {(result: any) => (Node | string)[]} describe
-   * @param {Resource[]} affects
-   */
   async act(region, label, run, describe, affects) {
     region.className = 'outcome pending';
     replace(region, `${label}…`);
@@ -145,59 +136,25 @@ export const ctx = {
       return undefined;
     }
   },
-  /**
-   * Asks the operator to confirm an action that cannot be undone.
-   * @param {string} title
-   * @param {string} text
-   * @param {string} ok
-   * @returns {Promise<boolean>}
-   */
   confirm(title, text, ok) {
-    const dialog = /** @type {HTMLDialogElement} */ (document.getElementById('confirm-dialog'));
     byId('confirm-title').textContent = title;
     byId('confirm-text').textContent = text;
     byId('confirm-ok').textContent = ok;
-    dialog.showModal();
-    return new Promise((resolve) => {
-      const form = /** @type {HTMLFormElement} */ (byId('confirm-form'));
-      const done = (/** @type {boolean} */ answer) => {
-        form.removeEventListener('submit', onSubmit);
-        byId('confirm-cancel').removeEventListener('click', onCancel);
-        dialog.removeEventListener('cancel', onCancel);
-        dialog.close();
-        resolve(answer);
-      };
-      const onSubmit = (/** @type {Event} */ event) => {
-        event.preventDefault();
-        done(true);
-      };
-      const onCancel = (/** @type {Event} */ event) => {
-        event.preventDefault();
-        done(false);
-      };
-      form.addEventListener('submit', onSubmit);
-      byId('confirm-cancel').addEventListener('click', onCancel);
-      dialog.addEventListener('cancel', onCancel);
-    });
+    return modal('confirm', () => true, false);
   },
   write,
-  /** The badge of the node shown, for a write about it; {} (the signer's first badge) when unknown. */
   badge() {
     const badge = state.data.status?.badges?.find(
       (/** @type {any} */ b) => String(b.node_small_id) === state.node,
     );
     return badge ? { node_badge_id: badge.badge_id } : {};
   },
-  /**
-   * Whether the node shown is one of the signer's: writes act on the signer's badges only, so the views
-   * offer them only then (reads of any node are public). True while the badges are not known yet.
-   */
+  // Writes act on the signer's badges only, so the views offer them only then (reads of any node are public).
   ownsNode() {
     const badges = state.data.status?.badges;
     if (!Array.isArray(badges) || state.node === null) return true;
     return badges.some((/** @type {any} */ b) => String(b.node_small_id) === state.node);
   },
-  /** Shows another node. @param {string} node */
   showNode: (node) => showNode(node),
 };
 
@@ -431,7 +388,6 @@ function renderHeader() {
 
 /** @param {ApiProblem} [problem] */
 function askToken(problem) {
-  const dialog = /** @type {HTMLDialogElement} */ (byId('token-dialog'));
   const input = /** @type {HTMLInputElement} */ (byId('token-input'));
   const problemLine = byId('token-problem');
   const file = problem?.detail.match(/the token in (\S+?)[)>,;]?(?:\s|$)/)?.[1];
@@ -439,28 +395,46 @@ function askToken(problem) {
   problemLine.hidden = !problem;
   problemLine.textContent = problem ? `${problem.title}: ${problem.detail}` : '';
   input.value = '';
-  dialog.showModal();
+  const answer = modal('token', () => input.value.trim() || null, null);
   input.focus();
+  return answer.then((value) => {
+    if (value) token.set(value);
+    return value;
+  });
+}
+
+/**
+ * Shows the modal dialog #<name>-dialog and answers once: `submitted()` when its form (#<name>-form) is
+ * submitted, `cancelled` when the operator cancels (#<name>-cancel or Escape). Then it closes.
+ * @template T
+ * @param {string} name
+ * @param {() => T} submitted
+ * @param {T} cancelled
+ * @returns {Promise<T>}
+ */
+function modal(name, submitted, cancelled) {
+  const dialog = /** @type {HTMLDialogElement} */ (byId(`${name}-dialog`));
+  const form = byId(`${name}-form`);
+  const cancel = byId(`${name}-cancel`);
+  dialog.showModal();
   return new Promise((resolve) => {
-    const form = byId('token-form');
-    const finish = (/** @type {string | null} */ value) => {
+    const done = (/** @type {T} */ answer) => {
       form.removeEventListener('submit', onSubmit);
-      byId('token-cancel').removeEventListener('click', onCancel);
+      cancel.removeEventListener('click', onCancel);
       dialog.removeEventListener('cancel', onCancel);
       dialog.close();
-      if (value) token.set(value);
-      resolve(value);
+      resolve(answer);
     };
     const onSubmit = (/** @type {Event} */ event) => {
       event.preventDefault();
-      finish(input.value.trim() || null);
+      done(submitted());
     };
     const onCancel = (/** @type {Event} */ event) => {
       event.preventDefault();
-      finish(null);
+      done(cancelled);
     };
     form.addEventListener('submit', onSubmit);
-    byId('token-cancel').addEventListener('click', onCancel);
+    cancel.addEventListener('click', onCancel);
     dialog.addEventListener('cancel', onCancel);
   });
 }

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { stringifyJson } from '../internal/json.ts';
+import { problemFromError } from '../operations/from-error.ts';
 import {
   ERRORS,
   type ErrorCode,
@@ -7,7 +8,6 @@ import {
   ProblemError,
   type ProblemOptions,
 } from '../problems/catalog.ts';
-import { problemFromError } from '../problems/from-error.ts';
 
 /**
  * Problems on the wire: RFC 9457 problem details (application/problem+json) for every error the API

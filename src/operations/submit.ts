@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { Submission } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
-import { abortProblem, problemFromError } from '../problems/from-error.ts';
 import { createdStackOf, decodeEvent, readEnvelope } from '../protocol/events.ts';
 import type { EventLookup } from '../store/store.ts';
+import { abortProblem, problemFromError } from './from-error.ts';
 
 /**
  * Submit and wait, for every action that sends transactions (the operator's writes and the dev network's

@@ -3,7 +3,6 @@ import { Listeners } from '../internal/listeners.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, normalizeU64, parseU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
 import { ERRORS, type ErrorCode, ProblemError, refuse } from '../problems/catalog.ts';
-import { problemFromError } from '../problems/from-error.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
@@ -25,6 +24,7 @@ import type {
   UsageResult,
 } from '../schemas/writes.ts';
 import type { Store, UsageOutcome } from '../store/store.ts';
+import { problemFromError } from './from-error.ts';
 import type { Submitter } from './submit.ts';
 
 /**
@@ -141,6 +141,22 @@ export class Writes {
     return { tx_digest: submission.digest, status: 'success', gas_used: submission.gas_used, indexed };
   }
 
+  /**
+   * A write of one transaction by the badge the request names (else the signer's first): under the
+   * signer's lock, `plan` checks the request against the indexed state and builds the call, which is
+   * then submitted as `what`.
+   */
+  #withBadge(
+    input: GasOptions & { node_badge_id?: string | undefined },
+    what: string,
+    plan: (badge: Badge) => Promise<Operation> | Operation,
+  ): Promise<TxResult> {
+    return this.#serialized(async () => {
+      const operation = await plan(await this.#badge(input.node_badge_id));
+      return this.#one(await this.#submit(operation, input, what));
+    });
+  }
+
   register(gas: GasOptions): Promise<RegisterResult> {
     return this.#serialized(async () => {
       const result = await this.#submit({ kind: 'register_node' }, gas, 'register_node_entry');
@@ -160,26 +176,23 @@ export class Writes {
   }
 
   modelSubscribe(input: ModelSubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'add_node_to_model', (badge) => {
       if (!/^[\x20-\x7e]+$/.test(input.model_name)) {
         throw refuse('invalid_body', 'model_name must be printable ASCII (a Move ascii::String)', {
           parameter: 'model_name',
         });
       }
-      const op: Operation = {
+      return {
         kind: 'add_node_to_model',
         badge,
         model_name: input.model_name,
         echelon_id: input.echelon_id,
       };
-      return this.#one(await this.#submit(op, input, 'add_node_to_model'));
     });
   }
 
   taskSubscribe(input: TaskSubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'subscribe_node_to_task', async (badge) => {
       const task = await this.#activeTask(input.task_small_id, 'subscribe to');
       const min = task.minimum_reputation_score ?? 0;
       if (min > REPUTATION_SCORE_START) {
@@ -197,39 +210,34 @@ export class Writes {
         );
       }
       positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
-      const op: Operation = {
+      return {
         kind: 'subscribe_node_to_task',
         badge,
         task_small_id: input.task_small_id,
         price_per_one_million_compute_units: input.price_per_one_million_compute_units,
       };
-      return this.#one(await this.#submit(op, input, 'subscribe_node_to_task'));
     });
   }
 
   updateSubscription(input: TaskSubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'update_node_subscription', async (badge) => {
       positive(input.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
       await this.#activeTask(input.task_small_id, 'change the price of');
       await this.#subscribed(badge, input.task_small_id);
-      const op: Operation = {
+      return {
         kind: 'update_node_subscription',
         badge,
         task_small_id: input.task_small_id,
         price_per_one_million_compute_units: input.price_per_one_million_compute_units,
       };
-      return this.#one(await this.#submit(op, input, 'update_node_subscription'));
     });
   }
 
   unsubscribe(input: TaskUnsubscribeRequest): Promise<TxResult> {
-    return this.#serialized(async () => {
-      const badge = await this.#badge(input.node_badge_id);
+    return this.#withBadge(input, 'unsubscribe_node_from_task', async (badge) => {
       await this.#activeTask(input.task_small_id, 'unsubscribe from');
       await this.#subscribed(badge, input.task_small_id);
-      const op: Operation = { kind: 'unsubscribe_node_from_task', badge, task_small_id: input.task_small_id };
-      return this.#one(await this.#submit(op, input, 'unsubscribe_node_from_task'));
+      return { kind: 'unsubscribe_node_from_task', badge, task_small_id: input.task_small_id };
     });
   }
 
@@ -261,45 +269,30 @@ export class Writes {
         }
       }
       const planned: Planned[] = [];
-      const skips: StackResult[] = [];
-      for (const id of input.stack_small_ids) {
-        const own = await this.#ownStack(id, badges);
-        if ('status' in own) {
-          skips.push(own);
-          continue;
-        }
-        const { stack, badge } = own;
+      const skips = await this.#planOwnStacks(input.stack_small_ids, badges, async (id, stack, badge) => {
         if (stack.in_settle_period || (await this.#store.getTicket(id))) {
-          skips.push(
-            skip(id, 'already_settled', `stack ${id} was already try-settled; try-settle is once per stack`),
+          return skip(
+            id,
+            'already_settled',
+            `stack ${id} was already try-settled; try-settle is once per stack`,
           );
-          continue;
         }
-        if (stack.is_claimed) {
-          skips.push(skip(id, 'already_settled', `stack ${id} was already claimed`));
-          continue;
-        }
+        if (stack.is_claimed) return skip(id, 'already_settled', `stack ${id} was already claimed`);
         const explicit = byStack.get(id) ?? input.num_claimed_compute_units;
         if (explicit === undefined && stack.already_computed_units === 0) {
-          skips.push(
-            skip(
-              id,
-              'no_usage',
-              `stack ${id} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage) or name the units to claim (num_claimed_compute_units)`,
-            ),
+          return skip(
+            id,
+            'no_usage',
+            `stack ${id} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage) or name the units to claim (num_claimed_compute_units)`,
           );
-          continue;
         }
         const claimed = explicit ?? stack.already_computed_units;
         if (claimed > stack.num_compute_units) {
-          skips.push(
-            skip(
-              id,
-              'invalid_body',
-              `stack ${id} has ${stack.num_compute_units} compute units; ${claimed} cannot be claimed`,
-            ),
+          return skip(
+            id,
+            'invalid_body',
+            `stack ${id} has ${stack.num_compute_units} compute units; ${claimed} cannot be claimed`,
           );
-          continue;
         }
         const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
         const filled = await this.#attesterSlotsFilled(stack, k);
@@ -315,7 +308,8 @@ export class Writes {
             stack_merkle_leaf: leafFor(total, 0),
           },
         });
-      }
+        return undefined;
+      });
       if (planned.length === 0) throw nothingToDo('nothing_to_settle', 'settled', skips);
       return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack');
     });
@@ -436,7 +430,6 @@ export class Writes {
       const epoch = await this.#chain.currentEpoch();
       const settled: { badge: Badge; id: U64 }[] = [];
       const direct: { badge: Badge; id: U64; units: U64 }[] = [];
-      const skips: StackResult[] = [];
       const notClaimable: NotClaimable[] = [];
       const notNow = (id: U64, reason: NotClaimable['reason'], detail: string, from?: U64) => {
         notClaimable.push({
@@ -445,50 +438,48 @@ export class Writes {
           detail,
           ...(from === undefined ? {} : { claimable_from_epoch: from }),
         });
-        skips.push(skip(id, reason, detail));
+        return skip(id, reason, detail);
       };
-      for (const id of input.stack_small_ids) {
-        const own = await this.#ownStack(id, badges);
-        if ('status' in own) {
-          skips.push(own);
-          continue;
-        }
-        const { stack, badge } = own;
-        if (stack.is_claimed) {
-          notNow(id, 'already_claimed', `stack ${id} was already claimed`);
-          continue;
-        }
+      const skips = await this.#planOwnStacks(input.stack_small_ids, badges, async (id, stack, badge) => {
+        if (stack.is_claimed) return notNow(id, 'already_claimed', `stack ${id} was already claimed`);
         const ticket = await this.#chain.getTicket(id);
         if (!ticket) {
           const task = await this.#store.getTask(stack.task_small_id);
           if (task?.security_level !== SecurityLevel.ConfidentialCompute) {
-            notNow(
+            return notNow(
               id,
               'not_settled',
               `stack ${id} has not been try-settled; settle it first with POST /nodes/try-settle-stacks`,
             );
-          } else if (stack.already_computed_units === 0) {
-            notNow(
+          }
+          if (stack.already_computed_units === 0) {
+            return notNow(
               id,
               'no_usage',
               `stack ${id} has no recorded usage: claiming it now would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage)`,
             );
-          } else {
-            direct.push({ badge, id, units: stack.already_computed_units });
           }
-        } else if (ticket.is_in_dispute) {
-          notNow(id, 'in_dispute', `stack ${id} is in dispute; the contract offers no way to resolve it`);
-        } else if (epoch < ticket.dispute_settled_at_epoch) {
-          notNow(
+          direct.push({ badge, id, units: stack.already_computed_units });
+          return undefined;
+        }
+        if (ticket.is_in_dispute) {
+          return notNow(
+            id,
+            'in_dispute',
+            `stack ${id} is in dispute; the contract offers no way to resolve it`,
+          );
+        }
+        if (epoch < ticket.dispute_settled_at_epoch) {
+          return notNow(
             id,
             'dispute_period',
             `stack ${id} is in its dispute period; it can be claimed from epoch ${ticket.dispute_settled_at_epoch} (now ${epoch})`,
             ticket.dispute_settled_at_epoch,
           );
-        } else {
-          settled.push({ badge, id });
         }
-      }
+        settled.push({ badge, id });
+        return undefined;
+      });
       if (settled.length === 0 && direct.length === 0) {
         throw nothingToDo('nothing_to_claim', 'claimed', skips, { not_claimable: notClaimable });
       }
@@ -509,27 +500,18 @@ export class Writes {
           } satisfies Operation,
         })),
       ];
-      const results: StackResult[] = [...skips];
-      const digests: string[] = [];
-      let indexed = true;
-      for (const claim of claims) {
-        try {
-          const result = await this.#submit(claim.operation, input, claim.what);
-          digests.push(result.submission.digest);
-          indexed &&= result.indexed;
-          results.push(...(await this.#claimedAmounts(result.submission)));
-        } catch (error) {
-          if (!(error instanceof ProblemError)) throw error;
-          const failed = failure(error);
-          if (failed.tx_digest !== undefined) digests.push(failed.tx_digest);
-          results.push(
-            ...claim.ids.map((id) => ({ stack_small_id: id, status: 'failed' as const, ...failed })),
-          );
-        }
-      }
-      const done = results.filter((r) => r.status === 'success');
-      ordered(input.stack_small_ids, results);
-      if (done.length === 0) throw allFailed(results, digests, 'claim');
+      const { results, done, digests, indexed } = await this.#submitEach(
+        input.stack_small_ids,
+        skips,
+        claims,
+        input,
+        'claim',
+        {
+          success: (_claim, submission) => this.#claimedAmounts(submission),
+          failure: (claim, failed) =>
+            claim.ids.map((id) => ({ stack_small_id: id, status: 'failed', ...failed })),
+        },
+      );
       const sum = (field: 'node_fee_amount' | 'user_refund_amount') =>
         normalizeU64(done.reduce((total, r) => total + BigInt(r[field] ?? 0), 0n));
       return {
@@ -645,6 +627,25 @@ export class Writes {
     };
   }
 
+  /**
+   * Goes through the listed stacks in order: a stack not known, or of another node than `badges`', is
+   * skipped; `plan` takes each of the others and answers why it is skipped too, or nothing once it planned
+   * it. Answers the skipped stacks, in order.
+   */
+  async #planOwnStacks(
+    ids: readonly U64[],
+    badges: Badge[],
+    plan: (id: U64, stack: Stack, badge: Badge) => Promise<StackResult | undefined>,
+  ): Promise<StackResult[]> {
+    const skips: StackResult[] = [];
+    for (const id of ids) {
+      const own = await this.#ownStack(id, badges);
+      const skipped = 'status' in own ? own : await plan(id, own.stack, own.badge);
+      if (skipped) skips.push(skipped);
+    }
+    return skips;
+  }
+
   /** The stack and the badge it is assigned to, or the skipped result that says why it is not the node's. */
   async #ownStack(id: U64, badges: Badge[]): Promise<{ stack: Stack; badge: Badge } | StackResult> {
     const stack = await this.#store.getStack(id);
@@ -692,34 +693,66 @@ export class Writes {
     gas: GasOptions,
     what: string,
   ): Promise<MultiTxResult> {
+    const extra = (plan: Planned) =>
+      plan.num_claimed_compute_units === undefined
+        ? {}
+        : { num_claimed_compute_units: plan.num_claimed_compute_units };
+    const transactions = planned.map((plan) => ({ ...plan, what }));
+    const { results, digests, indexed } = await this.#submitEach(requested, skips, transactions, gas, what, {
+      success: (plan, submission) => [
+        {
+          stack_small_id: plan.stack_small_id,
+          status: 'success',
+          tx_digest: submission.digest,
+          ...extra(plan),
+        },
+      ],
+      failure: (plan, failed) => [
+        { stack_small_id: plan.stack_small_id, status: 'failed', ...extra(plan), ...failed },
+      ],
+    });
+    return { tx_digests: digests, results, indexed };
+  }
+
+  /**
+   * Submits each transaction in order, a failure not stopping the others, and answers every listed
+   * stack's result in the order the request listed them (`skips` among them), with the digests of the
+   * transactions that executed; `done` holds the stacks that went through, in the order their
+   * transactions ran. When none did, the problem says why (allFailed, with `what` for the writes).
+   */
+  async #submitEach<T extends { what: string; operation: Operation }>(
+    requested: readonly U64[],
+    skips: readonly StackResult[],
+    transactions: readonly T[],
+    gas: GasOptions,
+    what: string,
+    outcome: {
+      /** The results of the stacks a transaction that went through acted on. */
+      success: (transaction: T, submission: Submission) => StackResult[] | Promise<StackResult[]>;
+      /** The results of the stacks a transaction that failed was for. */
+      failure: (transaction: T, failed: Failure) => StackResult[];
+    },
+  ): Promise<{ results: StackResult[]; done: StackResult[]; digests: string[]; indexed: boolean }> {
     const results: StackResult[] = [...skips];
     const digests: string[] = [];
     let indexed = true;
-    for (const plan of planned) {
-      const extra =
-        plan.num_claimed_compute_units === undefined
-          ? {}
-          : { num_claimed_compute_units: plan.num_claimed_compute_units };
+    for (const transaction of transactions) {
       try {
-        const result = await this.#submit(plan.operation, gas, what);
+        const result = await this.#submit(transaction.operation, gas, transaction.what);
         digests.push(result.submission.digest);
         indexed &&= result.indexed;
-        results.push({
-          stack_small_id: plan.stack_small_id,
-          status: 'success',
-          tx_digest: result.submission.digest,
-          ...extra,
-        });
+        results.push(...(await outcome.success(transaction, result.submission)));
       } catch (error) {
         if (!(error instanceof ProblemError)) throw error;
         const failed = failure(error);
         if (failed.tx_digest !== undefined) digests.push(failed.tx_digest);
-        results.push({ stack_small_id: plan.stack_small_id, status: 'failed', ...extra, ...failed });
+        results.push(...outcome.failure(transaction, failed));
       }
     }
+    const done = results.filter((r) => r.status === 'success');
     ordered(requested, results);
-    if (!results.some((r) => r.status === 'success')) throw allFailed(results, digests, what);
-    return { tx_digests: digests, results, indexed };
+    if (done.length === 0) throw allFailed(results, digests, what);
+    return { results, done, digests, indexed };
   }
 }
 
@@ -761,7 +794,9 @@ function nothingToDo(
 }
 
 /** A stack's failed submission: its transaction (when one executed) and the problem. */
-function failure(error: ProblemError): Pick<StackResult, 'tx_digest' | 'error'> {
+type Failure = Pick<StackResult, 'tx_digest' | 'error'>;
+
+function failure(error: ProblemError): Failure {
   const digest = error.extensions.tx_digest as string | undefined;
   const abort = error.extensions.abort as MoveAbort | undefined;
   return {

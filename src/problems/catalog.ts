@@ -1,7 +1,9 @@
 /**
  * The error catalog: every problem the daemon can answer with, whichever layer finds it. Each code is stable
  * (clients may branch on it), with the HTTP status and title it is served with. docs/ERRORS.md documents
- * each one; a test keeps the two in sync. Nothing here knows about HTTP beyond the status number.
+ * each one; a test keeps the two in sync. Nothing here knows about HTTP beyond the status number, and it
+ * imports nothing, so every layer may use it (the chain's and the store's errors are mapped to it in
+ * operations/from-error.ts).
  */
 export const ERRORS = {
   invalid_parameter: { status: 400, title: 'Invalid parameter' },

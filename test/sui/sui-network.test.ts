@@ -32,8 +32,8 @@ import {
 import { applyPage } from '../../src/indexer/apply.ts';
 import { catchUp, LiveIndexer } from '../../src/indexer/run.ts';
 import { createLogger } from '../../src/internal/logger.ts';
+import { abortProblem } from '../../src/operations/from-error.ts';
 import { ERRORS } from '../../src/problems/catalog.ts';
-import { abortProblem } from '../../src/problems/from-error.ts';
 import { dbErrorCode } from '../../src/protocol/aborts.ts';
 import { decodePayload, isEventName, readEnvelope } from '../../src/protocol/events.ts';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';

@@ -73,6 +73,22 @@ async function showRows(
 }
 
 /**
+ * Prints a list about a node: the one named on the command line (`named`), else the operator's own. `none`
+ * says what the rows are, for the empty list (`claimed stacks for node 7`); `side` fills the route's {side}.
+ */
+async function showNodeRows(
+  ctx: Context,
+  named: string | undefined,
+  none: (node: string) => string,
+  columns: Column<Json>[],
+  { side, query }: { side?: string; query?: string } = {},
+): Promise<void> {
+  const node = await nodeArg(ctx, named);
+  const reply = await read(ctx, side === undefined ? { node } : { side, node }, query);
+  await showRows(ctx, reply, none(node), columns, named === undefined ? undefined : node);
+}
+
+/**
  * Whether the daemon knows the node an empty answer is about (GET /network/nodes/{node}): the lists answer
  * [] for any id, so `stacks 999` would otherwise say only that node 999 has no stacks. With --json the
  * answer is still printed as sent. A daemon without that route, or any trouble asking, leaves the answer
@@ -162,21 +178,13 @@ export const READS: CommandSpec[] = [
     positionals: { min: 0, max: 1 },
     examples: ['node-daemon subscriptions', 'node-daemon subscriptions 7 --json'],
     async run(ctx) {
-      const node = await nodeArg(ctx, ctx.args[0]);
-      const reply = await read(ctx, { node });
-      await showRows(
-        ctx,
-        reply,
-        `subscriptions for node ${node}`,
-        [
-          { header: 'NODE', align: 'right', value: (s) => digits(s.node_small_id) },
-          { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
-          { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
-          { header: 'MAX UNITS', align: 'right', value: (s) => digits(s.max_num_compute_units) },
-          { header: 'VALID', value: (s) => yesNo(s.valid) },
-        ],
-        ctx.args[0] === undefined ? undefined : node,
-      );
+      await showNodeRows(ctx, ctx.args[0], (node) => `subscriptions for node ${node}`, [
+        { header: 'NODE', align: 'right', value: (s) => digits(s.node_small_id) },
+        { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
+        { header: 'PRICE', align: 'right', value: (s) => price(s.price_per_one_million_compute_units) },
+        { header: 'MAX UNITS', align: 'right', value: (s) => digits(s.max_num_compute_units) },
+        { header: 'VALID', value: (s) => yesNo(s.valid) },
+      ]);
     },
   },
   {
@@ -210,12 +218,10 @@ export const READS: CommandSpec[] = [
     async run(ctx) {
       const fill = str(ctx, 'min-fill');
       const query = fill === undefined ? '' : `?min_fill_fraction=${fillFraction(ctx.command, fill)}`;
-      const node = await nodeArg(ctx, ctx.args[0]);
-      const reply = await read(ctx, { node }, query);
-      await showRows(
+      await showNodeRows(
         ctx,
-        reply,
-        `stacks for node ${node}${fill === undefined ? '' : ` filled to at least ${fill}`}`,
+        ctx.args[0],
+        (node) => `stacks for node ${node}${fill === undefined ? '' : ` filled to at least ${fill}`}`,
         [
           { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
           { header: 'TASK', align: 'right', value: (s) => digits(s.task_small_id) },
@@ -234,7 +240,7 @@ export const READS: CommandSpec[] = [
           { header: 'STACK ID', value: (s) => shortId(s.stack_id) },
           { header: 'OWNER', value: (s) => shortId(s.owner_address) },
         ],
-        ctx.args[0] === undefined ? undefined : node,
+        { query },
       );
     },
   },
@@ -255,25 +261,17 @@ export const READS: CommandSpec[] = [
     positionals: { min: 0, max: 1 },
     examples: ['node-daemon claimed-stacks', 'node-daemon claimed-stacks 7 --json'],
     async run(ctx) {
-      const node = await nodeArg(ctx, ctx.args[0]);
-      const reply = await read(ctx, { node });
-      await showRows(
-        ctx,
-        reply,
-        `claimed stacks for node ${node}`,
-        [
-          { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
-          { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
-          { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
-          { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
-          { header: 'PATH', value: (s) => claimPath(s.claim_path) },
-          { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
-          { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
-          { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
-          { header: 'CLAIMED', value: (s) => yesNo(s.is_claimed) },
-        ],
-        ctx.args[0] === undefined ? undefined : node,
-      );
+      await showNodeRows(ctx, ctx.args[0], (node) => `claimed stacks for node ${node}`, [
+        { header: 'STACK', align: 'right', value: (s) => digits(s.stack_small_id) },
+        { header: 'NODE', align: 'right', value: (s) => digits(s.selected_node_id) },
+        { header: 'CLAIMED UNITS', align: 'right', value: (s) => digits(s.num_claimed_compute_units) },
+        { header: 'REFUND', align: 'right', value: (s) => amount(s.user_refund_amount) },
+        { header: 'PATH', value: (s) => claimPath(s.claim_path) },
+        { header: 'ATTESTERS', value: (s) => nodeList(s.requested_attestation_nodes) },
+        { header: 'ATTESTED', value: (s) => nodeList(s.already_attested_nodes) },
+        { header: 'DISPUTED', value: (s) => yesNo(s.is_in_dispute) },
+        { header: 'CLAIMED', value: (s) => yesNo(s.is_claimed) },
+      ]);
     },
   },
   {
@@ -339,12 +337,10 @@ export const READS: CommandSpec[] = [
           `the first argument must be "against" or "own"; got ${JSON.stringify(side)}${didYouMean(side, ['against', 'own'])}`,
         );
       }
-      const node = await nodeArg(ctx, ctx.args[1]);
-      const reply = await read(ctx, { side, node });
-      await showRows(
+      await showNodeRows(
         ctx,
-        reply,
-        `disputes ${side === 'own' ? 'raised by' : 'against'} node ${node}`,
+        ctx.args[1],
+        (node) => `disputes ${side === 'own' ? 'raised by' : 'against'} node ${node}`,
         [
           { header: 'STACK', align: 'right', value: (d) => digits(d.stack_small_id) },
           { header: 'ORIGINAL NODE', align: 'right', value: (d) => digits(d.original_node_id) },
@@ -352,7 +348,7 @@ export const READS: CommandSpec[] = [
           { header: 'ORIGINAL COMMITMENT', value: (d) => bytesHex(d.original_commitment) },
           { header: 'ATTESTER COMMITMENT', value: (d) => bytesHex(d.attestation_commitment) },
         ],
-        ctx.args[1] === undefined ? undefined : node,
+        { side },
       );
     },
   },

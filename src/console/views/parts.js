@@ -3,9 +3,38 @@ import { h } from '../dom.js';
 import { formatTime } from '../format.js';
 
 /**
- * What the views share: their frame, how a failed read is shown, the activity list.
- * @typedef {typeof import('../app.js').state} State
- * @typedef {typeof import('../app.js').ctx} Ctx
+ * What the views share: their frame, how a failed read is shown, the activity list, and what they are
+ * given (declared here, where they use it, so that no view imports app.js, which imports every view).
+ */
+
+/** @typedef {'status' | 'ready' | 'tasks' | 'autopilot' | 'earnings' | 'stacks' | 'claimed' | 'against' | 'own' | 'subscriptions'} Resource */
+
+/**
+ * What each view renders from (app.js keeps it).
+ * @typedef {object} State
+ * @property {string | null} node the node shown
+ * @property {Record<string, any>} data the last answer of each resource
+ * @property {Record<string, import('../api.js').ApiProblem | undefined>} errors the last failure of each resource
+ * @property {ReturnType<typeof import('../feed.js').describeEvent>[]} feed newest first
+ * @property {{ state: string, detail: string }} stream
+ */
+
+/**
+ * What the views may ask of the console (app.js provides it).
+ * @typedef {object} Ctx
+ * @property {State} state
+ * @property {(names: Resource[]) => void} refresh
+ * @property {(region: HTMLElement, label: string, run: () => Promise<any>, describe: (result: any) => (Node | string)[], affects: Resource[]) => Promise<any>} act
+ *   runs a write and shows its outcome in `region`: what it did, or the daemon's problem detail;
+ *   `label` says what is being done, e.g. "Settling stack 10"
+ * @property {(title: string, text: string, ok: string) => Promise<boolean>} confirm
+ *   asks the operator to confirm an action that cannot be undone
+ * @property {typeof import('../api.js').write} write
+ * @property {() => { node_badge_id?: string }} badge
+ *   the badge of the node shown, for a write about it; {} (the signer's first badge) when unknown
+ * @property {() => boolean} ownsNode
+ *   whether the node shown is one of the signer's (true while the badges are not known yet)
+ * @property {(node: string) => void} showNode shows another node
  */
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
-import { Type } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type TSchema, Type } from 'typebox';
 import type { U64 } from '../../internal/u64.ts';
 import { nodeEarnings } from '../../operations/earnings.ts';
 import { refuse } from '../../problems/catalog.ts';
@@ -20,7 +20,7 @@ import {
 import { type Page, type Store, topics } from '../../store/store.ts';
 import { conditionalRead, problems } from '../openapi.ts';
 import type { ReadTurns } from '../read-turns.ts';
-import { type Loaded, type ResponseCache, sendCached } from '../response-cache.ts';
+import { type ResponseCache, sendCached } from '../response-cache.ts';
 import { serialized } from '../serialized.ts';
 
 /** A read answers from the store; a store locked past its timeout is a 503 (bad parameters are added for all). */
@@ -46,19 +46,30 @@ interface PageQuery {
   after?: U64;
 }
 
-/**
- * A page of rows, serialized: without a limit, all of them as they were; with one, `limit` rows and, when
- * more remain (the store was asked for one row more, to tell), the last one's id for the Link.
- */
-function pageOf<Row>(reply: FastifyReply, query: PageQuery, rows: Row[], id: (row: Row) => U64): Loaded {
-  if (query.limit === undefined || rows.length <= query.limit) return { body: serialized(reply, rows) };
-  const page = rows.slice(0, query.limit);
-  return { body: serialized(reply, page), next: id(page.at(-1)!) };
+/** The rows of a list a request answers, and whether more remain after them (the Link to the next page). */
+interface Paged<Row> {
+  rows: Row[];
+  more: boolean;
 }
 
 /** The store's page for a request: one row past the limit, so that the answer can tell whether more remain. */
 const probe = (query: PageQuery): Page =>
   query.limit === undefined ? query : { ...query, limit: query.limit + 1 };
+
+/** A request's page of a store list: without a limit, every row; with one, `limit` rows. */
+async function pageOf<Row>(query: PageQuery, list: (page: Page) => Promise<Row[]>): Promise<Paged<Row>> {
+  const rows = await list(probe(query));
+  if (query.limit === undefined || rows.length <= query.limit) return { rows, more: false };
+  return { rows: rows.slice(0, query.limit), more: true };
+}
+
+/** A list a route answers: its cache key and topics, the request's page of it, and a row's id for the Link. */
+interface List<Row> {
+  key: string;
+  depends: readonly string[];
+  load: (query: PageQuery) => Promise<Paged<Row>>;
+  id: (row: Row) => U64;
+}
 
 /** The part of the cache key a page adds. */
 const pageKey = (query: PageQuery) => `${query.after ?? ''}:${query.limit ?? ''}`;
@@ -72,7 +83,7 @@ async function disputesPage(
   store: Store,
   node: U64,
   query: PageQuery,
-): Promise<{ rows: StackAttestationDispute[]; more: boolean }> {
+): Promise<Paged<StackAttestationDispute>> {
   const rows = await store.listDisputesAgainst(node, probe(query));
   if (query.limit === undefined || rows.length <= query.limit) return { rows, more: false };
   const page = rows.slice(0, query.limit);
@@ -95,6 +106,58 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
 }> = async (app, { store, cache, turns }) => {
   const deps = { store, cache, turns };
 
+  /**
+   * A list's answer: the request's page, serialized, cached under the list's key and the page until one
+   * of its topics moves; when more rows remain, the last one's id for the Link.
+   */
+  const sendList = <Row>(request: FastifyRequest, reply: FastifyReply, query: PageQuery, list: List<Row>) =>
+    sendCached(request, reply, deps, `${list.key}:${pageKey(query)}`, list.depends, async () => {
+      const { rows, more } = await list.load(query);
+      const body = serialized(reply, rows);
+      return more ? { body, next: list.id(rows.at(-1)!) } : { body };
+    });
+
+  /**
+   * A paged list of a node's rows (`item` each), cached under `name` and the node until its `topic` moves.
+   * Served at each of `urls`: the first is its own path; any other is the path upstream's openapi.yml
+   * gives it, deprecated, with the same schema and handler (so the same answers, from the same cache
+   * entries).
+   */
+  const nodeList = <Row>(list: {
+    urls: readonly [string, ...string[]];
+    tags: string[];
+    summary: string;
+    item: TSchema;
+    name: string;
+    topic: (node: U64) => string;
+    load: (node: U64, query: PageQuery) => Promise<Paged<Row>>;
+    id: (row: Row) => U64;
+  }) => {
+    const canonical = list.urls[0].replace(/:(\w+)/g, '{$1}');
+    for (const url of list.urls) {
+      app.get(url, {
+        schema: {
+          ...upstreamAlias(url, canonical),
+          ...conditionalRead,
+          tags: list.tags,
+          summary: list.summary,
+          params: NodeIdParamsSchema,
+          querystring: PageQuerySchema,
+          response: { 200: Type.Array(list.item), ...readProblems },
+        },
+        handler: (request, reply) => {
+          const node = request.params.node_id;
+          return sendList(request, reply, request.query, {
+            key: `${list.name}:${node}`,
+            depends: [list.topic(node)],
+            load: (query) => list.load(node, query),
+            id: list.id,
+          });
+        },
+      });
+    }
+  };
+
   // Every route also answers with a trailing slash (/tasks/ as upstream's spec has it).
   app.get('/tasks', {
     schema: {
@@ -104,12 +167,13 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
       querystring: PageQuerySchema,
       response: { 200: Type.Array(TaskSchema), ...readProblems },
     },
-    handler: async (request, reply) => {
-      const query = request.query;
-      return sendCached(request, reply, deps, `tasks:${pageKey(query)}`, [topics.tasks], async () =>
-        pageOf(reply, query, await store.listTasks(probe(query)), (t) => t.task_small_id),
-      );
-    },
+    handler: (request, reply) =>
+      sendList(request, reply, request.query, {
+        key: 'tasks',
+        depends: [topics.tasks],
+        load: (query) => pageOf(query, (page) => store.listTasks(page)),
+        id: (t) => t.task_small_id,
+      }),
   });
 
   // Addition: whether a node exists, which the lists below cannot say (they answer [] for any id). Not
@@ -131,27 +195,19 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
     },
   });
 
-  app.get('/subscriptions/nodes/:node_id', {
-    schema: {
-      ...conditionalRead,
-      tags: ['subscriptions'],
-      summary: "The node's task subscriptions, by task small id",
-      params: NodeIdParamsSchema,
-      querystring: PageQuerySchema,
-      response: { 200: Type.Array(NodeSubscriptionSchema), ...readProblems },
-    },
-    handler: async (request, reply) => {
-      const node = request.params.node_id;
-      const query = request.query;
-      const key = `subscriptions:${node}:${pageKey(query)}`;
-      return sendCached(request, reply, deps, key, [topics.subscriptions(node)], async () =>
-        pageOf(reply, query, await store.listSubscriptions(node, probe(query)), (s) => s.task_small_id),
-      );
-    },
+  nodeList({
+    urls: ['/subscriptions/nodes/:node_id'],
+    tags: ['subscriptions'],
+    summary: "The node's task subscriptions, by task small id",
+    item: NodeSubscriptionSchema,
+    name: 'subscriptions',
+    topic: topics.subscriptions,
+    load: (node, query) => pageOf(query, (page) => store.listSubscriptions(node, page)),
+    id: (s) => s.task_small_id,
   });
 
-  // Each of these two is also served, deprecated, at the path upstream's openapi.yml gives it, with the
-  // same schema and handler (so the same answers, from the same cache entries).
+  // Also served, deprecated, at the path upstream's openapi.yml gives it, with the same schema and
+  // handler (so the same answers, from the same cache entries).
   for (const url of ['/stacks/nodes/:node_id', '/stacks/stacks/nodes/:node_id']) {
     app.get(url, {
       schema: {
@@ -177,66 +233,37 @@ export const readRoutes: FastifyPluginAsyncTypebox<{
     });
   }
 
-  for (const url of ['/claimed-stacks/nodes/:node_id', '/claimed-stacks/claimed_stacks/nodes/:node_id']) {
-    app.get(url, {
-      schema: {
-        ...upstreamAlias(url, '/claimed-stacks/nodes/{node_id}'),
-        ...conditionalRead,
-        tags: ['stacks'],
-        summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
-        params: NodeIdParamsSchema,
-        querystring: PageQuerySchema,
-        response: { 200: Type.Array(StackSettlementTicketSchema), ...readProblems },
-      },
-      handler: async (request, reply) => {
-        const node = request.params.node_id;
-        const query = request.query;
-        const key = `claimed:${node}:${pageKey(query)}`;
-        return sendCached(request, reply, deps, key, [topics.tickets(node)], async () =>
-          pageOf(reply, query, await store.listClaimedStacks(node, probe(query)), (t) => t.stack_small_id),
-        );
-      },
-    });
-  }
-
-  app.get('/attestation_disputes/against/nodes/:node_id', {
-    schema: {
-      ...conditionalRead,
-      tags: ['disputes'],
-      summary: "Disputes raised against the node's settlements (it is the original node)",
-      params: NodeIdParamsSchema,
-      querystring: PageQuerySchema,
-      response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
-    },
-    handler: async (request, reply) => {
-      const node = request.params.node_id;
-      const query = request.query;
-      const key = `against:${node}:${pageKey(query)}`;
-      return sendCached(request, reply, deps, key, [topics.disputes(node)], async () => {
-        const { rows, more } = await disputesPage(store, node, query);
-        const body = serialized(reply, rows);
-        return more ? { body, next: rows.at(-1)!.stack_small_id } : { body };
-      });
-    },
+  nodeList({
+    urls: ['/claimed-stacks/nodes/:node_id', '/claimed-stacks/claimed_stacks/nodes/:node_id'],
+    tags: ['stacks'],
+    summary: 'Stacks the node has claimed, through settlement tickets or the confidential-compute path',
+    item: StackSettlementTicketSchema,
+    name: 'claimed',
+    topic: topics.tickets,
+    load: (node, query) => pageOf(query, (page) => store.listClaimedStacks(node, page)),
+    id: (t) => t.stack_small_id,
   });
 
-  app.get('/attestation_disputes/own/nodes/:node_id', {
-    schema: {
-      ...conditionalRead,
-      tags: ['disputes'],
-      summary: 'Disputes the node raised as an attester',
-      params: NodeIdParamsSchema,
-      querystring: PageQuerySchema,
-      response: { 200: Type.Array(StackAttestationDisputeSchema), ...readProblems },
-    },
-    handler: async (request, reply) => {
-      const node = request.params.node_id;
-      const query = request.query;
-      const key = `own:${node}:${pageKey(query)}`;
-      return sendCached(request, reply, deps, key, [topics.disputes(node)], async () =>
-        pageOf(reply, query, await store.listDisputesOwn(node, probe(query)), (d) => d.stack_small_id),
-      );
-    },
+  nodeList({
+    urls: ['/attestation_disputes/against/nodes/:node_id'],
+    tags: ['disputes'],
+    summary: "Disputes raised against the node's settlements (it is the original node)",
+    item: StackAttestationDisputeSchema,
+    name: 'against',
+    topic: topics.disputes,
+    load: (node, query) => disputesPage(store, node, query),
+    id: (d) => d.stack_small_id,
+  });
+
+  nodeList({
+    urls: ['/attestation_disputes/own/nodes/:node_id'],
+    tags: ['disputes'],
+    summary: 'Disputes the node raised as an attester',
+    item: StackAttestationDisputeSchema,
+    name: 'own',
+    topic: topics.disputes,
+    load: (node, query) => pageOf(query, (page) => store.listDisputesOwn(node, page)),
+    id: (d) => d.stack_small_id,
   });
 
   app.get('/earnings/nodes/:node_id', {

@@ -4,14 +4,15 @@ import {
   ChainUnavailableError,
   type Submission,
 } from '../chain/chain.ts';
+import { ProblemError, refuse } from '../problems/catalog.ts';
 import { describeAbort } from '../protocol/aborts.ts';
 import { StoreError } from '../store/errors.ts';
-import { ProblemError, refuse } from './catalog.ts';
 
 /**
  * The one mapping from the errors of the layers below (the chain, the store) to the catalog: what a
  * caller is told, whichever operation met them. Anything else is not a known failure and stays as it is
- * (the HTTP layer answers it with a logged 500).
+ * (the HTTP layer answers it with a logged 500). It lives with its users (the operations, and the HTTP
+ * error handler above them) rather than beside the catalog, so that the catalog depends on nothing.
  */
 export function problemFromError(error: unknown): ProblemError | undefined {
   if (error instanceof ProblemError) return error;
