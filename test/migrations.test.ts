@@ -19,6 +19,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0007-settle-candidates-with-usage.sql':
       '535292702511640471a566409fe837c49e58f88411b36d7150cea144d7aa66e7',
     '0008-stack-rows-record-creation.sql': 'd94ee37906f7efa2e7af6e523af4b30a8e0a0e9cf137c4d08550d67c9b8bd8e7',
+    '0009-usage-source.sql': 'd31691e33e8f6e78a9685cbf069e3916e2dc49ae584b76e37e9760357ac35ebe',
   },
   postgres: {
     '0001-initial.sql': 'a3f7c8d10f4df940a314bd42786c0c451a6a37f41145408ed8b7bca898285294',
@@ -32,6 +33,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
       '7ce2a42eb9765b0feead12fba6a83ca1835ab36723ba2a6c3e92bb57f4163edf',
     '0009-usage-guard.sql': '9442daaae60a22229624f551a5e859e453dfa31aff1427431d8d5ff4c828a19e',
     '0010-stack-rows-record-creation.sql': 'bf964cce73e03320db99aedb77109469341aad42ee1dc4ab12d4e72486987509',
+    '0011-usage-source.sql': 'd31691e33e8f6e78a9685cbf069e3916e2dc49ae584b76e37e9760357ac35ebe',
   },
 };
 

@@ -1758,6 +1758,106 @@ export function storeContract(
       assert.equal((await types()).length, 3, 'over capacity records nothing');
     });
 
+    it("mirrors a usage source's values exactly, down as well as up, and each threshold once", async () => {
+      await write(async (tx) => {
+        await tx.putStack(newStack(1, 3, 1000));
+        await tx.putStack(newStack(2, 3, 1000));
+        await tx.putStack(newStack(3, 4, 1000));
+      });
+      const mirrored = (stack: U64, node: U64, already: U64, messages: U64) => ({
+        stack_small_id: stack,
+        selected_node_id: node,
+        already_computed_units: already,
+        num_total_messages: messages,
+      });
+      const fills = async () =>
+        (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: ['stack_filled'] })).map(
+          (e) => [JSON.parse(e.data).stack_small_id, JSON.parse(e.data).threshold],
+        );
+      const usage = async (id: U64) => {
+        const stack = await store.getStack(id);
+        return [stack?.already_computed_units, stack?.num_total_messages];
+      };
+      // A reservation (the estimate), then its correction (estimated minus actual): the value goes down.
+      assert.deepEqual(await store.mirrorStackUsage([mirrored(1, 3, 920, 1)], 10), ['set']);
+      assert.deepEqual(await usage(1), [920, 1]);
+      assert.deepEqual(await fills(), [
+        [1, 0.5],
+        [1, 0.9],
+      ]);
+      assert.deepEqual(await store.mirrorStackUsage([mirrored(1, 3, 880, 1)], 11), ['set']);
+      assert.deepEqual(await usage(1), [880, 1]);
+      // Past 0.9 again: not reported twice. The same values again: nothing changes, nothing is counted twice.
+      assert.deepEqual(await store.mirrorStackUsage([mirrored(1, 3, 950, 2)], 12), ['set']);
+      assert.deepEqual(await store.mirrorStackUsage([mirrored(1, 3, 950, 2)], 13), ['unchanged']);
+      assert.deepEqual(await fills(), [
+        [1, 0.5],
+        [1, 0.9],
+      ]);
+      assert.equal((await store.getStack(1))?.already_computed_units, 950);
+      // Beyond the stack's units is its units; another node's stack, an unknown one: closed, untouched.
+      assert.deepEqual(
+        await store.mirrorStackUsage(
+          [mirrored(2, 3, 5000, 9), mirrored(3, 3, 10, 1), mirrored(99, 3, 1, 1)],
+          14,
+        ),
+        ['set', 'closed', 'closed'],
+      );
+      assert.deepEqual(await usage(2), [1000, 9]);
+      assert.deepEqual(await usage(3), [0, 0]);
+      assert.deepEqual((await fills()).slice(2), [
+        [2, 0.5],
+        [2, 0.9],
+        [2, 1],
+      ]);
+      // The idle rule counts from the last change seen (stack 1's at 12: the same values at 13 are none),
+      // and stack 2 is full.
+      assert.deepEqual(
+        (await store.listSettleCandidates(3, 1_000_000, 14)).map((s) => [s.stack_small_id, s.last_usage_at]),
+        [
+          [1, 12],
+          [2, 14],
+        ],
+      );
+      // A settled stack is no longer followed, and a mirror leaves it as the settlement found it.
+      await write(async (tx) => {
+        await tx.putTicket(settlement(1, 3, 950), 4);
+      });
+      assert.deepEqual(await store.mirrorStackUsage([mirrored(1, 3, 990, 3)], 15), ['closed']);
+      assert.deepEqual(await usage(1), [950, 2]);
+      // Unsettled earnings are the fee of the mirrored usage.
+      const ledger = await store.listLedger(3);
+      assert.deepEqual(
+        ledger.map((r) => [r.stack_small_id, r.already_computed_units]),
+        [
+          [1, 950],
+          [2, 1000],
+        ],
+      );
+    });
+
+    it('lists the open stacks a usage source follows: with usage, and without after an id', async () => {
+      await write(async (tx) => {
+        for (const id of [1, 2, 3, 4, 5]) await tx.putStack(newStack(id, 3, 1000));
+        await tx.putStack(newStack(6, 4, 1000));
+        await tx.putTicket(settlement(4, 3, 0), 4);
+      });
+      await store.addStackUsage(2, 10, REQUEST, 1);
+      const ids = async (after: U64 | null) =>
+        (await store.listFollowedStacks(3, after))
+          .map((s) => s.stack_small_id)
+          .sort((a, b) => Number(a) - Number(b));
+      assert.deepEqual(await ids(null), [1, 2, 3, 5]);
+      assert.deepEqual(await ids(3), [2, 5]);
+      const [followed] = (await store.listFollowedStacks(3, 4)).filter((s) => s.stack_small_id === 2);
+      assert.deepEqual(followed, {
+        stack_small_id: 2,
+        already_computed_units: 10,
+        num_total_messages: 1,
+        num_compute_units: 1000,
+      });
+    });
+
     it('records an autopilot_action event with each change of an action', async () => {
       const id = await store.insertAutopilotAction({
         at: 1,

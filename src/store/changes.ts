@@ -4,7 +4,14 @@ import { syntheticRequestHash, withAttesterLeaf } from '../protocol/proofs.ts';
 import { addUsage, type RequestRecord } from '../protocol/usage.ts';
 import { fillEvents, type NewNodeEvent } from './node-events.ts';
 import { parseIdList } from './rows.ts';
-import type { Attestation, Dispute, UsageOutcome, UsageReport } from './store.ts';
+import type {
+  Attestation,
+  Dispute,
+  MirroredUsage,
+  MirrorOutcome,
+  UsageOutcome,
+  UsageReport,
+} from './store.ts';
 
 /**
  * How an event or a usage report changes the rows it touches, for both engines: each takes the rows as
@@ -145,6 +152,58 @@ export function usageChange(
       fillPpm: after,
       record: change.record,
       events: fillEvents(identity, before, after, change.already_computed_units, nowMs),
+    },
+  };
+}
+
+/**
+ * A usage the source holds, applied to the stack's row (selected_node_id, num_compute_units,
+ * already_computed_units, num_total_messages, in_settle_period, is_claimed, fill_ppm, fill_peak_ppm): what
+ * to write, when anything. A stack that is another node's, settled or claimed is closed. stack_filled
+ * fires for each threshold the fill reaches above the stack's highest fill before (fill_peak_ppm, or its
+ * fill now, written before the column existed), so usage that goes down and up again reports it once.
+ */
+export function mirrorChange(
+  dec: (value: unknown) => U64,
+  stack: Row,
+  usage: MirroredUsage,
+  nowMs: number,
+): {
+  outcome: MirrorOutcome;
+  write?: { already: U64; messages: U64; fillPpm: number; peakPpm: number; events: NewNodeEvent[] };
+} {
+  const node = dec(stack.selected_node_id);
+  if (
+    compareU64(node, usage.selected_node_id) !== 0 ||
+    flag(stack.in_settle_period) ||
+    flag(stack.is_claimed)
+  ) {
+    return { outcome: 'closed' };
+  }
+  const units = dec(stack.num_compute_units);
+  const already = compareU64(usage.already_computed_units, units) > 0 ? units : usage.already_computed_units;
+  const messages = usage.num_total_messages;
+  if (
+    compareU64(already, dec(stack.already_computed_units)) === 0 &&
+    compareU64(messages, dec(stack.num_total_messages)) === 0
+  ) {
+    return { outcome: 'unchanged' };
+  }
+  const fill = fillPpm(already, units);
+  const peak = Math.max(Number(stack.fill_peak_ppm), Number(stack.fill_ppm));
+  const identity = {
+    stack_small_id: dec(stack.stack_small_id),
+    selected_node_id: node,
+    num_compute_units: units,
+  };
+  return {
+    outcome: 'set',
+    write: {
+      already,
+      messages,
+      fillPpm: fill,
+      peakPpm: Math.max(peak, fill),
+      events: fillEvents(identity, peak, fill, already, nowMs),
     },
   };
 }

@@ -19,6 +19,7 @@ import type {
   ClaimableTicket,
   ClaimableTicketOf,
   CursorState,
+  FollowedStack,
   LedgerRow,
   OpenStack,
   StackTerms,
@@ -146,6 +147,12 @@ export function rowMappers(dec: (value: unknown) => U64) {
       original_commitment: bytes(r.original_commitment),
     }),
     terms,
+    followedStack: (r: Row): FollowedStack => ({
+      stack_small_id: dec(r.stack_small_id),
+      already_computed_units: dec(r.already_computed_units),
+      num_total_messages: dec(r.num_total_messages),
+      num_compute_units: dec(r.num_compute_units),
+    }),
     openStack: (r: Row): OpenStack => ({
       stack_small_id: dec(r.stack_small_id),
       terms: terms(r)!,

@@ -31,6 +31,29 @@ export interface UsageReport {
   ownNodes?: readonly U64[] | undefined;
 }
 
+/** An open stack (not settled, not claimed) of one of the operator's nodes, as the usage source follows it. */
+export interface FollowedStack {
+  stack_small_id: U64;
+  already_computed_units: U64;
+  num_total_messages: U64;
+  num_compute_units: U64;
+}
+
+/** A stack's usage as the node's usage source (atoma-state) holds it. */
+export interface MirroredUsage {
+  stack_small_id: U64;
+  /** The node the source says the stack is for: a stack of another node is left alone. */
+  selected_node_id: U64;
+  already_computed_units: U64;
+  num_total_messages: U64;
+}
+
+/**
+ * What a mirrored usage did: set (the stack now holds it), unchanged (it held it already), or closed (the
+ * stack is unknown, another node's, settled or claimed: nothing was written, and it is no longer followed).
+ */
+export type MirrorOutcome = 'set' | 'unchanged' | 'closed';
+
 export interface IdempotencyRecord {
   request_hash: string;
   /** The HTTP status of the recorded response; 0 while the outcome is not recorded. */
@@ -375,6 +398,19 @@ export interface UsageStore {
   putStackHash(stackSmallId: U64, totalHash: Uint8Array, numRequests: U64): Promise<void>;
   /** The running hash of a stack's requests, when this daemon has a record of them. */
   getStackHash(stackSmallId: U64): Promise<{ total_hash: Uint8Array; num_requests: U64 } | undefined>;
+  /**
+   * The node's open stacks for the usage source to follow: those with usage (one index range), and those
+   * without numbered after `after` (the node's range from there); with after null, all of its open stacks.
+   */
+  listFollowedStacks(nodeSmallId: U64, after: U64 | null): Promise<FollowedStack[]>;
+  /**
+   * Sets stacks' usage to what the node's usage source holds, in one transaction: a mirror, not a sum, so it
+   * may go down, and setting it again changes nothing. Each stack's last usage time becomes nowMs, its fill
+   * and its stack_filled events follow (each threshold once, the first time the stack reaches it), and no
+   * request record is kept (settling then uses the empty one: docs/ATOMA-NODE.md). Usage beyond a stack's
+   * units is taken as its units.
+   */
+  mirrorStackUsage(usage: readonly MirroredUsage[], nowMs: number): Promise<MirrorOutcome[]>;
 }
 
 /** What the autopilot asks (each one index range, whatever the store's size) and the actions it records. */

@@ -209,6 +209,21 @@ export const S = statements({
     INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES ($1::numeric, $4, $5)
     ON CONFLICT (stack_small_id) DO UPDATE SET
       total_hash = excluded.total_hash, num_requests = excluded.num_requests`,
+  // The usage source's mirror (usage.ts): the open stacks it follows (with usage; without, after an id),
+  // their rows locked in id order, and what it sets.
+  followedStacks: `SELECT stack_small_id, already_computed_units, num_total_messages, num_compute_units
+      FROM stacks WHERE selected_node_id = $1 AND NOT in_settle_period AND NOT is_claimed
+        AND last_usage_at IS NOT NULL
+    UNION ALL SELECT stack_small_id, already_computed_units, num_total_messages, num_compute_units FROM stacks
+      WHERE selected_node_id = $1 AND stack_small_id > $2::numeric AND NOT in_settle_period AND NOT is_claimed
+        AND last_usage_at IS NULL`,
+  lockMirrored: `SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units,
+      num_total_messages, in_settle_period, is_claimed, fill_ppm, fill_peak_ppm FROM stacks
+    WHERE stack_small_id = ANY($1::numeric[]) ORDER BY stack_small_id FOR UPDATE`,
+  setMirrored: `UPDATE stacks s SET already_computed_units = m.already, num_total_messages = m.messages,
+      fill_ppm = m.fill, fill_peak_ppm = m.peak, last_usage_at = $6
+    FROM unnest($1::numeric[], $2::numeric[], $3::numeric[], $4::int[], $5::int[]) AS m(id, already, messages, fill, peak)
+    WHERE s.stack_small_id = ANY($1::numeric[]) AND s.stack_small_id = m.id`,
   // Single statements that also bump the version: atomic without BEGIN/COMMIT round trips.
   putStackHash: `WITH p AS (INSERT INTO stack_hashes (stack_small_id, total_hash, num_requests) VALUES ($1, $2, $3)
       ON CONFLICT (stack_small_id) DO UPDATE SET

@@ -1,13 +1,20 @@
 import type { QueryResult } from 'pg';
 import { GroupCommit } from '../../internal/group-commit.ts';
-import { usageChange } from '../changes.ts';
+import { mirrorChange, usageChange } from '../changes.ts';
 import { fromPostgresError, StoreError } from '../errors.ts';
+import { columns } from '../params.ts';
 import { compareDigits } from '../stack-list/columns.ts';
 import type { UsageValues } from '../stack-list/stack-lists.ts';
-import { topics, type UsageOutcome, type UsageReport, type UsageStore } from '../store.ts';
+import {
+  type MirrorOutcome,
+  topics,
+  type UsageOutcome,
+  type UsageReport,
+  type UsageStore,
+} from '../store.ts';
 import type { PostgresDatabase, Row } from './database.ts';
 import { S } from './statements.ts';
-import { dec, enc } from './u64.ts';
+import { dec, enc, rows } from './u64.ts';
 
 /** Times a group of usage reports is written before a deadlock or serialization failure is given up on. */
 const USAGE_ATTEMPTS = 3;
@@ -204,5 +211,58 @@ export function postgresUsage(db: PostgresDatabase): UsageStore {
         ? { total_hash: new Uint8Array(row.total_hash as Uint8Array), num_requests: dec(row.num_requests) }
         : undefined;
     },
+    listFollowedStacks: async (node, after) =>
+      (await db.rows(S.followedStacks, [enc(node), after === null ? '-1' : enc(after)])).map(
+        rows.followedStack,
+      ),
+    mirrorStackUsage: (usage, nowMs) =>
+      db.op(async () => {
+        if (usage.length === 0) return [];
+        let appended = false;
+        const outcomes = await db.transaction(
+          async (client, defer, bumped): Promise<MirrorOutcome[]> => {
+            appended = false;
+            const ids = [...new Set(usage.map((u) => enc(u.stack_small_id)))].sort(compareDigits);
+            // Locked in id order, as a usage group locks them: the two never wait on each other in a cycle.
+            const locked = await db.exec(client, S.lockMirrored, [ids]);
+            const current = new Map(locked.rows.map((row) => [enc(dec(row.stack_small_id)), row]));
+            const written = new Map<string, unknown[]>();
+            const touched = new Set<string>();
+            const out = usage.map((mirrored): MirrorOutcome => {
+              const id = enc(mirrored.stack_small_id);
+              const row = current.get(id);
+              if (!row) return 'closed';
+              const { outcome, write } = mirrorChange(dec, row, mirrored, nowMs);
+              if (!write) return outcome;
+              // A stack named twice: the later usage is the one it holds.
+              current.set(id, {
+                ...row,
+                already_computed_units: enc(write.already),
+                num_total_messages: enc(write.messages),
+                fill_ppm: write.fillPpm,
+                fill_peak_ppm: write.peakPpm,
+              });
+              written.set(id, [id, enc(write.already), enc(write.messages), write.fillPpm, write.peakPpm]);
+              touched.add(topics.stacks(mirrored.selected_node_id));
+              if (write.events.length > 0) {
+                for (const [statement, values] of db.nodeEventStatements(write.events)) {
+                  defer(db.exec(client, statement, values));
+                }
+                appended = true;
+              }
+              return outcome;
+            });
+            if (written.size > 0) {
+              defer(db.exec(client, S.setMirrored, [...columns([...written.values()], 5), nowMs]));
+              defer(db.exec(client, S.bumpTopicsAndVersion, [[...touched]]));
+              bumped();
+            }
+            return out;
+          },
+          (out) => out.includes('set'),
+        );
+        if (appended) db.nodeEvents.emit();
+        return outcomes;
+      }),
   };
 }

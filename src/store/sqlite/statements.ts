@@ -117,6 +117,15 @@ export function readStatements(db: DatabaseSync) {
       'SELECT * FROM attester_rewards WHERE node_small_id = ? ORDER BY stack_small_id, slot',
     ),
     settleCandidates: db.prepare(AUTOPILOT_QUERIES.settleCandidates),
+    // The open stacks the usage source follows: with usage, from the autopilot's index; without, the node's
+    // range after an id (-1: all of it).
+    followedStacks:
+      db.prepare(`SELECT stack_small_id, already_computed_units, num_total_messages, num_compute_units
+        FROM stacks INDEXED BY stacks_open_by_last_usage
+        WHERE selected_node_id = ?1 AND in_settle_period = 0 AND is_claimed = 0 AND last_usage_at IS NOT NULL
+      UNION ALL SELECT stack_small_id, already_computed_units, num_total_messages, num_compute_units FROM stacks
+        WHERE selected_node_id = ?1 AND stack_small_id > ?2 AND in_settle_period = 0 AND is_claimed = 0
+          AND last_usage_at IS NULL`),
     oldestUsage: db.prepare(AUTOPILOT_QUERIES.oldestUsage),
     claimable: db.prepare(AUTOPILOT_QUERIES.claimable),
     requests: db.prepare(AUTOPILOT_QUERIES.requests),
@@ -148,6 +157,12 @@ export function writeStatements(db: DatabaseSync) {
       WHERE stack_small_id = ?`),
     setUsage: db.prepare(`UPDATE stacks SET already_computed_units = ?, num_total_messages = ?, fill_ppm = ?,
       last_usage_at = ? WHERE stack_small_id = ?`),
+    // The usage source's mirror (usage.ts): the row it decides from, and what it sets.
+    mirrorRow: db.prepare(`SELECT stack_small_id, selected_node_id, num_compute_units, already_computed_units,
+      num_total_messages, in_settle_period, is_claimed, fill_ppm, fill_peak_ppm FROM stacks WHERE stack_small_id = ?`),
+    setMirrored:
+      db.prepare(`UPDATE stacks SET already_computed_units = ?, num_total_messages = ?, fill_ppm = ?,
+      fill_peak_ppm = ?, last_usage_at = ? WHERE stack_small_id = ?`),
     getStackHash: db.prepare('SELECT total_hash, num_requests FROM stack_hashes WHERE stack_small_id = ?'),
     putStackHash:
       db.prepare(`INSERT INTO stack_hashes VALUES (?, ?, ?) ON CONFLICT (stack_small_id) DO UPDATE SET

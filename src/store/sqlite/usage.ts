@@ -1,8 +1,8 @@
 import { GroupCommit } from '../../internal/group-commit.ts';
-import { usageChange } from '../changes.ts';
-import type { UsageOutcome, UsageReport, UsageStore } from '../store.ts';
+import { mirrorChange, usageChange } from '../changes.ts';
+import type { MirrorOutcome, UsageOutcome, UsageReport, UsageStore } from '../store.ts';
 import type { SqliteDatabase } from './database.ts';
-import { dec, enc } from './u64.ts';
+import { dec, enc, rows } from './u64.ts';
 
 /** The usage reports, and the running hash of each stack's requests, on SQLite. */
 export function sqliteUsage(db: SqliteDatabase): UsageStore {
@@ -45,5 +45,32 @@ export function sqliteUsage(db: SqliteDatabase): UsageStore {
         ? { total_hash: row.total_hash as Uint8Array, num_requests: dec(row.num_requests) }
         : undefined;
     },
+    listFollowedStacks: async (node, after) =>
+      db.guard(() =>
+        r.followedStacks.all(enc(node), after === null ? -1 : enc(after)).map(rows.followedStack),
+      ),
+    mirrorStackUsage: (usage, nowMs) =>
+      db.transaction(async () =>
+        db.guard(() =>
+          usage.map((mirrored): MirrorOutcome => {
+            const row = w.mirrorRow.get(enc(mirrored.stack_small_id));
+            if (!row) return 'closed';
+            const { outcome, write } = mirrorChange(dec, row, mirrored, nowMs);
+            if (write) {
+              db.stackChanged(mirrored.selected_node_id, mirrored.stack_small_id);
+              db.append(write.events);
+              w.setMirrored.run(
+                enc(write.already),
+                enc(write.messages),
+                write.fillPpm,
+                write.peakPpm,
+                nowMs,
+                enc(mirrored.stack_small_id),
+              );
+            }
+            return outcome;
+          }),
+        ),
+      ),
   };
 }
