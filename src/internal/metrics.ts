@@ -9,6 +9,8 @@ export function createMetrics() {
   const registry = new Registry();
   /** Requests in flight, as the request guard counts them; read when /metrics is scraped, not per request. */
   let inFlight = (): number => 0;
+  /** Seconds since the usage source last answered, read when /metrics is scraped (none without a source). */
+  let usageSourceLag = (): number | undefined => undefined;
   collectDefaultMetrics({ register: registry, prefix: 'node_daemon_' });
   const registers = [registry];
   return {
@@ -123,6 +125,52 @@ export function createMetrics() {
       name: 'node_daemon_autopilot_pass_duration_seconds',
       help: 'Time of one autopilot pass: planning, and the transactions it submitted',
       buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+      registers,
+    }),
+    // The usage source (src/usage/): whether it answers, when it last did, what it follows and sets.
+    usageSourceUp: new Gauge({
+      name: 'node_daemon_usage_source_up',
+      help: '1 while the usage source (atoma-state) answers its polls, 0 while it is lost; absent without a source',
+      registers,
+    }),
+    usageSourceLastPoll: new Gauge({
+      name: 'node_daemon_usage_source_last_poll_timestamp_seconds',
+      help: 'When the usage source last answered a poll (Unix time)',
+      registers,
+    }),
+    usageSourceLag: new Gauge({
+      name: 'node_daemon_usage_source_lag_seconds',
+      help: "How far the mirrored usage may be behind the source's: seconds since the last poll it answered",
+      registers,
+      collect() {
+        const lag = usageSourceLag();
+        if (lag !== undefined) this.set(lag);
+      },
+    }),
+    /** Where the usage source's lag gauge reads its value (the mirror's last answered poll). */
+    measureUsageSourceLag(source: () => number | undefined): void {
+      usageSourceLag = source;
+    },
+    usageSourceStacks: new Gauge({
+      name: 'node_daemon_usage_source_stacks_followed',
+      help: "The operator's open stacks whose usage the usage source mirrors",
+      registers,
+    }),
+    usageSourcePolls: new Counter({
+      name: 'node_daemon_usage_source_polls_total',
+      help: 'Polls of the usage source by outcome (ok, failed)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    usageSourceChanges: new Counter({
+      name: 'node_daemon_usage_source_changes_total',
+      help: "Stacks whose usage a poll set to the source's value",
+      registers,
+    }),
+    usageSourcePollDuration: new Histogram({
+      name: 'node_daemon_usage_source_poll_duration_seconds',
+      help: 'Time of one poll of the usage source: the source read and the mirror written',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
       registers,
     }),
     storeQueryDuration: new Histogram({

@@ -14,5 +14,7 @@ export const NODE_EVENT_TYPES = [
   'task_removed',
   'autopilot_action',
   'indexer_status',
+  'usage_source_lost',
+  'usage_source_restored',
 ] as const;
 export type NodeEventType = (typeof NODE_EVENT_TYPES)[number];
