@@ -20,13 +20,27 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchArgs } from './args.ts';
-import { type BodyBuildResult, type BuildTimes, measureBodyBuild } from './body-build.ts';
 import { type ForeignLoad, foreignLoad, snapshot } from './cpu.ts';
-import { type Dataset, expectedFilled } from './dataset.ts';
-import { type Engine, type EngineName, engineFor, type PreparedDataset } from './engine.ts';
 import { mixedStream, stacksStream } from './events.ts';
 import { measureApply, measureReplay, PAGE_SIZE } from './ingest.ts';
 import { type LoadContext, pickTool } from './load.ts';
+import { DEFAULT_SERVER_URL } from './postgres.ts';
+import {
+  disturbance,
+  exitCode,
+  fail,
+  failures,
+  fmt,
+  isDisturbed,
+  log,
+  machine,
+  type Target,
+  warn,
+  writeResults,
+} from './report.ts';
+import { type BodyBuildResult, type BuildTimes, measureBodyBuild } from './run/body-build.ts';
+import { type Dataset, expectedFilled } from './run/dataset.ts';
+import { type Engine, type EngineName, engineFor, type PreparedDataset } from './run/engine.ts';
 import {
   CONNECTIONS,
   type HttpRow,
@@ -34,26 +48,9 @@ import {
   measureIngest,
   patienceSecondsUsed,
   runRows,
-} from './measure.ts';
-import { DEFAULT_SERVER_URL } from './postgres.ts';
-import { formatProfile, type ProfileSummary, summarizeProfile } from './profile.ts';
-import {
-  disturbance,
-  exitCode,
-  fail,
-  failures,
-  fmt,
-  httpTable,
-  ingestTable,
-  isDisturbed,
-  log,
-  machine,
-  reportSummary,
-  reportTargets,
-  type Target,
-  warn,
-  writeResults,
-} from './report.ts';
+} from './run/measure.ts';
+import { formatProfile, type ProfileSummary, summarizeProfile } from './run/profile.ts';
+import { httpTable, ingestTable, reportSummary, reportTargets } from './run/tables.ts';
 import { type Server, startBare, startDaemon } from './servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');

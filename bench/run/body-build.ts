@@ -15,11 +15,11 @@
  *     store adds the stack to the kept list; before, it read all the list's changing columns again).
  * Every body is checked outside the timing: its stacks (1,000, and one more each round), the change in it.
  */
-import { applyPage } from '../src/indexer/apply.ts';
-import { type Store, topics } from '../src/store/store.ts';
-import { datasetStack, EventFactory } from './events.ts';
-import { applyStream, type FreshStore, silentLogger } from './ingest.ts';
-import { percentile } from './report.ts';
+import { applyPage } from '../../src/indexer/apply.ts';
+import { type Store, topics } from '../../src/store/store.ts';
+import { datasetStack, EventFactory } from '../events.ts';
+import { applyStream, type FreshStore, silentLogger } from '../ingest.ts';
+import { percentile } from '../report.ts';
 
 const NODES = 20;
 const STACKS_PER_NODE = 1000;

@@ -4,12 +4,12 @@
  * output names the engine and where the results go. bench/run.ts is the one run that uses them.
  */
 import { join } from 'node:path';
-import { redactUrl } from '../src/store/postgres-migrations.ts';
-import { countUserAsOurs } from './cpu.ts';
-import { type Dataset, type DatasetParams, prepareDataset } from './dataset.ts';
-import { type FreshStore, freshSqlite } from './ingest.ts';
-import { preparePostgresDataset, ThrowawayDatabases } from './postgres.ts';
-import { fail, log, warn } from './report.ts';
+import { redactUrl } from '../../src/store/postgres-migrations.ts';
+import { countUserAsOurs } from '../cpu.ts';
+import { type FreshStore, freshSqlite } from '../ingest.ts';
+import { ThrowawayDatabases } from '../postgres.ts';
+import { fail, log, warn } from '../report.ts';
+import { type Dataset, type DatasetParams, prepareDataset, preparePostgresDataset } from './dataset.ts';
 
 export type EngineName = 'sqlite' | 'postgres';
 
