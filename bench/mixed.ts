@@ -677,7 +677,7 @@ async function main(): Promise<void> {
       const cores = (ticks: number) => ticks / TICKS_PER_SECOND / ((performance.now() - wallBefore) / 1000);
       const daemonCpu = cores(procTicks(daemon.pid!)[0] - cpuBefore);
       const threads = threadShares(threadsBefore, threadTimes(daemon.pid!), performance.now() - wallBefore);
-      // For bench/stall-profile.ts: the measured window, on the stall log's clock (bench/stall-log.ts).
+      // For the stall probes (bench/probes/stall-log.ts): the measured window, on the stall log's clock.
       if (process.env.BENCH_STALL_LOG) {
         appendFileSync(
           process.env.BENCH_STALL_LOG,

@@ -58,7 +58,7 @@ async function waitFor(url: string, child: ChildProcess, output: () => string, s
 }
 
 /** Spawns `taskset -c 0 <node> args...` and waits until readyPath answers 200. */
-async function startPinned(
+export async function startPinned(
   name: string,
   root: string,
   nodeArgs: string[],
@@ -138,24 +138,6 @@ export async function startDaemon(root: string, options: DaemonOptions): Promise
   const engine = options.databaseUrl === undefined ? '' : ' on PostgreSQL';
   const label = options.cacheMb === 0 ? `daemon${engine} (--cache-mb 0)` : `daemon${engine}`;
   return startPinned(label, root, args, port, '/health');
-}
-
-/** The floor under a usage report (bench/report-floor-server.ts): the store call alone, through bare node:http or plain Fastify. */
-export async function startReportFloor(
-  root: string,
-  kind: 'bare' | 'fastify',
-  dataDir: string,
-  units: number,
-): Promise<Server> {
-  const port = await freePort();
-  const args = ['bench/report-floor-server.ts', kind, String(port), dataDir, String(units)];
-  return startPinned(
-    `${kind === 'bare' ? 'bare node:http' : 'plain Fastify'} + store`,
-    root,
-    args,
-    port,
-    '/',
-  );
 }
 
 /** The plain node:http baseline serving bodyFile for every request. */

@@ -1,9 +1,9 @@
-// Where a daemon's stalls went: the samples of a V8 CPU profile that fall inside the windows bench/stall-log.ts
+// Where a daemon's stalls went: the samples of a V8 CPU profile that fall inside the windows stall-log.ts
 // wrote, against all the profile's samples. Prints, for the stalls and for the whole run, the share of
 // samples per area (the frame nearest the root that names one of ours or a library) and the heaviest
 // functions by inclusive time, then the ten longest stalls with their heaviest functions.
 //
-//   node bench/stall-profile.ts PROFILE.cpuprofile|- STALLS.log [--row TEXT] [--top N]
+//   node bench/probes/stall-profile.ts PROFILE.cpuprofile|- STALLS.log [--row TEXT] [--top N]
 // The log's '#' lines are the rows' measured windows (bench/mixed.ts writes them): the stalls of each row
 // are counted first, and --row keeps only the stalls in the rows whose label contains TEXT (by default, all
 // the rows' stalls, without the daemon's start and the bench's setup).
@@ -29,7 +29,7 @@ const { values: flags, positionals } = parseArgs({
 const [profileFile, stallFile] = positionals;
 if (!profileFile || !stallFile) {
   process.stderr.write(
-    'usage: node bench/stall-profile.ts PROFILE.cpuprofile|- STALLS.log [--row TEXT] [--top N]\n',
+    'usage: node bench/probes/stall-profile.ts PROFILE.cpuprofile|- STALLS.log [--row TEXT] [--top N]\n',
   );
   process.exit(2);
 }
@@ -41,7 +41,7 @@ const rows = lines
     const [, from, to, ...label] = line.split(' ');
     return { from: Number(from), to: Number(to), label: label.join(' ') };
   });
-// bench/stall-log.ts's garbage collections: [from, to, kind].
+// stall-log.ts's garbage collections: [from, to, kind].
 const gcs = lines
   .filter((line) => line.startsWith('gc '))
   .map((line) => {

@@ -1,18 +1,19 @@
 /**
- * node bench/report-probe.ts [reports]: what a usage report costs when nothing else runs. A daemon on the
- * dev network (pinned to CPU 0, as in the other benchmarks) gets a node and 50 stacks, then this process
+ * node bench/probes/report-probe.ts [reports]: what a usage report costs when nothing else runs. A daemon on
+ * the dev network (pinned to CPU 0, as in the other benchmarks) gets a node and 50 stacks, then this process
  * (pinned to CPU 1) sends the reports one after another over one kept-alive connection, from its main
  * thread. Prints the latency as this client sees it and the daemon's CPU per report. It is the floor that
  * bench:mixed's reporter (a worker thread on a timer, sharing its core with wrk) cannot see below.
  *
- *   node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N] [--gap MS] [--postgres] [--help]
+ *   node bench/probes/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N] [--gap MS]
+ *                                     [--postgres]
  * --gap waits MS between one report's answer and the next report (default 0: back to back), as an inference
  * server's reports come apart: a report then finds the daemon idle, as it does at 100 reports/s.
  * --postgres runs the daemon on a throwaway PostgreSQL database (on the local server, dropped at the end) and
  * also prints the server's CPU per report: a report's whole cost on that store, without reads around it.
- * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (summed by bench/profile.ts).
- * --floor also measures the store call alone, through bare node:http and through a plain Fastify route
- * (bench/report-floor-server.ts), in rounds (default 3) that alternate with the daemon: this VM's speed
+ * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (bench/run/profile.ts sums
+ * one up). --floor also measures the store call alone, through bare node:http and through a plain Fastify
+ * route (report-floor-server.ts), in rounds (default 3) that alternate with the daemon: this VM's speed
  * drifts, and the daemon's own request handling is the difference within one run.
  */
 import { spawnSync } from 'node:child_process';
@@ -21,17 +22,18 @@ import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchArgsAndOperands, usageError } from './args.ts';
-import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from './cpu.ts';
-import { json } from './daemon-http.ts';
-import { LOAD_CPU } from './load.ts';
-import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
-import { percentile } from './report.ts';
-import { type Server, startDaemon, startReportFloor } from './servers.ts';
+import { benchArgsAndOperands, usageError } from '../args.ts';
+import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from '../cpu.ts';
+import { json } from '../daemon-http.ts';
+import { LOAD_CPU } from '../load.ts';
+import { DEFAULT_SERVER_URL, ThrowawayDatabases } from '../postgres.ts';
+import { percentile } from '../report.ts';
+import { freePort, type Server, startDaemon, startPinned } from '../servers.ts';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const NAME = 'bench/report-probe.ts';
-const HELP = `Usage: node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor [--rounds N]] [--gap MS] [--postgres]
+const ROOT = resolve(import.meta.dirname, '../..');
+const NAME = 'bench/probes/report-probe.ts';
+const HELP = `Usage: node bench/probes/report-probe.ts [REPORTS] [--profile DIR] [--floor [--rounds N]] [--gap MS]
+                                         [--postgres]
 
 What a usage report costs with nothing else running: REPORTS (default 5000) reports one after another to a
 daemon on the dev network, after 3000 not counted; the client's latency and the daemon's CPU per report.
@@ -107,9 +109,17 @@ async function daemonTarget(): Promise<Target> {
   return { server, token, stacks, dir };
 }
 
+/** The floor under a report (report-floor-server.ts): the store call alone, via bare node:http or Fastify. */
 async function floorTarget(kind: 'bare' | 'fastify'): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'node-daemon-report-floor-'));
-  const server = await startReportFloor(ROOT, kind, dir, UNITS);
+  const port = await freePort();
+  const server = await startPinned(
+    `${kind === 'bare' ? 'bare node:http' : 'plain Fastify'} + store`,
+    ROOT,
+    ['bench/probes/report-floor-server.ts', kind, String(port), dir, String(UNITS)],
+    port,
+    '/',
+  );
   return { server, token: undefined, stacks: Array.from({ length: 50 }, (_, i) => i + 1), dir };
 }
 

@@ -1,11 +1,11 @@
 // Logs the daemon's event-loop stalls into a file, for finding what holds the loop (not for numbers). A 1 ms
 // timer notes when it fires; a gap above BENCH_STALL_MS (default 10) is one loop turn that ran that long,
 // and is written as its start and end on the monotonic clock in microseconds, the clock of a V8 CPU
-// profile, so that bench/stall-profile.ts can cut the profile's samples to the stalls:
+// profile, so that stall-profile.ts can cut the profile's samples to the stalls:
 //
 //   BENCH_STALL_LOG=/tmp/stalls.log npm run bench:mixed -- --quick --rows-only --profile /tmp/prof \
-//     --daemon-flag=--import=./bench/stall-log.ts
-//   node bench/stall-profile.ts /tmp/prof/<the main thread's>.cpuprofile /tmp/stalls.log
+//     --daemon-flag=--import=./bench/probes/stall-log.ts
+//   node bench/probes/stall-profile.ts /tmp/prof/<the main thread's>.cpuprofile /tmp/stalls.log
 //
 // It also writes the main thread's garbage collections, as `gc FROM TO KIND` on the same clock (KIND: minor,
 // major, incremental or weakcb), so that the rows can tell a stall that was a pause from one that was work.
@@ -13,7 +13,7 @@
 // The timer wakes the loop about 850 times a second: in a row with no reads that is most of what the loop
 // does (strace: 14.5 epoll_pwait a report at 100 reports/s, against 3.75 without it), so the daemon's CPU in
 // such a row is overstated. BENCH_STALL_MS=off keeps the GC lines and bench/mixed.ts's row lines (all that
-// bench/perf-rows.ts needs) without the timer.
+// perf-rows.ts needs) without the timer.
 import { appendFileSync } from 'node:fs';
 import { constants, PerformanceObserver, performance } from 'node:perf_hooks';
 import { isMainThread } from 'node:worker_threads';

@@ -1,13 +1,14 @@
 // Where the daemon's CPU went in each row of bench/mixed.ts, from `perf` (which counts only time on the core,
 // kernel included, where V8's own profile samples wall time): the samples of `perf script` cut to the rows'
-// windows (the '#' lines bench/mixed.ts writes into bench/stall-log.ts's file) and put in one part each, by
-// the first rule below that a sample's call chain matches. For finding where time goes, not for numbers.
+// windows (the '#' lines bench/mixed.ts writes into stall-log.ts's file) and put in one part each, by the
+// first rule below that a sample's call chain matches. For finding where time goes, not for numbers.
 //
 //   BENCH_STALL_MS=off BENCH_STALL_LOG=/tmp/rows.log npm run bench:mixed -- --quick --rows-only --rates 500 \
-//     --daemon-flag=--perf-basic-prof --daemon-flag=--import=./bench/stall-log.ts &
+//     --daemon-flag=--perf-basic-prof --daemon-flag=--import=./bench/probes/stall-log.ts &
 //   until pgrep -f 'main.ts start' >/dev/null; do sleep 1; done   # then, until the daemon exits:
 //   perf record -k CLOCK_MONOTONIC -e cpu-clock -F 1000 -g -p "$(pgrep -f 'main.ts start')" -o /tmp/perf.data
-//   perf script -i /tmp/perf.data -F comm,time,ip,sym | node bench/perf-rows.ts /tmp/rows.log [--hz 1000]
+//   perf script -i /tmp/perf.data -F comm,time,ip,sym | \
+//     node bench/probes/perf-rows.ts /tmp/rows.log [--hz 1000]
 //
 // `-k CLOCK_MONOTONIC` puts perf's timestamps on the clock of the rows' windows; --perf-basic-prof names the
 // JIT-compiled frames. Prints, per row, milliseconds of CPU a second per part (a sample is 1/F s of CPU:
@@ -27,7 +28,7 @@ const [rowsFile] = positionals;
 const sampleHz = Number(flags.hz);
 if (!rowsFile || !(sampleHz > 0)) {
   process.stderr.write(
-    'usage: perf script -F comm,time,ip,sym | node bench/perf-rows.ts ROWS.log [--hz F]\n',
+    'usage: perf script -F comm,time,ip,sym | node bench/probes/perf-rows.ts ROWS.log [--hz F]\n',
   );
   process.exit(2);
 }
