@@ -88,6 +88,9 @@ export interface Engine {
   release?: { what: string; run(): Promise<void> };
 }
 
+/** " on PostgreSQL": how headings and labels name a named engine. */
+export const onEngine = (engine: Engine) => (engine.name ? ` on ${engine.name}` : '');
+
 /** SQLite: stores in temp directories, the data set cached under bench/results. */
 function sqlite(root: string, resultsDir: string): Engine {
   return {
