@@ -64,7 +64,7 @@ export async function measureHttp(run: HttpRun): Promise<{ rows: HttpRow[]; foot
   return { rows, footprint };
 }
 
-/** The four /stacks measurements: one node and a rotation over ROTATING_NODES, each with and without the filter. */
+/** The four /stacks rows: one node and a rotation over ROTATING_NODES, each with and without the filter. */
 function stackRowsFor(nodes: number, cache: string): HttpRow[] {
   const rotating = Array.from(
     { length: ROTATING_NODES },

@@ -1,4 +1,4 @@
-/** npm run bench's targets: the measurements judged against the engine's goals, with the notes that go with them. */
+/** npm run bench's targets: the measurements judged against the engine's goals, and the notes they bring. */
 import type { ForeignLoad } from '../cpu.ts';
 import { fmt, isDisturbed, type Target } from '../report.ts';
 import type { MeasuredBodyBuild } from './body-build.ts';
