@@ -114,6 +114,8 @@ export interface DaemonOptions {
   cpuProfDir?: string;
   /** none (default: reads only) or dev (the embedded network, for writes). */
   network?: 'none' | 'dev';
+  /** false: the dev network starts empty (--no-demo), for a bench that numbers its own tasks and nodes. */
+  demo?: boolean;
 }
 
 /** The daemon exactly as an operator starts it, pinned to the server core. */
@@ -134,6 +136,7 @@ export async function startDaemon(root: string, options: DaemonOptions): Promise
     options.network ?? 'none',
     ...(options.cacheMb === undefined ? [] : ['--cache-mb', String(options.cacheMb)]),
     ...(options.databaseUrl === undefined ? [] : ['--database-url', options.databaseUrl]),
+    ...(options.demo === false ? ['--no-demo'] : []),
   ];
   const engine = options.databaseUrl === undefined ? '' : ' on PostgreSQL';
   const label = options.cacheMb === 0 ? `daemon${engine} (--cache-mb 0)` : `daemon${engine}`;
