@@ -294,14 +294,18 @@ export class Workload {
     const reporter = row.reportsPerSecond ? this.#startReporter(row.reportsPerSecond, true) : undefined;
     let on = false;
     let running = true;
-    const stream = this.#releaseStream(
-      () => on,
-      () => running,
+    const stream = awaitedLater(
+      this.#releaseStream(
+        () => on,
+        () => running,
+      ),
     );
     const segments = 2 * pairs + 1;
-    const load = runOnce(
-      this.#ctx,
-      this.#readSpec(Math.ceil(WARMUP_SECONDS + segments * (SETTLE_SECONDS + segmentSeconds) + 2)),
+    const load = awaitedLater(
+      runOnce(
+        this.#ctx,
+        this.#readSpec(Math.ceil(WARMUP_SECONDS + segments * (SETTLE_SECONDS + segmentSeconds) + 2)),
+      ),
     );
     await sleep(WARMUP_SECONDS);
     const rates: number[] = [];
@@ -359,9 +363,11 @@ export class Workload {
     const reporter = rate ? this.#startReporter(rate) : undefined;
     // The stream's transactions were executed beforehand and are held by the double.
     const background = stream
-      ? this.#releaseStream(
-          () => true,
-          () => running,
+      ? awaitedLater(
+          this.#releaseStream(
+            () => true,
+            () => running,
+          ),
         )
       : undefined;
     return {
@@ -390,7 +396,7 @@ export class Workload {
         from: this.#settings.wire ? REPORTER_ADDRESS : undefined,
       },
     });
-    const done = once(worker, 'message') as Promise<[Reported]>;
+    const done = awaitedLater(once(worker, 'message') as Promise<[Reported]>);
     return { worker, done };
   }
 
@@ -446,6 +452,16 @@ export class Workload {
       }
     };
   }
+}
+
+/**
+ * A promise the row awaits at its end. Its failure meanwhile (the stream out of held events, wrk gone) then
+ * fails the run there, through its clean-up, instead of ending the process as an unhandled rejection that
+ * leaves the daemon running.
+ */
+function awaitedLater<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 /** The CPU counters at the start of a row's measured seconds: the daemon's, its threads', ours, wrk's, PostgreSQL's. */
