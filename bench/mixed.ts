@@ -27,7 +27,6 @@
 // --daemon-flag passes a flag to the daemon's node (e.g. --trace-gc-nvp, --inspect=127.0.0.1:9229), and
 // --daemon-output keeps all the daemon's stdout and stderr in FILE: for finding where time goes, not for numbers.
 import type { ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,6 +117,7 @@ async function main(): Promise<void> {
   const dbs = new ThrowawayDatabases(settings.serverUrl);
   const children: ChildProcess[] = [];
   let double: FullnodeDouble | undefined;
+  let daemon: Daemon | undefined;
   let unpin: (() => void) | undefined;
   try {
     if (settings.pinPostgres) {
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
     if (settings.postgres && !countUserAsOurs('postgres')) log('no OS user postgres: its CPU is not counted');
     const database = settings.postgres ? await dbs.create() : undefined;
     const at = { root: ROOT, dir, keystore: started.keystore, databaseUrl: database?.url };
-    const daemon = await startDaemon(settings, at, double, children);
+    daemon = await startDaemon(settings, at, double);
     const node = await setUpNode(settings, daemon, double, market, engine);
     await caughtUp(daemon);
     await measureAndPrint(new Workload(settings, daemon, double, node, { root: ROOT, tmp: dir }), {
@@ -144,10 +144,9 @@ async function main(): Promise<void> {
       dir,
       children,
     });
-    daemon.process.kill('SIGTERM');
-    await once(daemon.process, 'exit');
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await daemon?.server.stop().catch((error: unknown) => log((error as Error).message));
     await double?.close();
     await dbs.dropAll();
     unpin?.();

@@ -220,7 +220,7 @@ export class Workload {
     reading = true,
   ): Promise<Row> {
     const { seconds } = this.#settings;
-    const pid = this.#daemon.process.pid!;
+    const { pid } = this.#daemon.server;
     const writes = this.#startWrites(reportsPerSecond, stream);
     const trace = this.#tracer();
     if (reading) await runOnce(this.#ctx, this.#readSpec(WARMUP_SECONDS));

@@ -3,17 +3,15 @@
  * its tasks and 20 peer nodes, the daemon following it as an operator runs it on --network sui, and the
  * operator's node with its stacks, the peers' stacks and the live stream's held transactions.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
-import DAEMON_NODE_FLAGS from '../../bin/daemon-node-flags.json' with { type: 'json' };
 import type { U64 } from '../../src/internal/u64.ts';
 import { FullnodeDouble } from '../../test/sui/fullnode-double.ts';
 import { call, json } from '../daemon-http.ts';
-import { freePort, SERVER_CPU } from '../servers.ts';
+import { type Server, startDaemon as startPinnedDaemon } from '../servers.ts';
 import { appliedEvents } from './metrics.ts';
 import { OWN_STACKS, type Settings, STREAM_PER_SECOND, streamStacksFor } from './settings.ts';
 
@@ -76,9 +74,9 @@ export async function createMarket(dev: FullnodeDouble['dev']): Promise<Market> 
   return { task, peerTask, peers };
 }
 
-/** The daemon under test, answering on origin with its API token. */
+/** The daemon under test, with its API token. */
 export interface Daemon {
-  process: ChildProcess;
+  server: Server;
   origin: string;
   token: string;
   /** performance.now() when it was spawned: BENCH_TRACE gives its clock. */
@@ -87,67 +85,32 @@ export interface Daemon {
 
 /**
  * Starts the daemon on CPU 0 following the double, as an operator runs it on --network sui (on the
- * database at databaseUrl, else on SQLite in dir), and waits until it answers /health. The process goes
- * into children as soon as it runs, for the caller to kill if anything fails.
+ * database at databaseUrl, else on SQLite in dir), and waits until it answers /health.
  */
 export async function startDaemon(
   settings: Settings,
   at: { root: string; dir: string; keystore: string; databaseUrl?: string },
   double: FullnodeDouble,
-  children: ChildProcess[],
 ): Promise<Daemon> {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const args = [
-    '-c',
-    SERVER_CPU,
-    join(at.root, 'node_modules/.bin/node'),
-    ...DAEMON_NODE_FLAGS,
-    // --profile DIR: the daemon writes a V8 CPU profile there when it stops (slower; not for numbers).
-    ...(settings.profile ? ['--cpu-prof', '--cpu-prof-dir', settings.profile] : []),
-    ...settings.daemonFlags,
-    join(at.root, 'src/main.ts'),
-    'start',
-    '--network',
-    'sui',
-    '--sui-url',
-    double.url,
-    '--sui-package-id',
-    double.packageId,
-    '--sui-atoma-db-id',
-    double.atomaDbId,
-    '--sui-keystore',
-    at.keystore,
-    '--data-dir',
-    join(at.dir, 'data'),
-    '--port',
-    String(port),
-    '--log-level',
-    'warn',
-    ...(at.databaseUrl ? ['--database-url', at.databaseUrl] : []),
-  ];
-  const kept = settings.daemonOutput ? createWriteStream(settings.daemonOutput) : undefined;
-  const daemon = spawn('taskset', args, { stdio: ['ignore', kept ? 'pipe' : 'ignore', 'pipe'] });
-  const spawned = performance.now();
-  children.push(daemon);
-  daemon.stdout?.on('data', (d) => kept?.write(d));
-  let stderr = '';
-  daemon.stderr!.on('data', (d) => {
-    kept?.write(d);
-    stderr = (stderr + String(d)).slice(-4000);
-  });
-  daemon.on('exit', (code) => {
-    if (code !== 0 && code !== null) log(`the daemon exited with ${code}:\n${stderr}`);
-  });
-  await until('the daemon answers /health', async () => {
-    try {
-      return (await call(origin, 'GET', '/health')).status === 200;
-    } catch {
-      return false;
-    }
-  });
+  const server = await startPinnedDaemon(
+    at.root,
+    {
+      dataDir: join(at.dir, 'data'),
+      databaseUrl: at.databaseUrl,
+      // --profile DIR: the daemon writes a V8 CPU profile there when it stops (slower; not for numbers).
+      cpuProfDir: settings.profile,
+      nodeFlags: settings.daemonFlags,
+      network: {
+        url: double.url,
+        packageId: double.packageId,
+        atomaDbId: double.atomaDbId,
+        keystore: at.keystore,
+      },
+    },
+    { output: settings.daemonOutput, readySeconds: 300 },
+  );
   const token = readFileSync(join(at.dir, 'data', 'api-token'), 'utf8').trim();
-  return { process: daemon, origin, token, spawned };
+  return { server, origin: server.origin, token, spawned: performance.now() - server.startedInMs };
 }
 
 /** The operator's node and its own stacks, as the daemon lists them at ownPath. */
