@@ -5,7 +5,6 @@
  * ratio turns the writes off and on within one wrk run.
  */
 import { once } from 'node:events';
-import { appendFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { FullnodeDouble } from '../../test/sui/fullnode-double.ts';
 import {
@@ -116,8 +115,6 @@ interface CpuMark {
   database: number;
   machine: CpuSnapshot | undefined;
   wall: number;
-  /** On the monotonic clock, for the stall log's window. */
-  from: bigint;
 }
 
 /** The mean reads/s of some rows. */
@@ -234,7 +231,6 @@ export class Workload {
     const cores = (ticks: number) => ticks / TICKS_PER_SECOND / ((performance.now() - mark.wall) / 1000);
     const daemonCpu = cores(procTicks(pid)[0] - mark.daemon);
     const threads = threadShares(mark.threads, threadTimes(pid), performance.now() - mark.wall);
-    stallLogWindow(mark.from, label);
     const [benchAfter, wrkAfter] = procTicks('self');
     const databaseAfter = databaseTicks();
     const machineAfter = snapshot();
@@ -477,7 +473,6 @@ function markCpu(pid: number): CpuMark {
     database: databaseTicks(),
     machine: snapshot(),
     wall: performance.now(),
-    from: process.hrtime.bigint(),
   };
 }
 
@@ -501,16 +496,6 @@ function noReads(seconds: number): Promise<LoadResult> {
       seconds * 1000,
     ),
   );
-}
-
-/** For the stall probes (bench/probes/stall-log.ts): the measured window, on the stall log's clock. */
-function stallLogWindow(from: bigint, label: string): void {
-  if (process.env.BENCH_STALL_LOG) {
-    appendFileSync(
-      process.env.BENCH_STALL_LOG,
-      `# ${from / 1000n} ${process.hrtime.bigint() / 1000n} ${label}\n`,
-    );
-  }
 }
 
 /** A row's line in the log, with a live event's or a report's cost where the row has nothing else. */
