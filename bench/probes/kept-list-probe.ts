@@ -6,10 +6,11 @@
  * the stacks (default 50), after 1,000 not counted. Prints this process's CPU per report and the wall time,
  * for each round (default 3).
  */
-import { spawnSync } from 'node:child_process';
 import { stringifyJson } from '../../src/internal/json.ts';
 import { benchArgsAndOperands, usageError } from '../args.ts';
+import { pinSelf } from '../load.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from '../postgres.ts';
+import { SERVER_CPU } from '../servers.ts';
 import { seedNodeStacks } from './seed.ts';
 
 const NAME = 'bench/probes/kept-list-probe.ts';
@@ -34,7 +35,7 @@ const over = Number(flags.over ?? 50);
 if (!Number.isInteger(over) || over < 1 || over > 1000)
   usageError(NAME, `--over is a number of stacks from 1 to 1000, not ${flags.over}`);
 // The store under test owns the first core, as the daemon does in the other benchmarks.
-spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]);
+pinSelf(SERVER_CPU);
 
 const STACKS = 1000;
 const WARM_UP = 1000;

@@ -16,7 +16,6 @@
  * route (report-floor-server.ts), in rounds (default 3) that alternate with the daemon: this VM's speed
  * drifts, and the daemon's own request handling is the difference within one run.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -25,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { benchArgsAndOperands, usageError } from '../args.ts';
 import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from '../cpu.ts';
 import { json } from '../daemon-http.ts';
-import { LOAD_CPU } from '../load.ts';
+import { LOAD_CPU, pinSelf } from '../load.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from '../postgres.ts';
 import { percentile } from '../report.ts';
 import { freePort, type Server, startDaemon, startPinned } from '../servers.ts';
@@ -70,7 +69,7 @@ if (!Number.isFinite(gapMs) || gapMs < 0)
 const WARM_UP = 3000;
 /** Units each stack can take: every report is one unit, spread over 50 stacks. */
 const UNITS = Math.ceil((rounds * (reports + WARM_UP)) / 50) + 1;
-spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)]);
+pinSelf(LOAD_CPU);
 
 interface Target {
   server: Server;
@@ -178,42 +177,51 @@ async function measure(target: Target, count: number): Promise<Measured> {
   }
 }
 
-const kinds = flags.floor ? (['daemon', 'bare', 'fastify'] as const) : (['daemon'] as const);
-const targets = new Map<string, Target>();
-const results = new Map<string, Measured[]>();
-try {
-  for (const kind of kinds)
-    targets.set(kind, kind === 'daemon' ? await daemonTarget() : await floorTarget(kind));
-  // All servers stay up; each measures in turn, round after round.
-  for (let round = 0; round < rounds; round++) {
-    for (const kind of kinds) {
-      const measured = await measure(targets.get(kind)!, reports);
-      results.set(kind, [...(results.get(kind) ?? []), measured]);
+type Kind = 'daemon' | 'bare' | 'fastify';
+const kinds: readonly Kind[] = flags.floor ? ['daemon', 'bare', 'fastify'] : ['daemon'];
+
+/** Every kind's server up at once, each measured in turn, round after round; each kind's rounds. */
+async function measureRounds(): Promise<Map<Kind, Measured[]>> {
+  const targets = new Map<Kind, Target>();
+  const results = new Map<Kind, Measured[]>();
+  try {
+    for (const kind of kinds)
+      targets.set(kind, kind === 'daemon' ? await daemonTarget() : await floorTarget(kind));
+    for (let round = 0; round < rounds; round++) {
+      for (const kind of kinds) {
+        const measured = await measure(targets.get(kind)!, reports);
+        results.set(kind, [...(results.get(kind) ?? []), measured]);
+      }
     }
-  }
-} finally {
-  for (const target of targets.values()) {
-    try {
-      await target.server.stop();
-    } finally {
-      rmSync(target.dir, { recursive: true, force: true });
+    return results;
+  } finally {
+    for (const target of targets.values()) {
+      try {
+        await target.server.stop();
+      } finally {
+        rmSync(target.dir, { recursive: true, force: true });
+      }
     }
+    await databases?.dropAll();
   }
-  await databases?.dropAll();
 }
 
 const pace = gapMs > 0 ? ` ${gapMs} ms apart` : '';
 const idle = (us: number) => (gapMs > 0 ? ` (less ${us.toFixed(0)} µs used idle in a gap)` : '');
 const ms = (latencies: number[], p: number) => percentile(latencies, p).toFixed(3);
-if (!flags.floor) {
-  const { cpuUs, idleUs, serverUs, latencies } = results.get('daemon')![0]!;
+
+/** The daemon alone: its one round's latencies and CPU per report. */
+function printDaemon({ cpuUs, idleUs, serverUs, latencies }: Measured): void {
   console.log(
     `${reports} sequential usage reports${pace}${databases ? ' on PostgreSQL' : ''}: p50 ${ms(latencies, 50)} ms, p90 ${ms(latencies, 90)} ms, p99 ${ms(latencies, 99)} ms; ` +
       `daemon CPU ${cpuUs.toFixed(0)} µs per report${idle(idleUs)}` +
       (databases ? `, PostgreSQL's ${serverUs.toFixed(0)} µs` : ''),
   );
-} else {
-  const mean = (kind: string, of: (m: Measured) => number = (m) => m.cpuUs) => {
+}
+
+/** --floor: each server's CPU per report over the rounds, and the differences between them. */
+function printFloor(results: Map<Kind, Measured[]>): void {
+  const mean = (kind: Kind, of: (m: Measured) => number = (m) => m.cpuUs) => {
     const all = results.get(kind)!;
     return all.reduce((sum, m) => sum + of(m), 0) / all.length;
   };
@@ -239,3 +247,7 @@ if (!flags.floor) {
     `  the daemon beyond plain Fastify: ${(mean('daemon') - mean('fastify')).toFixed(0)} µs per report; Fastify beyond bare node:http: ${(mean('fastify') - mean('bare')).toFixed(0)} µs`,
   );
 }
+
+const results = await measureRounds();
+if (flags.floor) printFloor(results);
+else printDaemon(results.get('daemon')![0]!);
