@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -8,6 +8,12 @@ const run = promisify(execFile);
 export const WRK = '/usr/bin/wrk';
 /** The load generator runs on the second core; the server under test owns the first. */
 export const LOAD_CPU = '1';
+
+/** Pins every thread of this process to cpu (taskset); undefined once done, else why it could not. */
+export function pinSelf(cpu: string): string | undefined {
+  const pinned = spawnSync('taskset', ['-a', '-p', '-c', cpu, String(process.pid)], { encoding: 'utf8' });
+  return pinned.status === 0 ? undefined : pinned.stderr.trim() || `taskset exited with ${pinned.status}`;
+}
 
 export interface LoadSpec {
   /** Base URL, e.g. http://127.0.0.1:4000 */

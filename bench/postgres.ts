@@ -2,13 +2,13 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
-import { type Dataset, type DatasetParams, ingestDataset } from './dataset.ts';
 import type { FreshStore } from './ingest.ts';
 
 /** The server the PostgreSQL run uses unless --database-url says otherwise (trust authentication). */
 export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
-async function withClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
+/** A client of the database at url for fn's while, ended after. */
+export async function withClient<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ connectionString: url, application_name: 'node-daemon bench' });
   client.on('error', () => undefined);
   await client.connect();
@@ -94,59 +94,6 @@ export class ThrowawayDatabases {
       },
     };
   }
-}
-
-/**
- * The HTTP data set in a new database of dbs: the same events as prepareDataset (tasks, then stacks spread
- * over nodes) through applyPage into a PostgresStore, then one UPDATE giving the same already_computed_units
- * as the SQLite data set (integer division, as SQLite's), then VACUUM ANALYZE of stacks. Never cached: the
- * database is dropped at the end of the run. dataDir is the daemon's data directory (its token file).
- */
-export async function preparePostgresDataset(
-  dbs: ThrowawayDatabases,
-  dataDir: string,
-  params: DatasetParams,
-  log: (line: string) => void,
-): Promise<Dataset & { url: string; analyzeSeconds: number }> {
-  const { name, url } = await dbs.create();
-  const total = params.tasks + params.nodes * params.stacksPerNode;
-  log(`data set: building ${total.toLocaleString('en-US')} events through applyPage into database ${name}`);
-  const store = await PostgresStore.open({ url, applicationName: 'node-daemon bench' });
-  let built: { events: number; seconds: number };
-  try {
-    built = await ingestDataset(store, params, total, log);
-  } finally {
-    await store.close();
-  }
-
-  const fillStarted = performance.now();
-  let analyzeSeconds = 0;
-  await withClient(url, async (c) => {
-    // div() is integer division, like SQLite's INTEGER / INTEGER; plain / on NUMERIC would round instead.
-    await c.query(`UPDATE stacks SET already_computed_units =
-      div(num_compute_units * ((stack_small_id * 37) % 101), 100)`);
-    const { rows } = await c.query<{ n: string; top: string }>(
-      'SELECT count(*) AS n, max(already_computed_units)::text AS top FROM stacks',
-    );
-    if (Number(rows[0]!.n) !== params.nodes * params.stacksPerNode) {
-      throw new Error(`data set check failed: ${JSON.stringify(rows[0])}`);
-    }
-    // The UPDATE left a dead version of every row; what autovacuum would do in time, done now, so the
-    // reads do not depend on when autovacuum happens to run.
-    const started = performance.now();
-    await c.query('VACUUM ANALYZE stacks');
-    analyzeSeconds = (performance.now() - started) / 1000;
-  });
-  const fillSeconds = (performance.now() - fillStarted) / 1000 - analyzeSeconds;
-  return {
-    dir: dataDir,
-    url,
-    params,
-    key: name,
-    cached: false,
-    analyzeSeconds,
-    build: { ...built, eventsPerSecond: built.events / built.seconds, fillSeconds },
-  };
 }
 
 /**

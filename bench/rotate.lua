@@ -1,5 +1,5 @@
 -- wrk script: GET requests rotating over the paths given after `--` on the wrk command line, so that a
--- run touches many response-cache entries instead of one. Used by bench/run.ts.
+-- run touches many response-cache entries instead of one. Used by bench/load.ts (npm run bench, bench:mixed).
 local paths = {}
 local i = 0
 

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import DAEMON_NODE_FLAGS from '../bin/daemon-node-flags.json' with { type: 'json' };
@@ -57,13 +57,25 @@ async function waitFor(url: string, child: ChildProcess, output: () => string, s
   throw new Error(`${url} did not answer within ${seconds} s:\n${output()}`);
 }
 
-/** Spawns `taskset -c 0 <node> args...` and waits until readyPath answers 200. */
-async function startPinned(
+/** How a pinned server is watched: where all its output goes, and how long it may take to be ready. */
+export interface PinnedOptions {
+  /** A file that keeps all its stdout and stderr (the last 8,000 characters are kept in any case). */
+  output?: string;
+  /** Seconds until readyPath must answer 200 (default 60). */
+  readySeconds?: number;
+}
+
+/**
+ * Spawns `taskset -c 0 <node> args...` and waits until readyPath answers 200. Should it exit with an error
+ * afterwards, other than on stop(), it says so on stderr with the end of its output.
+ */
+export async function startPinned(
   name: string,
   root: string,
   nodeArgs: string[],
   port: number,
   readyPath: string,
+  options: PinnedOptions = {},
 ): Promise<Server> {
   const node = join(root, 'node_modules/.bin/node');
   const spawnedAt = performance.now();
@@ -71,8 +83,10 @@ async function startPinned(
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const kept = options.output === undefined ? undefined : createWriteStream(options.output);
   let output = '';
   const keep = (chunk: Buffer) => {
+    kept?.write(chunk);
     output = (output + chunk.toString('utf8')).slice(-8000);
   };
   child.stdout!.on('data', keep);
@@ -80,12 +94,18 @@ async function startPinned(
   const origin = `http://127.0.0.1:${port}`;
   const exited = once(child, 'exit');
   try {
-    await waitFor(`${origin}${readyPath}`, child, () => output);
+    await waitFor(`${origin}${readyPath}`, child, () => output, options.readySeconds);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
   }
   const startedInMs = performance.now() - spawnedAt;
+  let stopping = false;
+  child.on('exit', (code) => {
+    if (!stopping && code !== 0 && code !== null) {
+      process.stderr.write(`${name} exited with ${code}:\n${output}\n`);
+    }
+  });
   return {
     name,
     origin,
@@ -94,6 +114,7 @@ async function startPinned(
     memory: () => memoryOf(child.pid!),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      stopping = true;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
       await exited;
@@ -112,16 +133,49 @@ export interface DaemonOptions {
   databaseUrl?: string;
   /** Directory for a V8 CPU profile of the daemon (node --cpu-prof), written when it stops. */
   cpuProfDir?: string;
-  /** none (default: reads only) or dev (the embedded network, for writes). */
-  network?: 'none' | 'dev';
+  /** none (default: reads only), dev (the embedded network, for writes), or a Sui fullnode to follow. */
+  network?: 'none' | 'dev' | SuiNetwork;
+  /** false: the dev network starts empty (--no-demo), for a bench that numbers its own tasks and nodes. */
+  demo?: boolean;
+  /** Flags for the daemon's node, after the operator's (bin/daemon-node-flags.json). */
+  nodeFlags?: string[];
+}
+
+/** --network sui's settings: the fullnode, the Atoma deployment on it, the operator's keystore. */
+export interface SuiNetwork {
+  url: string;
+  packageId: string;
+  atomaDbId: string;
+  keystore: string;
+}
+
+function networkArgs(network: DaemonOptions['network']): string[] {
+  if (typeof network !== 'object') return ['--network', network ?? 'none'];
+  return [
+    '--network',
+    'sui',
+    '--sui-url',
+    network.url,
+    '--sui-package-id',
+    network.packageId,
+    '--sui-atoma-db-id',
+    network.atomaDbId,
+    '--sui-keystore',
+    network.keystore,
+  ];
 }
 
 /** The daemon exactly as an operator starts it, pinned to the server core. */
-export async function startDaemon(root: string, options: DaemonOptions): Promise<Server> {
+export async function startDaemon(
+  root: string,
+  options: DaemonOptions,
+  watch: PinnedOptions = {},
+): Promise<Server> {
   const port = await freePort();
   const args = [
     ...DAEMON_NODE_FLAGS,
     ...(options.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', options.cpuProfDir] : []),
+    ...(options.nodeFlags ?? []),
     'src/main.ts',
     'start',
     '--data-dir',
@@ -130,32 +184,14 @@ export async function startDaemon(root: string, options: DaemonOptions): Promise
     String(port),
     '--log-level',
     'warn',
-    '--network',
-    options.network ?? 'none',
+    ...networkArgs(options.network),
     ...(options.cacheMb === undefined ? [] : ['--cache-mb', String(options.cacheMb)]),
     ...(options.databaseUrl === undefined ? [] : ['--database-url', options.databaseUrl]),
+    ...(options.demo === false ? ['--no-demo'] : []),
   ];
   const engine = options.databaseUrl === undefined ? '' : ' on PostgreSQL';
   const label = options.cacheMb === 0 ? `daemon${engine} (--cache-mb 0)` : `daemon${engine}`;
-  return startPinned(label, root, args, port, '/health');
-}
-
-/** The floor under a usage report (bench/report-floor-server.ts): the store call alone, through bare node:http or plain Fastify. */
-export async function startReportFloor(
-  root: string,
-  kind: 'bare' | 'fastify',
-  dataDir: string,
-  units: number,
-): Promise<Server> {
-  const port = await freePort();
-  const args = ['bench/report-floor-server.ts', kind, String(port), dataDir, String(units)];
-  return startPinned(
-    `${kind === 'bare' ? 'bare node:http' : 'plain Fastify'} + store`,
-    root,
-    args,
-    port,
-    '/',
-  );
+  return startPinned(label, root, args, port, '/health', watch);
 }
 
 /** The plain node:http baseline serving bodyFile for every request. */

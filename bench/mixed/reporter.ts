@@ -18,7 +18,7 @@ const {
   rate: number;
   stacks: number[];
   paused?: boolean;
-  /** The address to send from (bench/wire.ts), or the system's choice. */
+  /** The address to send from (wire.ts), or the system's choice. */
   from?: string;
 };
 const latencies: number[] = [];

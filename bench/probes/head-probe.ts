@@ -1,23 +1,23 @@
 /**
- * node bench/head-probe.ts [--before N] [--stacks N] [--rounds N]: what an event costs the SQLite store at
- * the chain's head, where the live indexer commits at most HEAD_CHUNK_EVENTS (50) a transaction. A fresh
- * store first takes N events of the mixed stream (default 100,000) in the catch-up's transactions of
+ * node bench/probes/head-probe.ts [--before N] [--stacks N] [--rounds N]: what an event costs the SQLite
+ * store at the chain's head, where the live indexer commits at most HEAD_CHUNK_EVENTS (50) a transaction. A
+ * fresh store first takes N events of the mixed stream (default 100,000) in the catch-up's transactions of
  * 10,000; then new stacks over 20 nodes, the live stream of bench:mixed, in head transactions through
- * applyPage. Prints the WAL frames each head transaction wrote (read off the WAL index header) and the
- * wall and main-thread CPU time an event, for each round (default 3), each on a fresh store.
+ * applyPage. Prints the WAL frames each head transaction wrote (read off the WAL index header) and the wall
+ * and main-thread CPU time an event, for each round (default 3), each on a fresh store.
  */
 import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyPage } from '../src/indexer/apply.ts';
-import { BATCH_EVENTS, HEAD_CHUNK_EVENTS } from '../src/indexer/run.ts';
-import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import { benchArgs, usageError } from './args.ts';
-import { datasetStack, EventFactory, mixedStream, pages } from './events.ts';
-import { silentLogger } from './ingest.ts';
+import { applyPage } from '../../src/indexer/apply.ts';
+import { BATCH_EVENTS, HEAD_CHUNK_EVENTS } from '../../src/indexer/run.ts';
+import { SQLITE_FILE, SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { benchArgs, usageError } from '../args.ts';
+import { datasetStack, EventFactory, mixedStream, pages } from '../events.ts';
+import { silentLogger } from '../ingest.ts';
 
-const NAME = 'bench/head-probe.ts';
-const HELP = `Usage: node bench/head-probe.ts [--before N] [--stacks N] [--rounds N]
+const NAME = 'bench/probes/head-probe.ts';
+const HELP = `Usage: node bench/probes/head-probe.ts [--before N] [--stacks N] [--rounds N]
 
 What an event costs the SQLite store at the chain's head: N events of the mixed stream first (--before,
 default 100000) in transactions of ${BATCH_EVENTS}, then --stacks new stacks (default 15000) over 20 nodes in

@@ -1,19 +1,19 @@
-// The floor under a usage report (bench/report-probe.ts --floor): the one store call the daemon makes for a
+// The floor under a usage report (report-probe.ts --floor): the one store call the daemon makes for a
 // report (SqliteStore.addStackUsage, on a SQLite file of its own with 50 stacks of node 1), served through
 // bare node:http or through a plain Fastify route, with nothing else: no hooks, no schema, no token, no
 // metrics, no idempotency, no logger. What the daemon spends beyond these is its own request handling.
 //
-//   node bench/report-floor-server.ts bare|fastify PORT DIR UNITS
+//   node bench/probes/report-floor-server.ts bare|fastify PORT DIR UNITS
 // GET / answers 200 once the stacks exist (each with UNITS compute units); POST /stacks/{id}/usage with
 // {"compute_units": n} records n units and answers the outcome as JSON.
 import { createServer } from 'node:http';
 import Fastify from 'fastify';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { seedNodeStacks } from './seed.ts';
 
 const [kind, portText, dir, unitsText] = process.argv.slice(2);
 if ((kind !== 'bare' && kind !== 'fastify') || !portText || !dir || !unitsText) {
-  process.stderr.write('usage: node bench/report-floor-server.ts bare|fastify PORT DIR UNITS\n');
+  process.stderr.write('usage: node bench/probes/report-floor-server.ts bare|fastify PORT DIR UNITS\n');
   process.exit(2);
 }
 const port = Number(portText);

@@ -15,11 +15,12 @@
  *     store adds the stack to the kept list; before, it read all the list's changing columns again).
  * Every body is checked outside the timing: its stacks (1,000, and one more each round), the change in it.
  */
-import { applyPage } from '../src/indexer/apply.ts';
-import { type Store, topics } from '../src/store/store.ts';
-import { datasetStack, EventFactory } from './events.ts';
-import { applyStream, type FreshStore, silentLogger } from './ingest.ts';
-import { percentile } from './report.ts';
+import { applyPage } from '../../src/indexer/apply.ts';
+import { type Store, topics } from '../../src/store/store.ts';
+import type { ForeignLoad } from '../cpu.ts';
+import { datasetStack, EventFactory } from '../events.ts';
+import { applyStream, type FreshStore, silentLogger } from '../ingest.ts';
+import { fmt, percentile } from '../report.ts';
 
 const NODES = 20;
 const STACKS_PER_NODE = 1000;
@@ -41,6 +42,19 @@ export interface BodyBuildResult {
   afterReport: BuildTimes;
   afterIndexer: BuildTimes;
   afterNewStack: BuildTimes;
+}
+
+/** A body-build run, with the CPU other processes used meanwhile. */
+export type MeasuredBodyBuild = BodyBuildResult & { otherLoad?: ForeignLoad };
+
+/** The run's line in the ingest step's log. */
+export function bodyBuildLine(b: MeasuredBodyBuild): string {
+  const t = (x: BuildTimes) => `p50 ${fmt(x.p50ms, 3)} / p99 ${fmt(x.p99ms, 2)} ms`;
+  return (
+    `list body build (${b.nodes} nodes x ${fmt(b.stacksPerNode, 0)} stacks, ${fmt(b.bodyBytes, 0)} B): ` +
+    `first sight ${t(b.firstSight)}; after a usage report ${t(b.afterReport)}; ` +
+    `after an indexer page ${t(b.afterIndexer)}; after a new stack ${t(b.afterNewStack)}`
+  );
 }
 
 interface ListedStack {

@@ -4,12 +4,12 @@
  * output names the engine and where the results go. bench/run.ts is the one run that uses them.
  */
 import { join } from 'node:path';
-import { redactUrl } from '../src/store/postgres/migrations.ts';
-import { countUserAsOurs } from './cpu.ts';
-import { type Dataset, type DatasetParams, prepareDataset } from './dataset.ts';
-import { type FreshStore, freshSqlite } from './ingest.ts';
-import { preparePostgresDataset, ThrowawayDatabases } from './postgres.ts';
-import { fail, log, warn } from './report.ts';
+import { redactUrl } from '../../src/store/postgres/migrations.ts';
+import { countUserAsOurs } from '../cpu.ts';
+import { type FreshStore, freshSqlite } from '../ingest.ts';
+import { ThrowawayDatabases } from '../postgres.ts';
+import { fail, log, warn } from '../report.ts';
+import { type Dataset, type DatasetParams, prepareDataset, preparePostgresDataset } from './dataset.ts';
 
 export type EngineName = 'sqlite' | 'postgres';
 
@@ -87,6 +87,9 @@ export interface Engine {
    */
   release?: { what: string; run(): Promise<void> };
 }
+
+/** " on PostgreSQL": how headings and labels name a named engine. */
+export const onEngine = (engine: Engine) => (engine.name ? ` on ${engine.name}` : '');
 
 /** SQLite: stores in temp directories, the data set cached under bench/results. */
 function sqlite(root: string, resultsDir: string): Engine {

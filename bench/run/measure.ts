@@ -2,11 +2,11 @@
  * The measurements themselves: ingest runs and load runs, each taken when the machine is quiet and repeated
  * (within a patience budget) when other processes disturbed it.
  */
-import { DISTURBED_PERCENT, type ForeignLoad, foreignLoad, snapshot, waitForQuiet } from './cpu.ts';
-import type { IngestResult } from './ingest.ts';
-import { type LoadContext, type LoadResult, runOnce, warmUp } from './load.ts';
-import { disturbance, fail, fmt, isDisturbed, log, warn } from './report.ts';
-import type { Server } from './servers.ts';
+import { DISTURBED_PERCENT, type ForeignLoad, foreignLoad, snapshot, waitForQuiet } from '../cpu.ts';
+import type { IngestResult } from '../ingest.ts';
+import { type LoadContext, type LoadResult, runOnce, warmUp } from '../load.ts';
+import { disturbance, fail, fmt, isDisturbed, log, warn } from '../report.ts';
+import type { Server } from '../servers.ts';
 
 /** Connections the load generator keeps open. */
 export const CONNECTIONS = 50;

@@ -8,8 +8,8 @@
 // Needs tcpdump (Debian's tcpdump package) and the right to capture (root, or CAP_NET_RAW).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { LOAD_CPU } from './load.ts';
-import { percentile } from './report.ts';
+import { LOAD_CPU } from '../load.ts';
+import { percentile } from '../report.ts';
 
 /** The reporter's source address: any 127/8 address is loopback on Linux. */
 export const REPORTER_ADDRESS = '127.0.0.2';

@@ -1,37 +1,38 @@
 /**
- * node bench/report-probe.ts [reports]: what a usage report costs when nothing else runs. A daemon on the
- * dev network (pinned to CPU 0, as in the other benchmarks) gets a node and 50 stacks, then this process
+ * node bench/probes/report-probe.ts [reports]: what a usage report costs when nothing else runs. A daemon on
+ * the dev network (pinned to CPU 0, as in the other benchmarks) gets a node and 50 stacks, then this process
  * (pinned to CPU 1) sends the reports one after another over one kept-alive connection, from its main
  * thread. Prints the latency as this client sees it and the daemon's CPU per report. It is the floor that
  * bench:mixed's reporter (a worker thread on a timer, sharing its core with wrk) cannot see below.
  *
- *   node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N] [--gap MS] [--postgres] [--help]
+ *   node bench/probes/report-probe.ts [REPORTS] [--profile DIR] [--floor] [--rounds N] [--gap MS]
+ *                                     [--postgres]
  * --gap waits MS between one report's answer and the next report (default 0: back to back), as an inference
  * server's reports come apart: a report then finds the daemon idle, as it does at 100 reports/s.
  * --postgres runs the daemon on a throwaway PostgreSQL database (on the local server, dropped at the end) and
  * also prints the server's CPU per report: a report's whole cost on that store, without reads around it.
- * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (summed by bench/profile.ts).
- * --floor also measures the store call alone, through bare node:http and through a plain Fastify route
- * (bench/report-floor-server.ts), in rounds (default 3) that alternate with the daemon: this VM's speed
+ * --profile runs the daemon under node --cpu-prof and writes its profiles to DIR (bench/run/profile.ts sums
+ * one up). --floor also measures the store call alone, through bare node:http and through a plain Fastify
+ * route (report-floor-server.ts), in rounds (default 3) that alternate with the daemon: this VM's speed
  * drifts, and the daemon's own request handling is the difference within one run.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { benchArgsAndOperands, usageError } from './args.ts';
-import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from './cpu.ts';
-import { json } from './daemon-http.ts';
-import { LOAD_CPU } from './load.ts';
-import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
-import { percentile } from './report.ts';
-import { type Server, startDaemon, startReportFloor } from './servers.ts';
+import { benchArgsAndOperands, usageError } from '../args.ts';
+import { countUserAsOurs, databaseTicks, procTicks, TICKS_PER_SECOND } from '../cpu.ts';
+import { json } from '../daemon-http.ts';
+import { LOAD_CPU, pinSelf } from '../load.ts';
+import { DEFAULT_SERVER_URL, ThrowawayDatabases } from '../postgres.ts';
+import { percentile } from '../report.ts';
+import { freePort, type Server, startDaemon, startPinned } from '../servers.ts';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const NAME = 'bench/report-probe.ts';
-const HELP = `Usage: node bench/report-probe.ts [REPORTS] [--profile DIR] [--floor [--rounds N]] [--gap MS] [--postgres]
+const ROOT = resolve(import.meta.dirname, '../..');
+const NAME = 'bench/probes/report-probe.ts';
+const HELP = `Usage: node bench/probes/report-probe.ts [REPORTS] [--profile DIR] [--floor [--rounds N]] [--gap MS]
+                                         [--postgres]
 
 What a usage report costs with nothing else running: REPORTS (default 5000) reports one after another to a
 daemon on the dev network, after 3000 not counted; the client's latency and the daemon's CPU per report.
@@ -68,7 +69,7 @@ if (!Number.isFinite(gapMs) || gapMs < 0)
 const WARM_UP = 3000;
 /** Units each stack can take: every report is one unit, spread over 50 stacks. */
 const UNITS = Math.ceil((rounds * (reports + WARM_UP)) / 50) + 1;
-spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)]);
+pinSelf(LOAD_CPU);
 
 interface Target {
   server: Server;
@@ -107,9 +108,17 @@ async function daemonTarget(): Promise<Target> {
   return { server, token, stacks, dir };
 }
 
+/** The floor under a report (report-floor-server.ts): the store call alone, via bare node:http or Fastify. */
 async function floorTarget(kind: 'bare' | 'fastify'): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'node-daemon-report-floor-'));
-  const server = await startReportFloor(ROOT, kind, dir, UNITS);
+  const port = await freePort();
+  const server = await startPinned(
+    `${kind === 'bare' ? 'bare node:http' : 'plain Fastify'} + store`,
+    ROOT,
+    ['bench/probes/report-floor-server.ts', kind, String(port), dir, String(UNITS)],
+    port,
+    '/',
+  );
   return { server, token: undefined, stacks: Array.from({ length: 50 }, (_, i) => i + 1), dir };
 }
 
@@ -168,42 +177,51 @@ async function measure(target: Target, count: number): Promise<Measured> {
   }
 }
 
-const kinds = flags.floor ? (['daemon', 'bare', 'fastify'] as const) : (['daemon'] as const);
-const targets = new Map<string, Target>();
-const results = new Map<string, Measured[]>();
-try {
-  for (const kind of kinds)
-    targets.set(kind, kind === 'daemon' ? await daemonTarget() : await floorTarget(kind));
-  // All servers stay up; each measures in turn, round after round.
-  for (let round = 0; round < rounds; round++) {
-    for (const kind of kinds) {
-      const measured = await measure(targets.get(kind)!, reports);
-      results.set(kind, [...(results.get(kind) ?? []), measured]);
+type Kind = 'daemon' | 'bare' | 'fastify';
+const kinds: readonly Kind[] = flags.floor ? ['daemon', 'bare', 'fastify'] : ['daemon'];
+
+/** Every kind's server up at once, each measured in turn, round after round; each kind's rounds. */
+async function measureRounds(): Promise<Map<Kind, Measured[]>> {
+  const targets = new Map<Kind, Target>();
+  const results = new Map<Kind, Measured[]>();
+  try {
+    for (const kind of kinds)
+      targets.set(kind, kind === 'daemon' ? await daemonTarget() : await floorTarget(kind));
+    for (let round = 0; round < rounds; round++) {
+      for (const kind of kinds) {
+        const measured = await measure(targets.get(kind)!, reports);
+        results.set(kind, [...(results.get(kind) ?? []), measured]);
+      }
     }
-  }
-} finally {
-  for (const target of targets.values()) {
-    try {
-      await target.server.stop();
-    } finally {
-      rmSync(target.dir, { recursive: true, force: true });
+    return results;
+  } finally {
+    for (const target of targets.values()) {
+      try {
+        await target.server.stop();
+      } finally {
+        rmSync(target.dir, { recursive: true, force: true });
+      }
     }
+    await databases?.dropAll();
   }
-  await databases?.dropAll();
 }
 
 const pace = gapMs > 0 ? ` ${gapMs} ms apart` : '';
 const idle = (us: number) => (gapMs > 0 ? ` (less ${us.toFixed(0)} µs used idle in a gap)` : '');
 const ms = (latencies: number[], p: number) => percentile(latencies, p).toFixed(3);
-if (!flags.floor) {
-  const { cpuUs, idleUs, serverUs, latencies } = results.get('daemon')![0]!;
+
+/** The daemon alone: its one round's latencies and CPU per report. */
+function printDaemon({ cpuUs, idleUs, serverUs, latencies }: Measured): void {
   console.log(
     `${reports} sequential usage reports${pace}${databases ? ' on PostgreSQL' : ''}: p50 ${ms(latencies, 50)} ms, p90 ${ms(latencies, 90)} ms, p99 ${ms(latencies, 99)} ms; ` +
       `daemon CPU ${cpuUs.toFixed(0)} µs per report${idle(idleUs)}` +
       (databases ? `, PostgreSQL's ${serverUs.toFixed(0)} µs` : ''),
   );
-} else {
-  const mean = (kind: string, of: (m: Measured) => number = (m) => m.cpuUs) => {
+}
+
+/** --floor: each server's CPU per report over the rounds, and the differences between them. */
+function printFloor(results: Map<Kind, Measured[]>): void {
+  const mean = (kind: Kind, of: (m: Measured) => number = (m) => m.cpuUs) => {
     const all = results.get(kind)!;
     return all.reduce((sum, m) => sum + of(m), 0) / all.length;
   };
@@ -229,3 +247,7 @@ if (!flags.floor) {
     `  the daemon beyond plain Fastify: ${(mean('daemon') - mean('fastify')).toFixed(0)} µs per report; Fastify beyond bare node:http: ${(mean('fastify') - mean('bare')).toFixed(0)} µs`,
   );
 }
+
+const results = await measureRounds();
+if (flags.floor) printFloor(results);
+else printDaemon(results.get('daemon')![0]!);

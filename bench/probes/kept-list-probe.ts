@@ -1,19 +1,20 @@
 /**
- * node bench/kept-list-probe.ts [REPORTS] [--rounds N] [--over S]: what a usage report costs the PostgreSQL
- * store while a 1,000-stack list of its node is kept and not read: an operator's console read the list once,
- * and the node's inference server goes on reporting. The store (no HTTP) runs in this process, pinned to CPU
- * 0, on a throwaway database of the local server; the reports go one after another round S of the stacks
- * (default 50), after 1,000 not counted. Prints this process's CPU per report and the wall time, for each
- * round (default 3).
+ * node bench/probes/kept-list-probe.ts [REPORTS] [--rounds N] [--over S]: what a usage report costs the
+ * PostgreSQL store while a 1,000-stack list of its node is kept and not read: an operator's console read the
+ * list once, and the node's inference server goes on reporting. The store (no HTTP) runs in this process,
+ * pinned to CPU 0, on a throwaway database of the local server; the reports go one after another round S of
+ * the stacks (default 50), after 1,000 not counted. Prints this process's CPU per report and the wall time,
+ * for each round (default 3).
  */
-import { spawnSync } from 'node:child_process';
-import { stringifyJson } from '../src/internal/json.ts';
-import { benchArgsAndOperands, usageError } from './args.ts';
-import { DEFAULT_SERVER_URL, ThrowawayDatabases } from './postgres.ts';
+import { stringifyJson } from '../../src/internal/json.ts';
+import { benchArgsAndOperands, usageError } from '../args.ts';
+import { pinSelf } from '../load.ts';
+import { DEFAULT_SERVER_URL, ThrowawayDatabases } from '../postgres.ts';
+import { SERVER_CPU } from '../servers.ts';
 import { seedNodeStacks } from './seed.ts';
 
-const NAME = 'bench/kept-list-probe.ts';
-const HELP = `Usage: node bench/kept-list-probe.ts [REPORTS] [--rounds N] [--over S]
+const NAME = 'bench/probes/kept-list-probe.ts';
+const HELP = `Usage: node bench/probes/kept-list-probe.ts [REPORTS] [--rounds N] [--over S]
 
 What a usage report costs the PostgreSQL store (CPU and wall time) while a 1,000-stack list of its node is
 kept and not read: REPORTS (default 4000) reports one after another, after 1000 not counted, in each of N
@@ -34,7 +35,7 @@ const over = Number(flags.over ?? 50);
 if (!Number.isInteger(over) || over < 1 || over > 1000)
   usageError(NAME, `--over is a number of stacks from 1 to 1000, not ${flags.over}`);
 // The store under test owns the first core, as the daemon does in the other benchmarks.
-spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]);
+pinSelf(SERVER_CPU);
 
 const STACKS = 1000;
 const WARM_UP = 1000;

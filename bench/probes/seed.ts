@@ -1,4 +1,4 @@
-import type { Store } from '../src/store/store.ts';
+import type { Store } from '../../src/store/store.ts';
 
 /**
  * One task and `count` stacks of one node (small ids 1 to count), in one indexer transaction: the store of a

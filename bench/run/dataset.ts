@@ -2,10 +2,12 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { SQLITE_FILE, SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
-import type { Store } from '../src/store/store.ts';
-import { datasetStack, EventFactory } from './events.ts';
-import { applyStream } from './ingest.ts';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
+import { SQLITE_FILE, SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { datasetStack, EventFactory } from '../events.ts';
+import { applyStream } from '../ingest.ts';
+import { type ThrowawayDatabases, withClient } from '../postgres.ts';
 
 /** The HTTP benchmarks' data set: tasks, and stacks spread evenly over nodes. */
 export interface DatasetParams {
@@ -25,17 +27,19 @@ export interface Dataset {
   build?: { events: number; seconds: number; eventsPerSecond: number; fillSeconds: number };
 }
 
-/** The fill fraction (in hundredths) the data set gives stack s: (s * 37) % 101, so 0 to 100. */
 /**
- * Applies the data set's events (tasks, then stacks over the nodes) to a store through the indexer's
- * applyPage, logging progress every 10 s; both engines build it this way.
+ * Applies the data set's events (tasks, then stacks over the nodes) through the indexer's applyPage into
+ * the store open() gives, logging progress every 10 s, and closes the store; both engines build it this way.
  */
-export async function ingestDataset(
-  store: Store,
+async function ingestDataset(
+  open: () => Store | Promise<Store>,
+  into: string,
   params: DatasetParams,
-  total: number,
   log: (line: string) => void,
 ): Promise<{ events: number; seconds: number }> {
+  const total = params.tasks + params.nodes * params.stacksPerNode;
+  log(`data set: building ${total.toLocaleString('en-US')} events through applyPage into ${into}`);
+  const store = await open();
   const factory = new EventFactory(params.seed);
   function* stream(): Generator<unknown> {
     for (let t = 1; t <= params.tasks; t++) yield factory.task(t);
@@ -43,14 +47,19 @@ export async function ingestDataset(
     for (let s = 1; s <= stacks; s++) yield factory.stack(datasetStack(s, params.nodes, params.tasks));
   }
   let lastLog = performance.now();
-  return applyStream(store, 'bench:dataset', stream(), (events) => {
-    if (performance.now() - lastLog > 10_000) {
-      lastLog = performance.now();
-      log(`  ${events.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} events`);
-    }
-  });
+  try {
+    return await applyStream(store, 'bench:dataset', stream(), (events) => {
+      if (performance.now() - lastLog > 10_000) {
+        lastLog = performance.now();
+        log(`  ${events.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} events`);
+      }
+    });
+  } finally {
+    await store.close();
+  }
 }
 
+/** The fill fraction (in hundredths) the data set gives stack s: (s * 37) % 101, so 0 to 100. */
 export const fillPercent = (s: number) => (s * 37) % 101;
 
 /** How many of node's stacks have a fill fraction of at least minPercent/100. */
@@ -74,7 +83,7 @@ function codeFingerprint(root: string): string {
       .sort()
       .map((f) => join('src/store/sqlite/migrations', f)),
     'bench/events.ts',
-    'bench/dataset.ts',
+    'bench/run/dataset.ts',
   ];
   for (const file of files) hash.update(file).update(readFileSync(join(root, file)));
   return hash.digest('hex').slice(0, 12);
@@ -107,15 +116,7 @@ export async function prepareDataset(
     }
   }
   mkdirSync(dir, { recursive: true });
-  const total = params.tasks + params.nodes * params.stacksPerNode;
-  log(`data set: building ${total.toLocaleString('en-US')} events through applyPage into ${dir}`);
-  const store = new SqliteStore({ dataDir: dir });
-  let built: { events: number; seconds: number };
-  try {
-    built = await ingestDataset(store, params, total, log);
-  } finally {
-    await store.close();
-  }
+  const built = await ingestDataset(() => new SqliteStore({ dataDir: dir }), dir, params, log);
 
   const started = performance.now();
   const db = new DatabaseSync(join(dir, SQLITE_FILE));
@@ -141,6 +142,56 @@ export async function prepareDataset(
     params,
     key,
     cached: false,
+    build: { ...built, eventsPerSecond: built.events / built.seconds, fillSeconds },
+  };
+}
+
+/**
+ * The HTTP data set in a new database of dbs: the same events as prepareDataset (tasks, then stacks spread
+ * over nodes) through applyPage into a PostgresStore, then one UPDATE giving the same already_computed_units
+ * as the SQLite data set (integer division, as SQLite's), then VACUUM ANALYZE of stacks. Never cached: the
+ * database is dropped at the end of the run. dataDir is the daemon's data directory (its token file).
+ */
+export async function preparePostgresDataset(
+  dbs: ThrowawayDatabases,
+  dataDir: string,
+  params: DatasetParams,
+  log: (line: string) => void,
+): Promise<Dataset & { url: string; analyzeSeconds: number }> {
+  const { name, url } = await dbs.create();
+  const built = await ingestDataset(
+    () => PostgresStore.open({ url, applicationName: 'node-daemon bench' }),
+    `database ${name}`,
+    params,
+    log,
+  );
+
+  const fillStarted = performance.now();
+  let analyzeSeconds = 0;
+  await withClient(url, async (c) => {
+    // div() is integer division, like SQLite's INTEGER / INTEGER; plain / on NUMERIC would round instead.
+    await c.query(`UPDATE stacks SET already_computed_units =
+      div(num_compute_units * ((stack_small_id * 37) % 101), 100)`);
+    const { rows } = await c.query<{ n: string; top: string }>(
+      'SELECT count(*) AS n, max(already_computed_units)::text AS top FROM stacks',
+    );
+    if (Number(rows[0]!.n) !== params.nodes * params.stacksPerNode) {
+      throw new Error(`data set check failed: ${JSON.stringify(rows[0])}`);
+    }
+    // The UPDATE left a dead version of every row; what autovacuum would do in time, done now, so the
+    // reads do not depend on when autovacuum happens to run.
+    const started = performance.now();
+    await c.query('VACUUM ANALYZE stacks');
+    analyzeSeconds = (performance.now() - started) / 1000;
+  });
+  const fillSeconds = (performance.now() - fillStarted) / 1000 - analyzeSeconds;
+  return {
+    dir: dataDir,
+    url,
+    params,
+    key: name,
+    cached: false,
+    analyzeSeconds,
     build: { ...built, eventsPerSecond: built.events / built.seconds, fillSeconds },
   };
 }
