@@ -3,8 +3,9 @@
  * PostgreSQL (--postgres); bench/run/engine.ts says what differs between the two.
  *
  *   1. indexer apply rate (events/s) through applyPage, and through the replay path (FileEventSource +
- *      catchUp), each into a fresh store; and how long the store takes to build a node's 1,000-stack list
- *      body (bench/run/body-build.ts);
+ *      catchUp), each into a fresh store; how long the store takes to build a node's 1,000-stack list
+ *      body (bench/run/body-build.ts); and the stack list module's own steps, in process
+ *      (src/store/stack-list/stack-list.bench.ts);
  *   2. a data set (tasks, and stacks spread over nodes) built through applyPage (on SQLite, cached across
  *      runs);
  *   3. the daemon started as an operator starts it (pinned to CPU 0), loaded by wrk (pinned to CPU 1);
@@ -19,6 +20,11 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import {
+  formatStackList,
+  measureStackList,
+  type StackListBench,
+} from '../src/store/stack-list/stack-list.bench.ts';
 import { benchArgs } from './args.ts';
 import { foreignLoad, snapshot } from './cpu.ts';
 import { mixedStream, stacksStream } from './events.ts';
@@ -139,6 +145,7 @@ async function main(): Promise<number> {
 interface Measured {
   ingest: MeasuredIngest[];
   bodyBuild?: MeasuredBodyBuild;
+  stackList?: StackListBench;
   dataset?: PreparedDataset;
   rows: HttpRow[];
   footprint?: Footprint;
@@ -154,11 +161,14 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
   const connected = await begin(engine, opts, ctx, startedAt, host, notes);
   if (!connected) return 1;
   const { ingest, bodyBuild } = await ingestStep(engine, opts);
+  // The stack list module's own row: no store, so the same on either engine.
+  const stackList = measureStackList();
+  log(`\n${formatStackList(stackList)}`);
   const dataset = await datasetStep(engine, opts, tmp, notes);
   const http = dataset
     ? await httpStep(engine, opts, ctx, dataset, startedAt, notes)
     : { rows: [], profiles: [] };
-  const measured: Measured = { ingest, bodyBuild, dataset, ...http };
+  const measured: Measured = { ingest, bodyBuild, stackList, dataset, ...http };
   const targets = judge(engine, measured.rows, ingest, bodyBuild, dataset?.build, notes);
   printResults(engine, opts, ctx, startedAt, measured, targets, notes);
   writeResults(join(RESULTS, engine.resultsFile), {
@@ -176,6 +186,7 @@ async function run(engine: Engine, opts: Options, tmp: string): Promise<number> 
     dataset: dataset ? engine.datasetResults(dataset) : null,
     ingest,
     bodyBuild,
+    stackList,
     http: measured.rows,
     footprint: measured.footprint,
     targets,
@@ -358,6 +369,7 @@ function printResults(
   );
   log(ingestTable(`Indexer ingest${intoEngine(engine)}`, m.ingest, m.dataset?.build, engine.databaseColumn));
   if (m.dataset?.cached) log('(HTTP data set reused from an earlier run: its build rate is not re-measured)');
+  if (m.stackList) log(`\n${formatStackList(m.stackList)}`);
   log('');
   log(httpTable(m.rows, engine.databaseColumn));
   reportTargets(engine.name ? `${engine.name} target` : 'Target', targets, [...m.rows, ...m.ingest], notes);

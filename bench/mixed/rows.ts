@@ -509,7 +509,7 @@ function rowLine(row: Row, reading: boolean, reportRate: number, postgres: boole
       ? ` (${Math.round((row.daemonCpu * 1e6) / row.streamApplied)} µs of daemon CPU an event)`
       : '') +
     // What a report costs the daemon's core, counted by the kernel: a V8 profile of this row counts
-    // less than half of it (PERFORMANCE.md, thirty-first pass).
+    // less than half of it (PERFORMANCE.md, "Where the time goes").
     (!row.stream && !reading && reports.sent > 0
       ? ` (${Math.round((row.daemonCpu * 1e6) / reportRate)} µs of daemon CPU a report, ` +
         `${Math.round((threads.mainRun * 1e3) / reportRate)} of them the event loop's)`

@@ -8,11 +8,12 @@
  *   - after a report: ROUNDS times, one usage report on one of its stacks, then its list built again (the
  *     store patches the one piece that holds the stack);
  *   - after the indexer: ROUNDS times, a StackTrySettleEvent on one of its stacks applied through applyPage,
- *     then its list built again (the store patches the stack's piece too, since the twenty-sixth pass;
- *     before, it read all the list's changing columns);
+ *     then its list built again (the store patches the stack's piece too, since 2026-11-29; before, it
+ *     read all the list's changing columns);
  *   - after a new stack: ROUNDS times, a StackCreatedEvent of a stack bought from the node, numbered after
- *     all others, applied through applyPage, then its list built again (since the thirtieth pass the SQLite
- *     store adds the stack to the kept list; before, it read all the list's changing columns again).
+ *     all others, applied through applyPage, then its list built again (since 2026-11-30 the kept list
+ *     takes the stack; before, it read all the list's changing columns again). DECISIONS.md, "A node's kept
+ *     stack list: one module, one rule on both engines".
  * Every body is checked outside the timing: its stacks (1,000, and one more each round), the change in it.
  */
 import { applyPage } from '../../src/indexer/apply.ts';
