@@ -244,60 +244,68 @@ if (await postgresAvailable('the atoma-state usage source')) {
           // A database without atoma-node's tables (not migrated yet).
           const { source, log, metrics } = mirror(store, empty.url);
           source.start();
-          const lost = await until(
-            async () => source.status(),
-            (s) => s.state === 'lost',
-            'lost',
-          );
-          assert.match(lost.error ?? '', /no table stacks/);
-          assert.equal((await metrics.usageSourceUp.get()).values[0]?.value, 0);
-          // Several failed polls later: one event, one warning, and the last values kept.
-          await until(
-            async () =>
+          try {
+            const lost = await until(
+              async () => source.status(),
+              (s) => s.state === 'lost',
+              'lost',
+            );
+            assert.match(lost.error ?? '', /no table stacks/);
+            assert.equal((await metrics.usageSourceUp.get()).values[0]?.value, 0);
+            // Several failed polls later: one event, a warning per reason (not per poll), the last values kept.
+            const failedPolls = async () =>
               Number(
                 (await metrics.usageSourcePolls.get()).values.find((v) => v.labels.outcome === 'failed')
                   ?.value,
-              ),
-            (n) => n >= 3,
-            'three failed polls',
-            15_000,
-          );
-          const events = async () =>
-            (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null }))
-              .filter((e) => e.type.startsWith('usage_source'))
-              .map((e) => [e.type, JSON.parse(e.data).reason ?? null]);
-          assert.deepEqual(await events(), [['usage_source_lost', 'no_table']]);
-          assert.equal(log.lines().filter((l) => l.level === 40).length, 1);
-          assert.deepEqual(await usage(store, 1), [77, 1]);
-          // atoma-node creates its tables: the source comes back, and says so once.
-          await withClient(empty.url, async (client) => {
-            await client.query(ATOMA_STATE_SCHEMA);
-            await client.query(`INSERT INTO stacks (stack_small_id, owner_address, stack_id, task_small_id,
-              selected_node_id, num_compute_units, price_per_one_million_compute_units, already_computed_units,
-              in_settle_period, num_total_messages) VALUES (1, '0xo', '0x1', 1, ${OUR_NODE}, 1000, 1000000, 90, false, 3)`);
-          });
-          await until(
-            () => usage(store, 1),
-            ([u]) => u === 90,
-            'mirrored after coming back',
-            35_000,
-          );
-          assert.deepEqual(await events(), [
-            ['usage_source_lost', 'no_table'],
-            ['usage_source_restored', null],
-          ]);
-          assert.equal(source.status().state, 'connected');
-          await source.stop();
+              );
+            const failed = await until(failedPolls, (n) => n >= 3, 'three failed polls', 15_000);
+            const events = async () =>
+              (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null }))
+                .filter((e) => e.type.startsWith('usage_source'))
+                .map((e) => [e.type, JSON.parse(e.data).reason ?? null]);
+            assert.deepEqual(await events(), [['usage_source_lost', 'no_table']]);
+            const warnings = log.lines().filter((l) => l.level === 40);
+            assert.equal(
+              warnings.length,
+              new Set(warnings.map((l) => l.msg)).size,
+              'each reason is logged once while it holds',
+            );
+            assert.ok(warnings.length < failed, `${warnings.length} warnings for ${failed} failed polls`);
+            assert.deepEqual(await usage(store, 1), [77, 1]);
+            // atoma-node creates its tables: the source comes back, and says so once.
+            await withClient(empty.url, async (client) => {
+              await client.query(ATOMA_STATE_SCHEMA);
+              await client.query(`INSERT INTO stacks (stack_small_id, owner_address, stack_id, task_small_id,
+                selected_node_id, num_compute_units, price_per_one_million_compute_units, already_computed_units,
+                in_settle_period, num_total_messages) VALUES (1, '0xo', '0x1', 1, ${OUR_NODE}, 1000, 1000000, 90, false, 3)`);
+            });
+            await until(
+              () => usage(store, 1),
+              ([u]) => u === 90,
+              'mirrored after coming back',
+              35_000,
+            );
+            assert.deepEqual(await events(), [
+              ['usage_source_lost', 'no_table'],
+              ['usage_source_restored', null],
+            ]);
+            assert.equal(source.status().state, 'connected');
+          } finally {
+            await source.stop();
+          }
           // A server that cannot be reached: lost with a reason, never a crash.
           const down = mirror(store, 'postgres://postgres@127.0.0.1:1/atoma');
           down.source.start();
-          const unreachable = await until(
-            async () => down.source.status(),
-            (s) => s.state === 'lost',
-            'lost',
-          );
-          assert.match(unreachable.error ?? '', /cannot be reached/);
-          await down.source.stop();
+          try {
+            const unreachable = await until(
+              async () => down.source.status(),
+              (s) => s.state === 'lost',
+              'lost',
+            );
+            assert.match(unreachable.error ?? '', /cannot be reached/);
+          } finally {
+            await down.source.stop();
+          }
         } finally {
           await store.close();
           await cleanup();
