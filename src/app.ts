@@ -54,7 +54,7 @@ export type App = FastifyInstance<
 >;
 
 export interface AppDeps {
-  config: Pick<Config, 'network' | 'cacheMb' | 'corsOrigins' | 'readyMaxLag'>;
+  config: Pick<Config, 'network' | 'cacheMb' | 'corsOrigins' | 'readyMaxLag' | 'nodeSmallIds'>;
   store: Store;
   logger: FastifyBaseLogger;
   /** Token, host check and load shedding (see src/http/security.ts). */
@@ -261,6 +261,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     chain: deps.chain,
     writes,
     readyMaxLag: config.readyMaxLag,
+    nodeSmallIds: config.nodeSmallIds,
     startedAt: Date.now(),
     autopilot: deps.autopilot,
     beforeScrape:
@@ -271,7 +272,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     metrics.httpCacheLookups.inc({ outcome }),
   );
   await app.register(readRoutes, { store, cache, turns });
-  await app.register(writeRoutes, { network: config.network, writes, store });
+  await app.register(writeRoutes, {
+    network: config.network,
+    writes,
+    store,
+    nodeSmallIds: config.nodeSmallIds,
+  });
   await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
   if (deps.events) {
     await app.register(eventRoutes, {
