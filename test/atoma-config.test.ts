@@ -6,10 +6,11 @@ import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
 import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { toBase64 } from '@mysten/sui/utils';
 import { type Config, loadConfig } from '../src/config.ts';
-import { buildDaemonApp, openServices } from '../src/daemon.ts';
+import { buildDaemonApp, openServices, startDaemon } from '../src/daemon.ts';
 import { CliError } from '../src/internal/exit-codes.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { main } from '../src/main.ts';
+import { captureLogger } from './helpers/capture-log.ts';
 import { run } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { FullnodeDouble } from './sui/fullnode-double.ts';
@@ -223,6 +224,36 @@ describe('atoma-node config.toml (--atoma-config)', () => {
     assert.equal(dev.network, 'dev');
     assert.deepEqual(dev.usageSource, { kind: 'none' });
     await tmp.remove();
+  });
+
+  it('listens on loopback for the wildcard, and says so once in the log at start', async () => {
+    const tmp = tempDir();
+    const { atomaConfig } = files(tmp.dir);
+    // The port of config.toml is 3001, taken here by the test's neighbours: --port 0 picks a free one.
+    const config = loadConfig(
+      {
+        'atoma-config': atomaConfig,
+        network: 'none',
+        'usage-source': 'none',
+        port: '0',
+        'data-dir': join(tmp.dir, 'data'),
+      },
+      {},
+    );
+    const log = captureLogger('info');
+    const daemon = await startDaemon(config, log.logger);
+    try {
+      assert.match(daemon.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+      const warnings = log.lines().filter((l) => Number(l.level) === 40);
+      assert.deepEqual(
+        warnings.map((l) => l.msg),
+        config.notices,
+      );
+      assert.equal(warnings.length, 1);
+    } finally {
+      await daemon.close();
+      await tmp.remove();
+    }
   });
 
   it('takes a loopback or named host as configured; beyond loopback only with --auth all', async () => {
