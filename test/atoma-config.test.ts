@@ -2,9 +2,6 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
-import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
-import { toBase64 } from '@mysten/sui/utils';
 import { type Config, loadConfig } from '../src/config.ts';
 import { buildDaemonApp, openServices, startDaemon } from '../src/daemon.ts';
 import { CliError } from '../src/internal/exit-codes.ts';
@@ -12,6 +9,7 @@ import { createLogger } from '../src/internal/logger.ts';
 import { main } from '../src/main.ts';
 import { captureLogger } from './helpers/capture-log.ts';
 import { run } from './helpers/process.ts';
+import { writeSuiKeystore } from './helpers/sui-fixtures.ts';
 import { tempDir } from './helpers/tmp.ts';
 import { FullnodeDouble } from './sui/fullnode-double.ts';
 
@@ -112,16 +110,6 @@ envs:
 active_env: ${o.activeEnv ?? 'testnet'}
 active_address: "${o.activeAddress ?? `0x${'ab'.repeat(32)}`}"
 `;
-}
-
-/** A sui.keystore of fresh Ed25519 keys, in the CLI's form (base64 of flag and secret). */
-function keystore(file: string, count: number): Ed25519Keypair[] {
-  const keys = Array.from({ length: count }, () => Ed25519Keypair.generate());
-  const entries = keys.map((kp) =>
-    toBase64(new Uint8Array([0, ...decodeSuiPrivateKey(kp.getSecretKey()).secretKey])),
-  );
-  writeFileSync(file, JSON.stringify(entries));
-  return keys;
 }
 
 /** The operator's files in a folder: config.toml, and sui_config/ with client.yaml and sui.keystore. */
@@ -359,7 +347,7 @@ describe("the Sui CLI's client.yaml (--sui-client-config)", () => {
   it('signs with the active address, whichever key of the keystore it is', async () => {
     const tmp = tempDir('atoma-config-');
     const { atomaConfig, suiDir } = files(tmp.dir);
-    const keys = keystore(join(suiDir, 'sui.keystore'), 3);
+    const keys = writeSuiKeystore(join(suiDir, 'sui.keystore'), 3);
     const active = keys[1]!.toSuiAddress();
     const double = await FullnodeDouble.start({ dataDir: join(tmp.dir, 'chain'), signerAddress: active });
     const { atomaConfig: withDouble } = files(

@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
-import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
-import { toBase64 } from '@mysten/sui/utils';
 import { runClient } from '../src/cli/index.ts';
 import { loadConfig } from '../src/config.ts';
 import { startDaemon } from '../src/daemon.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { cleanEnv } from './helpers/process.ts';
+import { closedPort, writeSuiKeystore } from './helpers/sui-fixtures.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /**
@@ -33,15 +30,6 @@ async function client(url: string, ...args: string[]) {
   const [command = '', ...rest] = args;
   const code = await runClient(command, [...rest, '--url', url], cleanEnv(), { stdout, stderr });
   return { code, stdout: stdout.text, stderr: stderr.text };
-}
-
-/** A port nothing listens on: taken, then given back. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe("the operator's configured nodes", () => {
@@ -95,12 +83,8 @@ describe("the operator's configured nodes", () => {
 
   it('name the node while the fullnode cannot be asked for the badges', async () => {
     const tmp = tempDir();
-    const kp = Ed25519Keypair.generate();
     const keystore = join(tmp.dir, 'sui.keystore');
-    writeFileSync(
-      keystore,
-      JSON.stringify([toBase64(new Uint8Array([0, ...decodeSuiPrivateKey(kp.getSecretKey()).secretKey]))]),
-    );
+    writeSuiKeystore(keystore);
     // The fullnode is down: a port nothing listens on (the test double is not even started).
     const sui = {
       network: 'sui',

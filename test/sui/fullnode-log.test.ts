@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it, mock } from 'node:test';
-import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
-import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
-import { toBase64 } from '@mysten/sui/utils';
+import type { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { loadConfig } from '../../src/config.ts';
 import { buildDaemonApp, openServices } from '../../src/daemon.ts';
 import { TOKEN_FILE } from '../../src/http/security.ts';
-import { createLogger } from '../../src/internal/logger.ts';
+import { captureLogger } from '../helpers/capture-log.ts';
+import { closedPort, until, writeSuiKeystore } from '../helpers/sui-fixtures.ts';
 import { tempDir } from '../helpers/tmp.ts';
 import { FullnodeDouble } from './fullnode-double.ts';
 
@@ -18,49 +16,11 @@ import { FullnodeDouble } from './fullnode-double.ts';
  * when it changes, and once when it answers again; no line per retry, no stack trace.
  */
 
-interface Line {
-  level: number;
-  msg: string;
-  component?: string;
-  err?: unknown;
-}
-
-/** The log's JSON lines, as written. */
-function capture() {
-  const lines: Line[] = [];
-  const logger = createLogger('info', {
-    write(chunk: string) {
-      lines.push(JSON.parse(chunk) as Line);
-    },
-  });
-  return { logger, lines, said: (from: number) => lines.slice(from).filter((l) => l.level >= 40) };
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    assert.ok(Date.now() < deadline, `timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 describe('an unreachable fullnode in the log', () => {
   it('is said once, again when the reason changes, and once when it answers again', async () => {
     const tmp = tempDir('fullnode-log-');
-    const kp = Ed25519Keypair.generate();
     const keystore = join(tmp.dir, 'sui.keystore');
-    writeFileSync(
-      keystore,
-      JSON.stringify([toBase64(new Uint8Array([0, ...decodeSuiPrivateKey(kp.getSecretKey()).secretKey]))]),
-    );
+    const [kp] = writeSuiKeystore(keystore) as [Ed25519Keypair];
     // The chain's ids, from a fullnode test double that is then stopped: its port is closed at start.
     const chainDir = join(tmp.dir, 'chain');
     const first = await FullnodeDouble.start({ dataDir: chainDir, signerAddress: kp.toSuiAddress() });
@@ -82,7 +42,13 @@ describe('an unreachable fullnode in the log', () => {
       },
       {},
     );
-    const { logger, lines, said } = capture();
+    const log = captureLogger('info');
+    const logger = log.logger;
+    const lines = () => log.lines() as { level: number; msg: string; err?: unknown }[];
+    const said = (from: number) =>
+      lines()
+        .slice(from)
+        .filter((l) => l.level >= 40);
     const services = await openServices(config, logger);
     const app = await buildDaemonApp(config, services, logger);
     const token = readFileSync(join(tmp.dir, 'data', TOKEN_FILE), 'utf8').trim();
@@ -112,10 +78,10 @@ describe('an unreachable fullnode in the log', () => {
       // It answers: connected, said once at info.
       double = await FullnodeDouble.start({ dataDir: chainDir, signerAddress: kp.toSuiAddress(), port });
       await until('ready', async () => (await app.inject({ url: '/ready' })).statusCode === 200);
-      assert.equal(lines.filter((l) => l.msg === 'connected to the Sui fullnode').length, 1);
+      assert.equal(lines().filter((l) => l.msg === 'connected to the Sui fullnode').length, 1);
 
       // It goes away once connected: the reads fail, said once whatever was being read.
-      const before = lines.length;
+      const before = lines().length;
       await double.close();
       double = undefined;
       const retried = await retries();
@@ -131,11 +97,11 @@ describe('an unreachable fullnode in the log', () => {
       );
 
       // Back: one line says so.
-      const gone = lines.length;
+      const gone = lines().length;
       double = await FullnodeDouble.start({ dataDir: chainDir, signerAddress: kp.toSuiAddress(), port });
       await until('the indexer reads again', () => services.indexer?.lastError === undefined);
       assert.equal((await app.inject({ url: '/nodes/badges' })).statusCode, 200);
-      const back = lines.slice(gone);
+      const back = lines().slice(gone);
       assert.deepEqual(
         back.filter((l) => l.level >= 40),
         [],

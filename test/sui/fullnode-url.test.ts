@@ -3,13 +3,11 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { decodeSuiPrivateKey } from '@mysten/sui/cryptography';
-import { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
-import { toBase64 } from '@mysten/sui/utils';
 import { loadConfig } from '../../src/config.ts';
 import { openServices } from '../../src/daemon.ts';
 import { CliError } from '../../src/internal/exit-codes.ts';
 import { createLogger } from '../../src/internal/logger.ts';
+import { writeSuiKeystore } from '../helpers/sui-fixtures.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
 /**
@@ -35,12 +33,8 @@ async function jsonRpcOnly(): Promise<{ server: Server; url: string }> {
 describe("the fullnode URL of atoma-node's config.toml", () => {
   it('stops the start in one line when it serves JSON-RPC only', async () => {
     const tmp = tempDir();
-    const kp = Ed25519Keypair.generate();
     const keystore = join(tmp.dir, 'sui.keystore');
-    writeFileSync(
-      keystore,
-      JSON.stringify([toBase64(new Uint8Array([0, ...decodeSuiPrivateKey(kp.getSecretKey()).secretKey]))]),
-    );
+    writeSuiKeystore(keystore);
     const { server, url } = await jsonRpcOnly();
     const file = join(tmp.dir, 'config.toml');
     writeFileSync(
