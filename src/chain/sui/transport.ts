@@ -70,8 +70,11 @@ export function describeFailure(error: unknown, timeoutMs?: number): string {
 
 /** The prefix of the error the adapter's fetch throws when the URL answers, but not as a gRPC server. */
 const NOT_GRPC = 'not a gRPC answer: ';
-/** A gateway's word that the server behind it is down: unavailable for now, not the wrong kind of server. */
-const GATEWAY_DOWN = new Set([502, 503, 504]);
+/**
+ * Answers that say "not now" rather than "not gRPC here": a rate limit, a timeout, a server error or a
+ * gateway whose server is down. A fullnode behind a proxy answers them in plain HTTP too, and they pass.
+ */
+const TRANSIENT = (status: number) => status === 408 || status === 429 || status >= 500;
 
 /**
  * What answered instead of gRPC (e.g. "HTTP 200 application/json", a JSON-RPC-only fullnode), when the
@@ -96,7 +99,7 @@ export const markingFetch: typeof fetch = (input, init) =>
       if (
         response.headers.has('grpc-status') ||
         type.startsWith('application/grpc') ||
-        GATEWAY_DOWN.has(response.status)
+        TRANSIENT(response.status)
       ) {
         return response;
       }
