@@ -87,14 +87,17 @@ describe('an unreachable fullnode in the log', () => {
       const retried = await retries();
       await until('the indexer retried 5 more times', async () => (await retries()) >= retried + 5);
       assert.equal((await post('/nodes/register')).statusCode, 503);
-      const lost = said(before);
-      assert.equal(lost.length, 1, JSON.stringify(lost));
+      // A request in flight as it closed may fail otherwise first (the connection reset): a reason of its
+      // own, said once; then the refusal, once, whatever is being read.
+      const lost = said(before).map((l) => l.msg);
+      assert.ok(lost.length >= 1 && lost.length <= 2, JSON.stringify(lost));
       assert.match(
-        lost[0]!.msg,
+        lost.at(-1)!,
         new RegExp(
           `^cannot [A-Za-z ]+ on the Sui fullnode at ${url.replaceAll('.', '\\.')}: connection refused \\(ECONNREFUSED\\); serving the store meanwhile, retrying$`,
         ),
       );
+      if (lost.length === 2) assert.doesNotMatch(lost[0]!, /ECONNREFUSED/);
 
       // Back: one line says so.
       const gone = lines().length;

@@ -112,6 +112,9 @@ export const markingFetch: typeof fetch = (input, init) =>
       const code =
         typeof cause?.code === 'string' ? cause.code : cause?.message === 'bad port' ? BAD_PORT : undefined;
       if (code && code in NOT_SENT_WORDS) throw new Error(`${NOT_SENT}${code}`);
+      // undici says only "fetch failed"; its cause says what (e.g. "other side closed").
+      const detail = typeof cause?.message === 'string' ? cause.message : code;
+      if (error instanceof TypeError && detail) throw new Error(`fetch failed (${detail})`, { cause: error });
       throw error;
     },
   );
