@@ -607,7 +607,7 @@ interface Sources {
 }
 
 /** The value a setting was given, and where, or undefined when none was. */
-function given(setting: Setting, sources: Sources): (Imported & { raw: unknown }) | undefined {
+function given(setting: Setting, sources: Sources): Imported | undefined {
   const fromFlag = sources.flags[setting.flag];
   if (fromFlag !== undefined) {
     return { raw: fromFlag, source: fromFlag === false ? `--no-${setting.flag}` : `--${setting.flag}` };
