@@ -21,7 +21,7 @@ export async function renderOpenApi(): Promise<string> {
   try {
     const defaults = loadConfig({ 'data-dir': dir, network: 'none' }, {});
     const app = await buildApp({
-      config: { network: 'none', cacheMb: 0, corsOrigins: [], readyMaxLag: 30 },
+      config: { network: 'none', cacheMb: 0, corsOrigins: [], readyMaxLag: 30, nodeSmallIds: [] },
       store,
       logger: createLogger('silent'),
       security: {

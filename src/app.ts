@@ -37,6 +37,7 @@ import { createGuard, loggableUrl, type SecurityOptions } from './http/security.
 import { installStrictParams } from './http/strict-params.ts';
 import type { LiveIndexer } from './indexer/run.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
+import type { U64 } from './internal/u64.ts';
 import { VERSION } from './internal/version.ts';
 import type { Autopilot } from './operations/autopilot.ts';
 import type { DevActors } from './operations/dev-actors.ts';
@@ -54,7 +55,7 @@ export type App = FastifyInstance<
 >;
 
 export interface AppDeps {
-  config: Pick<Config, 'network' | 'cacheMb' | 'corsOrigins' | 'readyMaxLag'>;
+  config: Pick<Config, 'network' | 'cacheMb' | 'corsOrigins' | 'readyMaxLag' | 'nodeSmallIds'>;
   store: Store;
   logger: FastifyBaseLogger;
   /** Token, host check and load shedding (see src/http/security.ts). */
@@ -252,6 +253,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 
+  /**
+   * The operator's nodes: those configured (--node-small-ids, config.toml's node_small_ids), then the
+   * signer's badges. `tolerant`: when the chain cannot list the badges, the configured ones alone.
+   */
+  const ownNodes = async (tolerant: boolean): Promise<U64[]> => {
+    let badges: U64[] = [];
+    try {
+      badges = writes ? (await writes.badges()).map((b) => b.node_small_id) : [];
+    } catch (error) {
+      if (!tolerant) throw error;
+    }
+    return [...new Set([...config.nodeSmallIds, ...badges])];
+  };
+
   await app.register(metaRoutes);
   await app.register(opsRoutes, {
     network: config.network,
@@ -261,22 +276,28 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     chain: deps.chain,
     writes,
     readyMaxLag: config.readyMaxLag,
+    nodeSmallIds: config.nodeSmallIds,
     startedAt: Date.now(),
     autopilot: deps.autopilot,
-    beforeScrape:
-      writes &&
-      earningsMetrics(metrics, store, async () => (await writes.badges()).map((b) => b.node_small_id)),
+    // A scrape answers while the chain cannot be asked: the configured nodes and the badges last known.
+    beforeScrape: writes && earningsMetrics(metrics, store, () => ownNodes(true)),
   });
   const cache = new ResponseCache(config.cacheMb * 1024 * 1024, (outcome) =>
     metrics.httpCacheLookups.inc({ outcome }),
   );
   await app.register(readRoutes, { store, cache, turns });
-  await app.register(writeRoutes, { network: config.network, writes, store });
+  await app.register(writeRoutes, {
+    network: config.network,
+    writes,
+    store,
+    nodeSmallIds: config.nodeSmallIds,
+  });
   await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
   if (deps.events) {
     await app.register(eventRoutes, {
       hub: deps.events,
-      ownNodes: async () => (writes ? (await writes.badges()).map((b) => b.node_small_id) : null),
+      ownNodes: async () =>
+        writes || config.nodeSmallIds.length > 0 ? ownNodes(config.nodeSmallIds.length > 0) : null,
       release: (request) => guard.release(request),
     });
   }

@@ -1,17 +1,27 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import {
+  defaultSuiClientConfig,
+  type Imported,
+  type ImportedSettings,
+  readAtomaConfig,
+  readSuiClientConfig,
+  shown,
+} from './atoma-files.ts';
 import type { SuiSettings } from './chain/sui/settings.ts';
 import { CliError } from './internal/exit-codes.ts';
 import { isObjectId, isU64Decimal, normalizeObjectId, parseFraction } from './internal/formats.ts';
 import { isLoopback } from './internal/net.ts';
+import { parseU64, type U64 } from './internal/u64.ts';
 import type { AutopilotSettings } from './operations/autopilot.ts';
 
 /**
  * The daemon's settings. Each comes from, in order of precedence: a command-line flag, an environment
- * variable, the JSON config file, then the default. They are validated once, frozen and passed down;
- * nothing else in the code base reads process.env. The network's own settings are present by type
+ * variable, the JSON config file, atoma-node's config.toml (--atoma-config), the Sui CLI's client.yaml
+ * (--sui-client-config), then the default. They are validated once, frozen and passed down; nothing else
+ * in the code base reads process.env. The network's own settings are present by type
  * where that network runs: `config.sui` exists only when `config.network === 'sui'`.
  */
 export type Config = CommonConfig & (DevNetworkConfig | SuiNetworkConfig | NoNetworkConfig);
@@ -48,7 +58,28 @@ export interface CommonConfig {
   readonly eventsRetentionDays: number;
   /** What the autopilot does, and when it judges an action worth it. */
   readonly autopilot: AutopilotSettings;
+  /** atoma-node's config.toml the settings were read from, if any (absolute). */
+  readonly atomaConfig: string | undefined;
+  /**
+   * The operator's nodes as configured (--node-small-ids, or node_small_ids of atoma-node's config.toml),
+   * in the order given: the first is the CLI's and the console's default node. Empty when none is.
+   */
+  readonly nodeSmallIds: readonly U64[];
+  /** Where stacks' usage comes from besides POST /stacks/{id}/usage. */
+  readonly usageSource: UsageSourceSettings;
+  /** Warnings about the settings, for the log at start (the config is read before there is a logger). */
+  readonly notices: readonly string[];
 }
+
+/**
+ * none: usage comes only from POST /stacks/{id}/usage. atoma-state: this daemon follows the `stacks` table
+ * of atoma-node's atoma-state PostgreSQL database, read-only, every pollIntervalMs.
+ */
+export type UsageSourceSettings =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'atoma-state'; readonly url: string; readonly pollIntervalMs: number };
+
+export const USAGE_SOURCES = ['none', 'atoma-state'] as const;
 
 export const AUTOPILOT_MODES = ['off', 'dry-run', 'on'] as const;
 export const SQLITE_SYNCHRONOUS = ['normal', 'full'] as const;
@@ -78,7 +109,7 @@ export interface NoNetworkConfig {
 }
 
 /** Every flat setting, as the table below parses it; loadConfig assembles the Config from them. */
-interface Settings extends CommonConfig {
+interface Settings extends Omit<CommonConfig, 'usageSource' | 'notices'> {
   readonly network: Network;
   readonly devSamplingProbability: number;
   readonly devAttestationNodes: number;
@@ -90,6 +121,11 @@ interface Settings extends CommonConfig {
   readonly suiKeystore: string;
   readonly suiAddress: string | undefined;
   readonly suiGasBudgetCap: number;
+  readonly suiUsdcPackageId: string | undefined;
+  readonly suiClientConfig: string | undefined;
+  readonly usageSource: (typeof USAGE_SOURCES)[number];
+  readonly atomaStateUrl: string | undefined;
+  readonly usagePollInterval: number;
   readonly autopilotMode: AutopilotSettings['mode'];
   readonly autopilotSettleFill: number;
   readonly autopilotSettleIdle: number;
@@ -115,6 +151,8 @@ interface Setting {
   readonly defaultValue: (env: NodeJS.ProcessEnv) => unknown;
   /** A switch: --name / --no-name on the command line. */
   readonly boolean?: boolean;
+  /** A refused value is repeated in the message without its password, if it holds one. */
+  readonly secret?: boolean;
 }
 
 const ok = (value: unknown): Parsed => ({ ok: true, value });
@@ -211,6 +249,25 @@ function path(raw: unknown): Parsed {
   return typeof raw === 'string' && raw.trim() !== '' ? ok(resolve(raw.trim())) : no('a directory path');
 }
 
+function file(raw: unknown): Parsed {
+  return typeof raw === 'string' && raw.trim() !== '' ? ok(resolve(raw.trim())) : no('a file path');
+}
+
+/** Seconds, a decimal number from 0.1 to 3600. */
+function seconds(raw: unknown): Parsed {
+  const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
+  const value = Number(text);
+  return /^[0-9]+(\.[0-9]+)?$/.test(text) && value >= 0.1 && value <= 3600
+    ? ok(value)
+    : no('a number of seconds from 0.1 to 3600, like 1 or 0.5');
+}
+
+/** Node small ids: a comma-separated list (or an array, from a file), each a u64 in decimal digits. */
+function nodeIds(raw: unknown): Parsed {
+  const parsed = list('node small ids', (text) => parseU64(text) !== undefined)(raw);
+  return parsed.ok ? ok(Object.freeze((parsed.value as string[]).map((text) => parseU64(text)!))) : parsed;
+}
+
 function databaseUrl(raw: unknown): Parsed {
   if (typeof raw !== 'string') return no('a postgres:// or postgresql:// URL');
   if (raw.trim() === '') return ok(undefined);
@@ -257,12 +314,54 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 'dev',
   },
   {
+    key: 'atomaConfig',
+    flag: 'atoma-config',
+    env: 'NODE_DAEMON_ATOMA_CONFIG',
+    describe: "atoma-node's config.toml: the Sui settings, node ids and atoma-state (docs/SUI.md)",
+    parse: file,
+    defaultValue: () => undefined,
+  },
+  {
+    key: 'nodeSmallIds',
+    flag: 'node-small-ids',
+    env: 'NODE_DAEMON_NODE_SMALL_IDS',
+    describe: "the operator's node small ids, e.g. 1,2; the first is the CLI's and console's default node",
+    parse: nodeIds,
+    defaultValue: () => Object.freeze([]),
+  },
+  {
     key: 'databaseUrl',
     flag: 'database-url',
     env: 'DATABASE_URL',
     describe: 'PostgreSQL URL; unset means the embedded SQLite store',
     parse: databaseUrl,
     defaultValue: () => undefined,
+    secret: true,
+  },
+  {
+    key: 'usageSource',
+    flag: 'usage-source',
+    env: 'NODE_DAEMON_USAGE_SOURCE',
+    describe: "where usage comes from: none (POST /stacks/{id}/usage) or atoma-state (atoma-node's database)",
+    parse: oneOf(USAGE_SOURCES),
+    defaultValue: () => 'none',
+  },
+  {
+    key: 'atomaStateUrl',
+    flag: 'atoma-state-url',
+    env: 'NODE_DAEMON_ATOMA_STATE_URL',
+    describe: "atoma-state: the PostgreSQL URL of atoma-node's database (read only)",
+    parse: databaseUrl,
+    defaultValue: () => undefined,
+    secret: true,
+  },
+  {
+    key: 'usagePollInterval',
+    flag: 'usage-poll-interval',
+    env: 'NODE_DAEMON_USAGE_POLL_INTERVAL',
+    describe: 'atoma-state: seconds between two reads of its stacks',
+    parse: seconds,
+    defaultValue: () => 1,
   },
   {
     key: 'logLevel',
@@ -447,13 +546,21 @@ export const SETTINGS: readonly Setting[] = [
     env: 'NODE_DAEMON_SUI_KEYSTORE',
     describe: 'sui: the Sui CLI keystore file',
     parse: path,
-    defaultValue: () => join(homedir(), '.sui', 'sui_config', 'sui.keystore'),
+    defaultValue: (env) => join(dirname(defaultSuiClientConfig(env)), 'sui.keystore'),
+  },
+  {
+    key: 'suiClientConfig',
+    flag: 'sui-client-config',
+    env: 'NODE_DAEMON_SUI_CLIENT_CONFIG',
+    describe: "sui: the Sui CLI's client.yaml: keystore, active_address, active env's RPC URL",
+    parse: file,
+    defaultValue: () => undefined,
   },
   {
     key: 'suiAddress',
     flag: 'sui-address',
     env: 'NODE_DAEMON_SUI_ADDRESS',
-    describe: 'sui: the keystore address that signs (default: the first)',
+    describe: "sui: the keystore address that signs (default: client.yaml's active_address, else the first)",
     parse: objectId,
     defaultValue: () => undefined,
   },
@@ -464,6 +571,14 @@ export const SETTINGS: readonly Setting[] = [
     describe: 'sui: the most MIST one transaction may spend on gas',
     parse: integer(1_000_000, Number.MAX_SAFE_INTEGER),
     defaultValue: () => 1_000_000_000,
+  },
+  {
+    key: 'suiUsdcPackageId',
+    flag: 'sui-usdc-package-id',
+    env: 'NODE_DAEMON_SUI_USDC_PACKAGE_ID',
+    describe: 'sui: the USDC package of the deployment (read from config.toml; not used yet)',
+    parse: objectId,
+    defaultValue: () => undefined,
   },
   {
     key: 'demo',
@@ -481,56 +596,113 @@ export const CONFIG_FLAG = { flag: 'config', env: 'NODE_DAEMON_CONFIG' } as cons
 /** Raw flag values as given on the command line, keyed by flag name (switches are booleans). */
 export type FlagValues = Readonly<Record<string, string | boolean | undefined>>;
 
+/** Where a setting's value is looked for, in order. */
+interface Sources {
+  readonly flags: FlagValues;
+  readonly env: NodeJS.ProcessEnv;
+  readonly file: Record<string, unknown>;
+  readonly configFile: string | undefined;
+  /** What atoma-node's config.toml and the Sui CLI's client.yaml give. */
+  readonly imported: ImportedSettings;
+}
+
+/** The value a setting was given, and where, or undefined when none was. */
+function given(setting: Setting, sources: Sources): Imported | undefined {
+  const fromFlag = sources.flags[setting.flag];
+  if (fromFlag !== undefined) {
+    return { raw: fromFlag, source: fromFlag === false ? `--no-${setting.flag}` : `--${setting.flag}` };
+  }
+  const fromEnv = sources.env[setting.env];
+  if (fromEnv !== undefined && fromEnv !== '') return { raw: fromEnv, source: setting.env };
+  if (Object.hasOwn(sources.file, setting.flag)) {
+    return { raw: sources.file[setting.flag], source: `"${setting.flag}" in ${sources.configFile}` };
+  }
+  return sources.imported[setting.flag];
+}
+
+/** A setting's value: the one given, validated, else its default. Throws CliError naming the source. */
+function resolveSetting(setting: Setting, sources: Sources): { value: unknown; given?: Imported } {
+  const found = given(setting, sources);
+  if (found === undefined) return { value: setting.defaultValue(sources.env) };
+  const parsed = setting.parse(found.raw);
+  if (!parsed.ok) {
+    const value = setting.secret ? withoutPassword(shown(found.raw)) : shown(found.raw);
+    throw new CliError(`invalid ${found.source}: ${value} is not accepted; expected ${parsed.accepted}`);
+  }
+  return { value: parsed.value, given: found };
+}
+
+/** A URL's password masked, even in a URL that does not parse (a refused value may not). */
+function withoutPassword(text: string): string {
+  return text.replace(/(\/\/[^/@:]*:)[^/@]*@/, '$1***@').replace(/([?&]password=)[^&"]*/gi, '$1***');
+}
+
+function settingOf(key: Key): Setting {
+  return SETTINGS.find((s) => s.key === key)!;
+}
+
 /**
- * Resolves the settings from flags, environment and config file. Throws CliError with one line that names
- * the setting, the value and what is accepted.
+ * What the operator's existing files say: atoma-node's config.toml when --atoma-config names it, and the
+ * Sui CLI's client.yaml when a setting (or config.toml's sui_config_path) names it, else the Sui CLI's
+ * own where it exists, for --network sui, when nothing names the keystore. config.toml wins over
+ * client.yaml (its fullnode is the node's own).
+ */
+function importFiles(sources: Sources): ImportedSettings {
+  const atomaConfig = resolveSetting(settingOf('atomaConfig'), sources).value as string | undefined;
+  const toml = atomaConfig === undefined ? {} : readAtomaConfig(atomaConfig);
+  const withToml = { ...sources, imported: toml };
+  const named = resolveSetting(settingOf('suiClientConfig'), withToml);
+  let client: ImportedSettings = {};
+  if (named.given !== undefined) {
+    client = readSuiClientConfig(named.value as string, named.given.source);
+  } else if (
+    resolveSetting(settingOf('network'), withToml).value === 'sui' &&
+    given(settingOf('suiKeystore'), withToml) === undefined
+  ) {
+    const fallback = defaultSuiClientConfig(sources.env);
+    if (existsSync(fallback)) client = readSuiClientConfig(fallback, 'the Sui CLI default');
+  }
+  return { ...client, ...toml };
+}
+
+/**
+ * Resolves the settings from flags, environment, config file and the operator's atoma-node files. Throws
+ * CliError with one line that names the setting (or the file and key), the value and what is accepted.
  */
 export function loadConfig(flags: FlagValues, env: NodeJS.ProcessEnv): Config {
   const flag = flags[CONFIG_FLAG.flag];
   const configFile = (typeof flag === 'string' ? flag : undefined) ?? nonEmpty(env[CONFIG_FLAG.env]);
   const file = configFile === undefined ? {} : readConfigFile(resolve(configFile));
+  let sources: Sources = { flags, env, file, configFile, imported: {} };
+  sources = { ...sources, imported: importFiles(sources) };
   const values: Record<string, unknown> = {
     configFile: configFile === undefined ? undefined : resolve(configFile),
   };
+  const from: Partial<Record<Key, string>> = {};
+  const notices: string[] = [];
   for (const setting of SETTINGS) {
-    const fromFlag = flags[setting.flag];
-    const fromEnv = env[setting.env];
-    let source: string;
-    let raw: unknown;
-    if (fromFlag !== undefined) {
-      source = fromFlag === false ? `--no-${setting.flag}` : `--${setting.flag}`;
-      raw = fromFlag;
-    } else if (fromEnv !== undefined && fromEnv !== '') {
-      source = setting.env;
-      raw = fromEnv;
-    } else if (Object.hasOwn(file, setting.flag)) {
-      source = `"${setting.flag}" in ${configFile}`;
-      raw = file[setting.flag];
-    } else {
-      values[setting.key] = setting.defaultValue(env);
-      continue;
-    }
-    const parsed = setting.parse(raw);
-    if (!parsed.ok) {
-      throw new CliError(
-        `invalid ${source}: ${JSON.stringify(raw)} is not accepted; expected ${parsed.accepted}`,
-      );
-    }
-    values[setting.key] = parsed.value;
+    const resolved = resolveSetting(setting, sources);
+    values[setting.key] = resolved.value;
+    if (resolved.given) from[setting.key] = resolved.given.source;
+    if (resolved.given?.notice) notices.push(resolved.given.notice);
   }
   const settings = values as unknown as Settings;
-  checkExposure(settings);
+  checkExposure(settings, from.host);
   if (settings.databaseUrl !== undefined && settings.sqliteSynchronous !== 'normal') {
     throw new CliError(
       `--sqlite-synchronous ${settings.sqliteSynchronous} is for the SQLite store; with a database URL, ` +
         "PostgreSQL's own synchronous_commit decides (on by default: every commit is flushed)",
     );
   }
-  return Object.freeze(assemble(settings));
+  return Object.freeze(assemble(settings, from, Object.freeze(notices)));
 }
 
-/** The Config of the chosen network, from the flat settings. */
-function assemble(settings: Settings): Config {
+/** The Config of the chosen network, from the flat settings and where each was given. */
+function assemble(
+  settings: Settings,
+  from: Partial<Record<Key, string>>,
+  notices: readonly string[],
+): Config {
   const common: CommonConfig = {
     host: settings.host,
     port: settings.port,
@@ -555,6 +727,10 @@ function assemble(settings: Settings): Config {
       minClaim: settings.autopilotMinClaim,
       maxGas: settings.autopilotMaxGas,
     }),
+    atomaConfig: settings.atomaConfig,
+    nodeSmallIds: settings.nodeSmallIds,
+    usageSource: Object.freeze(usageSource(settings)),
+    notices,
   };
   switch (settings.network) {
     case 'dev':
@@ -568,7 +744,7 @@ function assemble(settings: Settings): Config {
         }),
       };
     case 'sui':
-      return { ...common, network: 'sui', sui: Object.freeze(suiSettings(settings)) };
+      return { ...common, network: 'sui', sui: Object.freeze(suiSettings(settings, from)) };
     case 'none':
       if (common.autopilot.mode !== 'off') {
         throw new CliError(
@@ -579,40 +755,66 @@ function assemble(settings: Settings): Config {
   }
 }
 
+/** The atoma-state source needs its database's URL: a flag, or config.toml's [atoma_state] database_url. */
+function usageSource(settings: Settings): UsageSourceSettings {
+  if (settings.usageSource === 'none') return { kind: 'none' };
+  const url = settings.atomaStateUrl;
+  if (url === undefined) {
+    throw new CliError(
+      settings.atomaConfig === undefined
+        ? "--usage-source atoma-state needs --atoma-state-url (NODE_DAEMON_ATOMA_STATE_URL), the PostgreSQL URL of atoma-node's atoma-state database"
+        : `${settings.atomaConfig} has no [atoma_state] database_url, which the atoma-state usage source reads; give --atoma-state-url, or --usage-source none`,
+    );
+  }
+  return { kind: 'atoma-state', url, pollIntervalMs: Math.round(settings.usagePollInterval * 1000) };
+}
+
 /** --network sui needs to know which fullnode and which Atoma deployment. */
-function suiSettings(settings: Settings): SuiSettings {
+function suiSettings(settings: Settings, from: Partial<Record<Key, string>>): SuiSettings {
   const { suiUrl: url, suiPackageId: packageId, suiAtomaDbId: atomaDbId } = settings;
   if (url === undefined || packageId === undefined || atomaDbId === undefined) {
-    const missing = [
-      url === undefined ? '--sui-url' : undefined,
-      packageId === undefined ? '--sui-package-id' : undefined,
-      atomaDbId === undefined ? '--sui-atoma-db-id' : undefined,
-    ].filter(Boolean);
-    throw new CliError(`--network sui needs ${missing.join(', ')} (see docs/SUI.md for where to find them)`);
+    const missing = (
+      [
+        [url, '--sui-url', 'http_rpc_node_addr'],
+        [packageId, '--sui-package-id', 'atoma_package_id'],
+        [atomaDbId, '--sui-atoma-db-id', 'atoma_db'],
+      ] as const
+    ).filter(([value]) => value === undefined);
+    const flags = missing.map(([, flag]) => flag).join(', ');
+    if (settings.atomaConfig !== undefined) {
+      const keys = missing.map(([, , key]) => key).join(', ');
+      throw new CliError(
+        `${settings.atomaConfig} has no [atoma_sui] ${keys}, which --network sui needs; or give ${flags}`,
+      );
+    }
+    throw new CliError(`--network sui needs ${flags} (see docs/SUI.md for where to find them)`);
   }
   const version = settings.suiAtomaDbInitialSharedVersion;
   return {
     url,
+    urlSource: from.suiUrl ?? '--sui-url',
     packageId,
     atomaDbId,
     atomaDbInitialSharedVersion: version === undefined ? undefined : BigInt(version),
     keystore: settings.suiKeystore,
     address: settings.suiAddress,
     gasBudgetCap: BigInt(settings.suiGasBudgetCap),
+    usdcPackageId: settings.suiUsdcPackageId,
   };
 }
 
 /** The daemon signs with the operator's wallet: off loopback, every request must carry the token. */
-function checkExposure(config: Settings): void {
+function checkExposure(config: Settings, hostSource: string | undefined): void {
   if (isLoopback(config.host)) return;
+  const host = hostSource?.includes(' in ') ? `${config.host} (${hostSource})` : config.host;
   if (config.auth === 'none') {
     throw new CliError(
-      `--auth none is refused when the daemon binds to ${config.host}; it is allowed on loopback only`,
+      `--auth none is refused when the daemon binds to ${host}; it is allowed on loopback only`,
     );
   }
   if (config.auth !== 'all') {
     throw new CliError(
-      `binding to ${config.host} (not loopback) requires --auth all, so that reads need the API token too`,
+      `binding to ${host} (not loopback) requires --auth all, so that reads need the API token too`,
     );
   }
 }

@@ -248,6 +248,7 @@ export async function startDaemon(config: Config, logger: Logger, signal?: Abort
     }
   };
   interrupted();
+  for (const notice of config.notices) logger.warn(notice);
   let hold: Server | undefined;
   try {
     hold = await holdAddress(config);

@@ -43,11 +43,13 @@ Usage:
   node-daemon --version
 
 Settings (flag, environment variable, meaning); a flag beats the environment, which beats the
-config file, which beats the default:
+config file, which beats atoma-node's config.toml (--atoma-config), which beats the Sui CLI's
+client.yaml (--sui-client-config), which beats the default:
 ${SETTINGS_HELP}
 
 Examples:
   node-daemon start
+  node-daemon start --atoma-config ~/atoma-node/config.toml --sui-client-config ~/.sui/sui_config/client.yaml
   NODE_DAEMON_PORT=3002 node-daemon start --data-dir /var/lib/node-daemon
   node-daemon replay test/fixtures/events.jsonl
   curl -s http://127.0.0.1:3001/stacks/nodes/1?min_fill_fraction=0.8

@@ -134,6 +134,25 @@ export class ChainUnavailableError extends Error {
   }
 }
 
+const logged = new WeakSet<object>();
+
+/**
+ * Marks an error the network adapter has logged (it says each reason once, and when it stops): the
+ * indexer and the autopilot, which meet the same error at every retry, need not log it again.
+ */
+export function markLogged<E extends Error>(error: E): E {
+  logged.add(error);
+  return error;
+}
+
+/** Whether the error, or one it was made from (its cause), was logged by the network adapter. */
+export function wasLogged(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (logged.has(e)) return true;
+  }
+  return false;
+}
+
 /**
  * The transaction was sent but whether it executed is unknown (the connection failed or timed out after the
  * request left). It must not be retried blindly: the network resolves it before its next transaction (the

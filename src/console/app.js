@@ -331,19 +331,28 @@ function checkAuth() {
   );
 }
 
-/** Chooses the node to show once the badges are known: the one asked for, else the signer's first. */
+/**
+ * Chooses the node to show once the status is known: the one asked for, else the first node id the
+ * daemon is configured with (its operator's nodes), else the signer's first badge.
+ */
 function pickNode() {
   const badges = state.data.status?.badges ?? [];
+  /** @type {unknown[]} */
+  const configured = state.data.status?.node_small_ids ?? [];
   const list = byId('node-badges');
-  replace(
-    list,
-    badges.map((/** @type {any} */ b) =>
+  const badgeIds = new Set(badges.map((/** @type {any} */ b) => String(b.node_small_id)));
+  replace(list, [
+    ...configured
+      .filter((id) => !badgeIds.has(String(id)))
+      .map((id) => h('option', { value: String(id) }, 'configured node')),
+    ...badges.map((/** @type {any} */ b) =>
       h('option', { value: String(b.node_small_id) }, `badge ${shortId(b.badge_id)}`),
     ),
-  );
+  ]);
   if (state.node !== null) return;
   const wanted = new URLSearchParams(location.search).get('node') ?? sessionStorage.getItem(NODE_KEY);
-  const chosen = wanted && /^\d+$/.test(wanted) ? wanted : badges[0] ? String(badges[0].node_small_id) : null;
+  const own = configured[0] ?? badges[0]?.node_small_id;
+  const chosen = wanted && /^\d+$/.test(wanted) ? wanted : own !== undefined ? String(own) : null;
   if (chosen !== null) showNode(chosen);
 }
 

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
-import type { EventSource, RawEvent } from '../chain/chain.ts';
+import { type EventSource, type RawEvent, wasLogged } from '../chain/chain.ts';
 import { backoffDelay } from '../internal/backoff.ts';
+import { FailureLog } from '../internal/failure-log.ts';
 import { Listeners } from '../internal/listeners.ts';
 import { sameParameters } from '../protocol/constants.ts';
 import { rawTransactionOf, transactionOf } from '../protocol/events.ts';
@@ -246,6 +247,8 @@ export class LiveIndexer {
   readonly #store: IndexerDeps;
   readonly #source: EventSource;
   readonly #log: Logger;
+  /** Its failures, said once per reason (an unreachable source fails at every retry). */
+  readonly #failures: FailureLog;
   readonly #idleMs: number;
   readonly #stop = new AbortController();
   readonly #waiters = new Set<() => void>();
@@ -278,6 +281,7 @@ export class LiveIndexer {
     this.#store = store;
     this.#source = source;
     this.#log = log;
+    this.#failures = new FailureLog(log);
     this.#idleMs = options.idleMs ?? 1000;
     this.#batchEvents = options.batchEvents ?? BATCH_EVENTS;
     this.#onCounts = options.onCounts;
@@ -390,14 +394,25 @@ export class LiveIndexer {
         } else {
           await this.#catchUp(lease.signal);
         }
+        if (failures > 0) this.#failures.recovered({ failures }, 'the indexer reads and applies again');
         failures = 0;
         this.lastError = undefined;
       } catch (error) {
         failures += 1;
         this.#onError?.();
         wait = backoffDelay(failures);
-        this.lastError = { message: (error as Error).message, at: new Date().toISOString() };
-        this.#log.error({ err: error, retryInMs: wait, failures }, 'indexer page failed; retrying');
+        const message = (error as Error).message;
+        this.lastError = { message, at: new Date().toISOString() };
+        // The chain adapter has said its own failures (an unreachable fullnode) once already.
+        if (wasLogged(error))
+          this.#log.debug({ reason: message, retryInMs: wait, failures }, 'indexer page failed; retrying');
+        else
+          this.#failures.failed(
+            message,
+            'error',
+            { err: error, retryInMs: wait, failures },
+            'indexer page failed; retrying',
+          );
       }
       if (!following && this.#woken && failures === 0) continue;
       // While backing off from errors, or waiting for the lease, wake-ups do not shorten the wait.

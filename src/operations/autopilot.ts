@@ -1,7 +1,15 @@
 import type { Logger } from 'pino';
-import type { Badge, Chain, MoveAbort, Operation, Simulation } from '../chain/chain.ts';
+import {
+  type Badge,
+  type Chain,
+  type MoveAbort,
+  type Operation,
+  type Simulation,
+  wasLogged,
+} from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { backoffDelay } from '../internal/backoff.ts';
+import { FailureLog } from '../internal/failure-log.ts';
 import type { Metrics } from '../internal/metrics.ts';
 import { normalizeU64, type U64 } from '../internal/u64.ts';
 import { ProblemError } from '../problems/catalog.ts';
@@ -86,6 +94,8 @@ export class Autopilot {
   readonly #indexer: LiveIndexer;
   readonly #metrics: Metrics;
   readonly #log: Logger;
+  /** Failed passes, said once per reason. */
+  readonly #passFailures: FailureLog;
   readonly #startedAt = Date.now();
   /** The last recorded skip or dry-run plan per key, so that a decision is recorded once, not every pass. */
   readonly #remembered = new Map<string, string>();
@@ -112,6 +122,7 @@ export class Autopilot {
     this.#indexer = deps.indexer;
     this.#metrics = deps.metrics;
     this.#log = deps.log;
+    this.#passFailures = new FailureLog(deps.log);
   }
 
   get mode(): AutopilotSettings['mode'] {
@@ -220,14 +231,21 @@ export class Autopilot {
     const handle = setTimeout(
       () => {
         this.#timer = undefined;
-        this.#exclusive(trigger).catch((error: unknown) => {
-          this.#log.error({ err: error }, 'autopilot pass failed');
-        });
+        this.#exclusive(trigger).catch((error: unknown) => this.#passFailed(error));
       },
       Math.max(0, at - Date.now()),
     );
     handle.unref();
     this.#timer = { at, handle };
+  }
+
+  /** A timed pass that failed: in the log once per reason; the chain adapter says its own unavailability. */
+  #passFailed(error: unknown): void {
+    if (wasLogged(error)) {
+      this.#log.debug({ reason: (error as Error).message }, 'autopilot pass failed');
+      return;
+    }
+    this.#passFailures.failed((error as Error).message, 'error', { err: error }, 'autopilot pass failed');
   }
 
   /** One pass at a time; a poke during a pass runs another right after. */
@@ -274,6 +292,7 @@ export class Autopilot {
         await this.#remember(item, item.will === 'act' ? 'planned' : 'skipped');
       }
     }
+    this.#passFailures.recovered({ trigger }, 'autopilot passes run again');
     this.#lastPass = {
       at: new Date(now).toISOString(),
       trigger,
@@ -569,7 +588,11 @@ export class Autopilot {
     try {
       return await this.#chain.simulate(operation);
     } catch (error) {
-      this.#log.warn({ err: error, operation: operation.kind }, 'could not simulate');
+      // The chain adapter has said an unreachable fullnode once already.
+      this.#log[wasLogged(error) ? 'debug' : 'warn'](
+        { err: error, operation: operation.kind },
+        'could not simulate',
+      );
       return null;
     }
   }

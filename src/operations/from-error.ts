@@ -20,6 +20,7 @@ export function problemFromError(error: unknown): ProblemError | undefined {
     // Nothing was executed, so retrying (even with the same Idempotency-Key) is safe.
     return refuse('chain_unavailable', `the chain is unavailable: ${error.message}; retry shortly`, {
       retryAfterSeconds: error.retryAfterSeconds,
+      cause: error,
     });
   }
   if (error instanceof ChainOutcomeUnknownError) {

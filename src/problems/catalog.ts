@@ -68,6 +68,8 @@ export interface ProblemOptions {
   retryAfterSeconds?: number | undefined;
   /** Nothing was submitted to the chain: the request may be retried as is once the cause is fixed. */
   refusal?: boolean;
+  /** The error of a layer below that this problem tells (kept for the log, never sent). */
+  cause?: unknown;
 }
 
 /**
@@ -82,7 +84,7 @@ export class ProblemError extends Error {
   readonly retryAfterSeconds: number | undefined;
   readonly refusal: boolean;
   constructor(code: ErrorCode, detail: string, options: ProblemOptions = {}) {
-    super(detail);
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ProblemError';
     this.code = code;
     this.parameter = options.parameter;

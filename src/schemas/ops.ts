@@ -14,6 +14,12 @@ export const ReadySchema = Type.Object({
 
 const BadgeSchema = Type.Object({ badge_id: Type.String(), node_small_id: U64() });
 
+const NodeSmallIdsSchema = Type.Array(U64(), {
+  description:
+    "The operator's nodes as configured (--node-small-ids, or node_small_ids of atoma-node's config.toml), in " +
+    "order: the first is the default node of the CLI and the console, before the signer's first badge. Empty when none is configured",
+});
+
 const IndexerEventsSchema = Type.Object({
   applied: Type.Integer(),
   duplicate: Type.Integer(),
@@ -30,6 +36,7 @@ export const StatusSchema = Type.Object({
   uptime_seconds: Type.Integer(),
   signer_address: Nullable(Type.String()),
   badges: Nullable(Type.Array(BadgeSchema), "The signer's NodeBadges; null when the chain cannot be asked"),
+  node_small_ids: NodeSmallIdsSchema,
   store: Type.Object({ engine: Type.String(), location: Type.String() }),
   indexer: Nullable(
     Type.Object({
@@ -60,6 +67,7 @@ export const StatusSchema = Type.Object({
 export const BadgesSchema = Type.Object({
   signer_address: Type.String(),
   badges: Type.Array(BadgeSchema),
+  node_small_ids: NodeSmallIdsSchema,
 });
 
 export const ProblemSchema = Type.Object(

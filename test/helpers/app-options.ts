@@ -2,7 +2,13 @@ import { join } from 'node:path';
 import type { SecurityOptions } from '../../src/http/security.ts';
 
 /** App settings for tests that build the app directly: loopback, no token unless a test asks for one. */
-export const TEST_APP_CONFIG = { network: 'none', cacheMb: 64, corsOrigins: [], readyMaxLag: 30 } as const;
+export const TEST_APP_CONFIG = {
+  network: 'none',
+  cacheMb: 64,
+  corsOrigins: [],
+  readyMaxLag: 30,
+  nodeSmallIds: [],
+} as const;
 
 export function openSecurity(dir: string, overrides: Partial<SecurityOptions> = {}): SecurityOptions {
   return {

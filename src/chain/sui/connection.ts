@@ -1,9 +1,10 @@
 import { ObjectError } from '@mysten/sui/client';
-import type { SuiGrpcClient } from '@mysten/sui/grpc';
+import { RpcError, type SuiGrpcClient } from '@mysten/sui/grpc';
 import type { Logger } from 'pino';
 import { backoffDelay } from '../../internal/backoff.ts';
-import { ChainUnavailableError } from '../chain.ts';
-import { BAD_PORT, describeFailure, notSentCode } from './transport.ts';
+import { FailureLog } from '../../internal/failure-log.ts';
+import { ChainUnavailableError, markLogged } from '../chain.ts';
+import { BAD_PORT, describeFailure, notGrpcAnswer, notSentCode } from './transport.ts';
 
 /**
  * The adapter's connection to the fullnode: the check that it answers, and that the AtomaDb object is the
@@ -37,6 +38,8 @@ export interface Connected {
 
 export interface CheckTarget {
   url: string;
+  /** Which setting gave the URL (`--sui-url`, config.toml's http_rpc_node_addr, ...), for messages. */
+  urlSource?: string | undefined;
   atomaDbId: string;
   configuredVersion: bigint | undefined;
   timeoutMs: number;
@@ -49,10 +52,23 @@ export interface CheckTarget {
  */
 export async function checkFullnode(client: SuiGrpcClient, target: CheckTarget): Promise<Connected> {
   const { url, atomaDbId, configuredVersion, timeoutMs } = target;
+  const named = target.urlSource === undefined ? url : `${url} (${target.urlSource})`;
   const unreachable = (error: unknown) => {
     if (notSentCode(error) === BAD_PORT) {
       return new SuiConfigError(
         `cannot use the Sui fullnode URL ${url}: fetch refuses to connect to port ${new URL(url).port} (a blocked port); give the fullnode's own port`,
+      );
+    }
+    // A JSON-RPC-only URL (config.toml's http_rpc_node_addr may be one): no retry mends it.
+    const answer = notGrpcAnswer(error);
+    if (answer !== undefined) {
+      return new SuiConfigError(
+        `the Sui fullnode URL ${named} answers, but not with gRPC (${answer}): this daemon reads sui.rpc.v2 over gRPC-web, which a JSON-RPC-only URL does not serve; set --sui-url to a fullnode URL that serves both, as Mysten's public fullnodes do (https://fullnode.testnet.sui.io:443)`,
+      );
+    }
+    if (error instanceof RpcError && error.code === 'UNIMPLEMENTED') {
+      return new SuiConfigError(
+        `the Sui fullnode at ${named} does not serve sui.rpc.v2 (${error.message}): this daemon reads it over gRPC-web; set --sui-url to a fullnode that serves it, as Mysten's public fullnodes do (https://fullnode.testnet.sui.io:443)`,
       );
     }
     return new ChainUnavailableError(
@@ -108,22 +124,34 @@ export async function checkFullnode(client: SuiGrpcClient, target: CheckTarget):
   return { chain, initialSharedVersion, typePackage: type[1]!, dbJson: db.json ?? {} };
 }
 
-/** The connection's state: checked once at start, and again on use until a check succeeds. */
+/**
+ * The connection's state: checked once at start, and again on use until a check succeeds. It also says
+ * the fullnode's failures in the log, those of every call of the adapter (connection.ts's check, the
+ * event pages, epochs, gas coins, simulations, executions): once per reason, and once when it answers
+ * again (FailureLog). The errors it said are marked (markLogged) so that their callers stay quiet.
+ */
 export class FullnodeConnection {
   readonly #check: () => Promise<Connected>;
-  readonly #log: Logger;
+  readonly #url: string;
   readonly #onConnected: (connected: Connected) => void;
+  readonly #failures: FailureLog;
   #connected: Connected | undefined;
   #checking: Promise<Connected> | undefined;
-  #failures = 0;
+  #attempts = 0;
   #retryAt = 0;
   #problem: ChainUnavailableError | undefined;
 
   /** onConnected runs once, when a check first succeeds (at start or later). */
-  constructor(check: () => Promise<Connected>, log: Logger, onConnected: (connected: Connected) => void) {
+  constructor(
+    check: () => Promise<Connected>,
+    log: Logger,
+    url: string,
+    onConnected: (connected: Connected) => void,
+  ) {
     this.#check = check;
-    this.#log = log;
+    this.#url = url;
     this.#onConnected = onConnected;
+    this.#failures = new FailureLog(log);
   }
 
   /**
@@ -146,9 +174,14 @@ export class FullnodeConnection {
     if (this.#connected) return this.#connected;
     const now = Date.now();
     if (!force && !this.#checking && this.#problem && now < this.#retryAt) {
-      throw new ChainUnavailableError(this.#problem.message, Math.ceil((this.#retryAt - now) / 1000), {
-        cause: this.#problem,
-      });
+      const again = new ChainUnavailableError(
+        this.#problem.message,
+        Math.ceil((this.#retryAt - now) / 1000),
+        {
+          cause: this.#problem,
+        },
+      );
+      throw markLogged(again);
     }
     try {
       return await this.#run();
@@ -164,12 +197,39 @@ export class FullnodeConnection {
     return this.#connected ? undefined : this.#problem?.message;
   }
 
+  /**
+   * Says a failed call to the fullnode in the log when its reason is new (`reason`: the failure in plain
+   * words, without what was being done, so that every kind of call down for the same reason is one line),
+   * and marks the error as said.
+   */
+  failed(
+    error: ChainUnavailableError,
+    reason: string,
+    level: 'warn' | 'error' = 'warn',
+  ): ChainUnavailableError {
+    this.#failures.failed(
+      reason,
+      level,
+      { url: this.#url },
+      `${error.message}; serving the store meanwhile, retrying`,
+    );
+    return markLogged(error);
+  }
+
+  /** A call to the fullnode succeeded: says so once if a failure was said. */
+  answered(): void {
+    if (this.#failures.failing)
+      this.#failures.recovered({ url: this.#url }, 'the Sui fullnode answers again');
+  }
+
   #run(starting = false): Promise<Connected> {
     this.#checking ??= this.#check()
       .then(
         (connected) => {
           this.#connected = connected;
           this.#problem = undefined;
+          // "connected to the Sui fullnode" says that it answers.
+          this.#failures.clear();
           this.#onConnected(connected);
           return connected;
         },
@@ -177,21 +237,18 @@ export class FullnodeConnection {
           if (!(error instanceof ChainUnavailableError || error instanceof SuiConfigError)) throw error;
           // At start, a misconfiguration stops the daemon: the caller says it, in one line.
           if (starting && error instanceof SuiConfigError) throw error;
-          this.#failures += 1;
-          const wait = backoffDelay(this.#failures);
+          this.#attempts += 1;
+          const wait = backoffDelay(this.#attempts);
           this.#retryAt = Date.now() + wait;
           const problem =
             error instanceof ChainUnavailableError
               ? error
               : new ChainUnavailableError(error.message, Math.ceil(wait / 1000), { cause: error });
-          // Said once per problem: the indexer logs each of its own retries.
-          if (problem.message !== this.#problem?.message) {
-            const level = error instanceof SuiConfigError ? 'error' : 'warn';
-            this.#log[level](
-              { retryInMs: wait },
-              `${problem.message}; serving the store meanwhile, retrying`,
-            );
-          }
+          const reason =
+            error instanceof ChainUnavailableError && error.cause !== undefined
+              ? describeFailure(error.cause)
+              : error.message;
+          this.failed(problem, reason, error instanceof SuiConfigError ? 'error' : 'warn');
           this.#problem = problem;
           throw error;
         },

@@ -2,6 +2,8 @@
 export interface SuiSettings {
   /** The fullnode's gRPC(-web) URL, e.g. https://fullnode.testnet.sui.io:443, without a trailing slash. */
   readonly url: string;
+  /** Which setting gave the URL, for messages: `--sui-url`, `[atoma_sui] http_rpc_node_addr in <file>`, ... */
+  readonly urlSource?: string;
   /** The Atoma package whose db module is called (the latest version, after an upgrade): 0x + 64 hex. */
   readonly packageId: string;
   /** The shared AtomaDb object: 0x + 64 hex. */
@@ -10,8 +12,10 @@ export interface SuiSettings {
   readonly atomaDbInitialSharedVersion: bigint | undefined;
   /** A Sui CLI keystore file (sui.keystore). */
   readonly keystore: string;
-  /** The keystore address that signs (0x + 64 hex); the keystore's first key when not given. */
+  /** The keystore address that signs (0x + 64 hex; client.yaml's active_address); the first key when not given. */
   readonly address: string | undefined;
   /** The most MIST one transaction may spend on gas. */
   readonly gasBudgetCap: bigint;
+  /** The deployment's USDC package (config.toml's usdc_package_id), when given. */
+  readonly usdcPackageId?: string | undefined;
 }

@@ -160,6 +160,7 @@ export class SuiNetwork implements Chain {
     address: string;
     log: Logger;
     url: string;
+    urlSource: string | undefined;
     timeoutMs: number;
     cap: bigint;
     packageId: string;
@@ -191,6 +192,7 @@ export class SuiNetwork implements Chain {
     });
     const target = {
       url: init.url,
+      urlSource: init.urlSource,
       atomaDbId: init.atomaDbId,
       configuredVersion: init.configuredVersion,
       timeoutMs: init.timeoutMs,
@@ -198,6 +200,7 @@ export class SuiNetwork implements Chain {
     this.#connection = new FullnodeConnection(
       () => checkFullnode(this.#client, target),
       init.log,
+      init.url,
       (connected) => this.#onConnected(connected),
     );
   }
@@ -232,6 +235,7 @@ export class SuiNetwork implements Chain {
       address: signer.address,
       log,
       url: options.url,
+      urlSource: options.urlSource,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       cap: options.gasBudgetCap,
       packageId: options.packageId,
@@ -653,13 +657,7 @@ export class SuiNetwork implements Chain {
       return response.transaction ?? EMPTY_EXECUTED;
     } catch (error) {
       if (failureOf(error) === 'refused') throw new Refused((error as Error).message);
-      throw new ChainUnavailableError(
-        `cannot simulate on the Sui fullnode at ${this.#url}: ${describeFailure(error, this.#timeoutMs)}`,
-        5,
-        {
-          cause: error,
-        },
-      );
+      throw this.#unreachable('simulate', error, this.#timeoutMs);
     }
   }
 
@@ -700,11 +698,7 @@ export class SuiNetwork implements Chain {
       }
     }
     const detail = describeFailure(lastError, this.#timeoutMs * 4);
-    if (!sent) {
-      throw new ChainUnavailableError(`cannot reach the Sui fullnode at ${this.#url}: ${detail}`, 5, {
-        cause: lastError,
-      });
-    }
+    if (!sent) throw this.#unreachable('reach', lastError, this.#timeoutMs * 4);
     const found = await this.#lookUp(signed).catch(() => undefined);
     if (found) return found;
     this.#pending = signed;
@@ -977,18 +971,27 @@ export class SuiNetwork implements Chain {
 
   /** A read call with a deadline; any failure is ChainUnavailableError naming what was being read. */
   async #read<T>(what: string, call: (signal: AbortSignal) => PromiseLike<T>): Promise<T> {
+    let result: T;
     try {
-      return await call(AbortSignal.timeout(this.#timeoutMs));
+      result = await call(AbortSignal.timeout(this.#timeoutMs));
     } catch (error) {
       if (error instanceof ChainUnavailableError || error instanceof ChainRejectedError) throw error;
-      throw new ChainUnavailableError(
-        `cannot ${what} on the Sui fullnode at ${this.#url}: ${describeFailure(error, this.#timeoutMs)}`,
-        5,
-        {
-          cause: error,
-        },
-      );
+      throw this.#unreachable(what, error, this.#timeoutMs);
     }
+    this.#connection.answered();
+    return result;
+  }
+
+  /** A call the fullnode did not answer: said in the log once per reason (connection.ts), and thrown. */
+  #unreachable(what: string, error: unknown, timeoutMs: number): ChainUnavailableError {
+    const where =
+      what === 'reach'
+        ? `cannot reach the Sui fullnode at ${this.#url}`
+        : `cannot ${what} on the Sui fullnode at ${this.#url}`;
+    const failure = new ChainUnavailableError(`${where}: ${describeFailure(error, timeoutMs)}`, 5, {
+      cause: error,
+    });
+    return this.#connection.failed(failure, describeFailure(error));
   }
 }
 

@@ -27,16 +27,30 @@ import { didYouMean } from '../suggest.ts';
 
 /** The read commands: tasks, subscriptions, stacks, claimed stacks, disputes, badges, status. */
 
-/** The node named on the command line, else the operator's own: the first badge of GET /nodes/badges. */
+/**
+ * The node named on the command line, else the operator's own: the first of the configured node ids
+ * (--node-small-ids, or node_small_ids of atoma-node's config.toml), else the signer's first badge, as
+ * GET /nodes/badges tells them. When the chain cannot be asked for the badges, the configured ids still
+ * name the node (GET /status tells them without the chain); a daemon older than the configured ids
+ * tells none, and its first badge is the node.
+ */
 async function nodeArg(ctx: Context, raw: string | undefined): Promise<string> {
   if (raw !== undefined) return String(smallId(ctx.command, raw, 'node'));
+  const timeoutMs = ctx.timeoutMs ?? READ_TIMEOUT_MS;
   let reply: Reply;
   try {
-    reply = await ctx.daemon().request('GET', '/nodes/badges', {
-      timeoutMs: ctx.timeoutMs ?? READ_TIMEOUT_MS,
-    });
+    reply = await ctx.daemon().request('GET', '/nodes/badges', { timeoutMs });
   } catch (error) {
     if (error instanceof DaemonProblem) {
+      const configured =
+        error.problem.code === 'chain_unavailable'
+          ? await ctx
+              .daemon()
+              .request('GET', '/status', { timeoutMs })
+              .then((status) => configuredNodes(status.body))
+              .catch(() => undefined)
+          : undefined;
+      if (configured !== undefined) return configured;
       const exit = error.status >= 500 ? ClientExitCode.unavailable : ClientExitCode.refused;
       throw new CliError(
         `cannot find the operator's node: ${ctx.cliWords(error.message)}; name the node instead: node-daemon ${ctx.command} NODE`,
@@ -45,6 +59,8 @@ async function nodeArg(ctx: Context, raw: string | undefined): Promise<string> {
     }
     throw error;
   }
+  const configured = configuredNodes(reply.body);
+  if (configured !== undefined) return configured;
   const badges = ((reply.body as Json).badges ?? []) as Json[];
   if (badges.length === 0) {
     throw new CliError(
@@ -53,6 +69,12 @@ async function nodeArg(ctx: Context, raw: string | undefined): Promise<string> {
     );
   }
   return digits(badges[0]!.node_small_id);
+}
+
+/** The first configured node id of a /nodes/badges or /status answer, if the daemon has any. */
+function configuredNodes(body: unknown): string | undefined {
+  const ids = (body as Json | null)?.node_small_ids;
+  return Array.isArray(ids) && ids.length > 0 ? digits(ids[0]) : undefined;
 }
 
 /**
@@ -129,7 +151,7 @@ function stackState(stack: Json): string {
 
 const NODE_ARG: [string, string] = [
   'node',
-  "a node small id; default: the operator's own node (the first badge of `node-daemon badges`)",
+  "a node small id; default: the operator's own node (the first configured node id, else the first badge, of `node-daemon badges`)",
 ];
 
 export const READS: CommandSpec[] = [
@@ -359,8 +381,9 @@ export const READS: CommandSpec[] = [
     summary: "the signer's address and its NodeBadges",
     description: [
       [
-        "Shows the daemon signer's address and the NodeBadges it owns (GET /nodes/badges). The first",
-        "badge's node is the default [node] of the other commands.",
+        "Shows the daemon signer's address and the NodeBadges it owns (GET /nodes/badges), and the",
+        "operator's node ids as configured (--node-small-ids, or node_small_ids of atoma-node's config.toml).",
+        "The first configured node, else the first badge's node, is the default [node] of the other commands.",
       ],
     ],
     kind: 'read',
@@ -370,7 +393,13 @@ export const READS: CommandSpec[] = [
       const reply = await read(ctx);
       await show(ctx, reply, (body: Json) => {
         const badges = (body.badges ?? []) as Json[];
-        const head = keyValues([['signer', String(body.signer_address)]]);
+        const configured = Array.isArray(body.node_small_ids) ? (body.node_small_ids as unknown[]) : [];
+        const head = keyValues([
+          ['signer', String(body.signer_address)],
+          ...(configured.length > 0
+            ? [['configured nodes', configured.map(digits).join(', ')] as [string, string]]
+            : []),
+        ]);
         return badges.length === 0
           ? `${head}\n(no NodeBadge: run \`node-daemon register\`)`
           : `${head}\n${table(badges, [

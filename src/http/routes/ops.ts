@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { Chain } from '../../chain/chain.ts';
 import type { LiveIndexer } from '../../indexer/run.ts';
 import type { Metrics } from '../../internal/metrics.ts';
+import type { U64 } from '../../internal/u64.ts';
 import { VERSION } from '../../internal/version.ts';
 import type { Autopilot } from '../../operations/autopilot.ts';
 import { indexerReadiness } from '../../operations/readiness.ts';
@@ -21,6 +22,8 @@ export interface OpsDeps {
   writes: Writes | undefined;
   /** /ready says 503 while the indexer lags the chain head by more than this many seconds. */
   readyMaxLag: number;
+  /** The operator's nodes as configured (config.nodeSmallIds). */
+  nodeSmallIds: readonly U64[];
   startedAt: number;
   autopilot: Autopilot | undefined;
   /** Brings the gauges computed from the store (earnings, stacks by state) up to date for a scrape. */
@@ -73,6 +76,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
         uptime_seconds: Math.round((Date.now() - deps.startedAt) / 1000),
         signer_address: deps.chain?.signerAddress ?? null,
         badges: deps.writes ? await deps.writes.badges(true).catch(() => null) : null,
+        node_small_ids: [...deps.nodeSmallIds],
         store: { engine: store.engine, location: store.location },
         indexer: indexer
           ? {

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Static, TSchema } from 'typebox';
 import type { Network } from '../../config.ts';
 import { hash32Bytes } from '../../internal/formats.ts';
+import type { U64 } from '../../internal/u64.ts';
 import type { Writes } from '../../operations/writes.ts';
 import { type ErrorCode, ProblemError } from '../../problems/catalog.ts';
 import { BadgesSchema } from '../../schemas/ops.ts';
@@ -72,6 +73,8 @@ export interface WriteRoutesOptions {
   /** The write operations; absent on network none, where every write is a 503. */
   writes: Writes | undefined;
   store: Store;
+  /** The operator's nodes as configured (config.nodeSmallIds), told beside the badges. */
+  nodeSmallIds: readonly U64[];
 }
 
 /**
@@ -256,7 +259,11 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
     preValidation: noNetwork,
     handler: async () => {
       const ops = operations();
-      return { signer_address: ops.signerAddress, badges: await ops.badges(true) };
+      return {
+        signer_address: ops.signerAddress,
+        badges: await ops.badges(true),
+        node_small_ids: [...options.nodeSmallIds],
+      };
     },
   });
 };
