@@ -43,8 +43,10 @@ import type { Autopilot } from './operations/autopilot.ts';
 import type { DevActors } from './operations/dev-actors.ts';
 import { earningsMetrics } from './operations/earnings.ts';
 import type { EventHub } from './operations/event-stream.ts';
+import { ownNodes as ownNodesOf } from './operations/own-nodes.ts';
 import type { Writes } from './operations/writes.ts';
 import type { Store } from './store/store.ts';
+import type { UsageMirror } from './usage/mirror.ts';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -71,6 +73,8 @@ export interface AppDeps {
   autopilot?: Autopilot | undefined;
   /** The live node events (GET /events); absent, the route is not served. */
   events?: EventHub | undefined;
+  /** The usage source (--usage-source); absent without one. */
+  usageSource?: UsageMirror | undefined;
   /** The reads' turns (src/http/read-turns.ts); tests pass their own to watch them. */
   turns?: ReadTurns | undefined;
   /** How long a request may take to arrive whole (REQUEST_TIMEOUT_MS); tests shorten it. */
@@ -253,19 +257,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 
-  /**
-   * The operator's nodes: those configured (--node-small-ids, config.toml's node_small_ids), then the
-   * signer's badges. `tolerant`: when the chain cannot list the badges, the configured ones alone.
-   */
-  const ownNodes = async (tolerant: boolean): Promise<U64[]> => {
-    let badges: U64[] = [];
-    try {
-      badges = writes ? (await writes.badges()).map((b) => b.node_small_id) : [];
-    } catch (error) {
-      if (!tolerant) throw error;
-    }
-    return [...new Set([...config.nodeSmallIds, ...badges])];
-  };
+  const ownNodes = (tolerant: boolean) => ownNodesOf(config.nodeSmallIds, writes, tolerant);
 
   await app.register(metaRoutes);
   await app.register(opsRoutes, {
@@ -279,6 +271,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     nodeSmallIds: config.nodeSmallIds,
     startedAt: Date.now(),
     autopilot: deps.autopilot,
+    usageSource: deps.usageSource,
     // A scrape answers while the chain cannot be asked: the configured nodes and the badges last known.
     beforeScrape: writes && earningsMetrics(metrics, store, () => ownNodes(true)),
   });

@@ -25,13 +25,17 @@ import { Autopilot } from './operations/autopilot.ts';
 import { startDemo } from './operations/demo.ts';
 import { DevActors } from './operations/dev-actors.ts';
 import { EventHub } from './operations/event-stream.ts';
+import { ownNodes } from './operations/own-nodes.ts';
 import { watchReadiness } from './operations/readiness.ts';
 import { Submitter } from './operations/submit.ts';
 import { Writes } from './operations/writes.ts';
 import { ERRORS, PROBLEM_TYPE_PREFIX } from './problems/catalog.ts';
 import { instrumentStore } from './store/instrument.ts';
 import { openStore } from './store/open.ts';
+import { redactUrl } from './store/postgres/migrations.ts';
 import type { Store } from './store/store.ts';
+import { AtomaState } from './usage/atoma-state.ts';
+import { UsageMirror } from './usage/mirror.ts';
 
 /** How long a write waits for its transaction's events to be indexed before answering anyway. */
 export const INDEX_WAIT_MS = 5000;
@@ -49,6 +53,8 @@ export interface Services {
   readonly autopilot: Autopilot | undefined;
   /** The live node events (GET /events). */
   readonly events: EventHub;
+  /** The usage source (--usage-source atoma-state), when configured. */
+  readonly usageSource: UsageMirror | undefined;
   /** Stops the indexer after its current page, then closes the chain and the store. */
   close(): Promise<void>;
 }
@@ -71,12 +77,15 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       devActors: undefined,
       autopilot: undefined,
     };
+    const usageSource = startUsageSource(config, store, metrics, logger, undefined, undefined);
     return {
       metrics,
       store,
       ...none,
       events,
+      usageSource,
       close: async () => {
+        await usageSource?.stop();
         events.close();
         await store.close();
       },
@@ -110,11 +119,20 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     indexWaitMs: INDEX_WAIT_MS,
     log: logger.child({ component: 'writes' }),
   });
-  const writes = new Writes({ chain, store, submitter, lock: new Mutex() });
+  const writes = new Writes({
+    chain,
+    store,
+    submitter,
+    lock: new Mutex(),
+    usageSource: config.usageSource.kind === 'none' ? undefined : config.usageSource.kind,
+  });
   const stopDemo =
     dev && config.network === 'dev' && config.dev.demo
       ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
       : () => {};
+  // The usage source tells the autopilot of a change; the autopilot leaves atoma-node's own claims to it.
+  let poke = () => {};
+  const usageSource = startUsageSource(config, store, metrics, logger, writes, () => poke());
   const autopilot = new Autopilot({
     settings: config.autopilot,
     chain,
@@ -123,7 +141,9 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     indexer,
     metrics,
     log: logger.child({ component: 'autopilot' }),
+    nodeClaims: usageSource,
   });
+  poke = () => autopilot.poke('usage');
   const stopUsage = writes.onUsage(() => autopilot.poke('usage'));
   autopilot.start();
   const stopReadiness = watchReadiness({
@@ -143,9 +163,11 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     devActors: dev && new DevActors({ dev, store, submitter }),
     autopilot,
     events,
+    usageSource,
     async close() {
       stopDemo();
       stopUsage();
+      await usageSource?.stop();
       stopReadiness();
       events.close();
       await autopilot.stop();
@@ -155,6 +177,35 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       await store.close();
     },
   };
+}
+
+/**
+ * The usage source, started, when one is configured: it follows the operator's nodes (the configured ones,
+ * then the signer's badges), and tells the autopilot when a stack's usage moved.
+ */
+function startUsageSource(
+  config: Config,
+  store: Store,
+  metrics: Metrics,
+  logger: Logger,
+  writes: Writes | undefined,
+  onChange: (() => void) | undefined,
+): UsageMirror | undefined {
+  const settings = config.usageSource;
+  if (settings.kind === 'none') return undefined;
+  const location = redactUrl(settings.url);
+  const mirror = new UsageMirror({
+    store,
+    source: new AtomaState(settings.url),
+    location,
+    nodes: () => ownNodes(config.nodeSmallIds, writes, true),
+    pollIntervalMs: settings.pollIntervalMs,
+    log: logger.child({ component: 'usage-source' }),
+    metrics,
+    onChange,
+  });
+  mirror.start();
+  return mirror;
 }
 
 function openDevNetwork(dataDir: string, settings: DevSettings, logger: Logger): DevNetwork {
@@ -222,6 +273,7 @@ export async function buildDaemonApp(config: Config, services: Services, logger:
     dev: services.devActors,
     autopilot: services.autopilot,
     events: services.events,
+    usageSource: services.usageSource,
     security: {
       auth: config.auth,
       tokenFile: token.file,

@@ -18,8 +18,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   store: ['internal', 'protocol', 'schemas'],
   chain: ['internal', 'protocol', 'schemas'],
   indexer: ['internal', 'protocol', 'store', 'chain'],
+  // The usage source: atoma-state, read and mirrored into the store (like the indexer, for usage).
+  usage: ['internal', 'store'],
   operations: ['internal', 'protocol', 'problems', 'schemas', 'store', 'chain', 'indexer'],
-  http: ['internal', 'problems', 'schemas', 'store', 'chain', 'indexer', 'operations', 'root'],
+  http: ['internal', 'problems', 'schemas', 'store', 'chain', 'indexer', 'operations', 'usage', 'root'],
   // The client talks to the daemon over HTTP; it must not load the daemon's modules (test/cli-imports).
   cli: ['internal', 'problems', 'schemas', 'root'],
 };

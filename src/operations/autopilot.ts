@@ -66,6 +66,21 @@ const RECENT_ACTIONS = 50;
 
 export type Trigger = 'start' | 'indexer' | 'usage' | 'timer' | 'run';
 
+/**
+ * atoma-node claims a confidential stack itself once it passes CONFIDENTIAL_CLAIM_FILL with no request
+ * running (upstream-daemon.md §3.5), and marks it locked for claim in atoma-state. With a usage source the
+ * autopilot leaves those stacks to the node (docs/ATOMA-NODE.md): this is what it asks the source.
+ */
+export interface NodeClaims {
+  /** The node locked the stack to claim it itself, as the source last said. */
+  lockedByNode(stack: U64): boolean;
+  /** Reads the stack from the source now (and mirrors it): undefined when the source does not have it. */
+  refresh(stack: U64): Promise<{ already_computed_units: U64; is_locked_for_claim: boolean } | undefined>;
+}
+
+/** The fill at which atoma-node claims a confidential stack by itself (RATIO_FOR_CLAIM_STACK_THRESHOLD). */
+export const CONFIDENTIAL_CLAIM_FILL = 0.95;
+
 export interface AutopilotDeps {
   settings: AutopilotSettings;
   chain: Chain;
@@ -74,6 +89,8 @@ export interface AutopilotDeps {
   indexer: LiveIndexer;
   metrics: Metrics;
   log: Logger;
+  /** The usage source, when usage comes from atoma-node: its own claims are left to it. */
+  nodeClaims?: NodeClaims | undefined;
 }
 
 interface Planned extends PlanItem {
@@ -94,6 +111,7 @@ export class Autopilot {
   readonly #indexer: LiveIndexer;
   readonly #metrics: Metrics;
   readonly #log: Logger;
+  readonly #nodeClaims: NodeClaims | undefined;
   /** Failed passes, said once per reason. */
   readonly #passFailures: FailureLog;
   readonly #startedAt = Date.now();
@@ -116,6 +134,7 @@ export class Autopilot {
 
   constructor(deps: AutopilotDeps) {
     this.#settings = deps.settings;
+    this.#nodeClaims = deps.nodeClaims;
     this.#chain = deps.chain;
     this.#store = deps.store;
     this.#writes = deps.writes;
@@ -361,6 +380,19 @@ export class Autopilot {
       const level = stack.terms.security_level;
       const fee = knownFee(params, level, stack.terms.price_per_one_million_compute_units, used);
       if (level === SecurityLevel.ConfidentialCompute) {
+        const leftToNode = await this.#leftToNode(id, fill);
+        if (leftToNode !== undefined) {
+          settle.push({
+            action: 'direct_claim',
+            node_small_id: badge.node_small_id,
+            stack_small_ids: [id],
+            will: 'skip',
+            reason: leftToNode,
+            node_fee_amount: fee === null ? null : normalizeU64(fee),
+            gas_estimate: null,
+          });
+          continue;
+        }
         direct.push({ id, fee, units: used, reason });
         continue;
       }
@@ -393,6 +425,26 @@ export class Autopilot {
       num_compute_units_per_stack_to_claim: ids.map((id) => direct.find((d) => d.id === id)!.units),
     }));
     return [...settle, ...batches];
+  }
+
+  /**
+   * Why a confidential stack is left to atoma-node, which claims it itself (NodeClaims), or undefined when
+   * the autopilot may claim it: without a usage source, always. With one, a stack the node locked, or filled
+   * to its claim threshold, is the node's; an idle one below it is read from the source once more first, so
+   * a request that came meanwhile (and may take it past the threshold) leaves it to the node too.
+   */
+  async #leftToNode(id: U64, fill: number): Promise<string | undefined> {
+    const claims = this.#nodeClaims;
+    if (claims === undefined) return undefined;
+    const theNode = 'atoma-node claims a confidential stack itself; the autopilot leaves it to the node';
+    if (claims.lockedByNode(id)) return `${theNode} (locked for claim in atoma-state)`;
+    if (fill >= CONFIDENTIAL_CLAIM_FILL) {
+      return `${theNode} (filled to ${percent(fill)}: the node claims at ${percent(CONFIDENTIAL_CLAIM_FILL)})`;
+    }
+    const now = await claims.refresh(id);
+    if (now === undefined) return undefined;
+    if (now.is_locked_for_claim) return `${theNode} (locked for claim in atoma-state)`;
+    return undefined;
   }
 
   async #planAttestations(badge: Badge, epoch: U64 | null, blocked: Set<U64>): Promise<Planned[]> {

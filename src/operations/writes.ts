@@ -38,6 +38,8 @@ export interface WritesDeps {
   store: Store;
   submitter: Submitter;
   lock: Mutex;
+  /** Where usage comes from besides the reports (--usage-source): set, reports are refused. */
+  usageSource?: 'atoma-state' | undefined;
 }
 
 export class Writes {
@@ -46,6 +48,7 @@ export class Writes {
   readonly #submitter: Submitter;
   readonly #lock: Mutex;
   readonly #usage = new Listeners();
+  readonly #usageSource: WritesDeps['usageSource'];
   #badges: Badge[] | undefined;
 
   constructor(deps: WritesDeps) {
@@ -53,6 +56,7 @@ export class Writes {
     this.#store = deps.store;
     this.#submitter = deps.submitter;
     this.#lock = deps.lock;
+    this.#usageSource = deps.usageSource;
   }
 
   /** Calls back after each recorded usage report (the autopilot settles stacks as they fill). */
@@ -578,6 +582,13 @@ export class Writes {
     computeUnits: U64,
     requestHash: Uint8Array | undefined,
   ): Promise<UsageResult> {
+    // One source of truth, never two counts: with a usage source, the stack holds what it says.
+    if (this.#usageSource !== undefined) {
+      throw refuse(
+        'usage_from_source',
+        `usage comes from ${this.#usageSource} (--usage-source ${this.#usageSource}): this daemon mirrors what atoma-node's inference service records there, so a report here would count the work twice; nothing was recorded`,
+      );
+    }
     // The stack is read once, in the store's write: ownership is checked there against the signer's nodes
     // (a stack of another node refreshes the badges once: the signer may have registered it since).
     const add = async (refresh: boolean): Promise<UsageOutcome> => {

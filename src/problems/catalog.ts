@@ -32,6 +32,7 @@ export const ERRORS = {
   stack_not_ours: { status: 409, title: 'Stack of another node' },
   already_settled: { status: 409, title: 'Stack already settled' },
   over_capacity: { status: 409, title: 'Beyond stack capacity' },
+  usage_from_source: { status: 409, title: 'Usage comes from the usage source' },
   no_usage: { status: 409, title: 'No usage recorded' },
   nothing_to_settle: { status: 409, title: 'Nothing to settle' },
   nothing_to_attest: { status: 409, title: 'Nothing to attest' },

@@ -55,6 +55,24 @@ export const StatusSchema = Type.Object({
       description: "The signer's balances by coin, smallest unit",
     }),
   ),
+  usage_source: Nullable(
+    Type.Object({
+      kind: Type.Literal('atoma-state'),
+      location: Type.String({ description: 'The database it reads, without its password' }),
+      state: Type.String({
+        description:
+          'starting; connected; lost (it cannot be read: error says why; the last usage stays); standby (another daemon sharing the store polls it); stopped',
+      }),
+      error: Nullable(Type.String(), 'Why it is lost (the last reason, while it is)'),
+      last_poll_at: Nullable(Type.String(), 'When it last answered a poll'),
+      behind_seconds: Nullable(Type.Number(), 'Seconds since then: how far behind the mirrored usage may be'),
+      stacks_followed: Type.Integer({ description: "The operator's open stacks whose usage it mirrors" }),
+      stacks_locked_by_node: Type.Integer({
+        description: 'Of those, the ones atoma-node locked to claim itself (the autopilot leaves them)',
+      }),
+    }),
+    "Where stacks' usage comes from besides POST /stacks/{id}/usage; null: nowhere else",
+  ),
   autopilot: Nullable(
     Type.Object({
       mode: Type.String({ description: 'off, dry-run or on' }),

@@ -11,6 +11,7 @@ import type { Writes } from '../../operations/writes.ts';
 import { ProblemError } from '../../problems/catalog.ts';
 import { ReadySchema, type Status, StatusSchema } from '../../schemas/ops.ts';
 import type { Store } from '../../store/store.ts';
+import type { UsageMirror, UsageSourceStatus } from '../../usage/mirror.ts';
 import { problems } from '../openapi.ts';
 
 export interface OpsDeps {
@@ -26,8 +27,17 @@ export interface OpsDeps {
   nodeSmallIds: readonly U64[];
   startedAt: number;
   autopilot: Autopilot | undefined;
+  /** The usage source (--usage-source), when one is configured. */
+  usageSource?: Pick<UsageMirror, 'status'> | undefined;
   /** Brings the gauges computed from the store (earnings, stacks by state) up to date for a scrape. */
   beforeScrape: (() => Promise<void>) | undefined;
+}
+
+/** The usage source as /status shows it: its times as ISO text. */
+function usageSource(status: UsageSourceStatus | undefined): Status['usage_source'] {
+  if (status === undefined) return null;
+  const { last_poll_at, ...rest } = status;
+  return { ...rest, last_poll_at: last_poll_at === null ? null : new Date(last_poll_at).toISOString() };
 }
 
 /** Readiness, status and metrics: what an operator (or a supervisor) asks of a daemon that runs for months. */
@@ -100,6 +110,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
             }
           : null,
         balances: deps.chain?.balances ? await deps.chain.balances().catch(() => null) : null,
+        usage_source: usageSource(deps.usageSource?.status()),
         autopilot: autopilot
           ? {
               mode: autopilot.mode,
