@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { readOverlay } from './helpers/compose.ts';
 import { BASE_IMAGE, debianBase, podman, podmanMissing } from './helpers/podman.ts';
 import { ROOT } from './helpers/process.ts';
 
@@ -64,6 +65,28 @@ async function waitForHealth(url: string, timeoutMs: number): Promise<number> {
     if (performance.now() - started > timeoutMs) throw new Error(`${url}/health did not answer 200 in time`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
+}
+
+/**
+ * podman run's form of how the compose overlay runs the service (deploy/compose/): its environment, a
+ * read-only root with a scratch /tmp, no capabilities, no new privileges, and the node's Sui config
+ * volume (here a directory) where the overlay mounts it. atoma-node's network, postgres-db and the
+ * --atoma-config flags are not here: the container runs on the dev network.
+ */
+function overlayRunArgs(suiConfigDir: string): string[] {
+  const service = readOverlay().services['node-daemon']!;
+  const args = Object.entries(service.environment ?? {}).flatMap(([key, value]) => [
+    '--env',
+    `${key}=${value}`,
+  ]);
+  if (service.read_only) args.push('--read-only');
+  for (const path of service.tmpfs ?? []) args.push('--tmpfs', path);
+  for (const cap of service.cap_drop ?? []) args.push('--cap-drop', cap);
+  for (const option of service.security_opt ?? []) args.push('--security-opt', option.replace(':true', ''));
+  const sui = (service.volumes ?? []).find((v) => v.startsWith('sui-config-volume:'));
+  assert.ok(sui, 'the overlay mounts the node’s Sui config volume');
+  args.push('--volume', sui.replace('sui-config-volume', suiConfigDir));
+  return args;
 }
 
 /** Skips the test (or fails it, in CI) when podman cannot run here; true when it can. */
@@ -172,6 +195,10 @@ describe('the container image', () => {
     const port = await freePort();
     const name = `node-daemon-test-${process.pid}`;
     const url = `http://127.0.0.1:${port}`;
+    // A Sui config directory where the overlay mounts atoma-node's, readable as that volume's would be.
+    const sui = mkdtempSync(join(tmpdir(), 'node-daemon-sui-'));
+    chmodSync(sui, 0o755);
+    writeFileSync(join(sui, 'client.yaml'), 'keystore:\n  File: /root/.sui/sui_config/sui.keystore\n');
     await podman([
       'run',
       '--detach',
@@ -179,8 +206,7 @@ describe('the container image', () => {
       name,
       '--publish',
       `127.0.0.1:${port}:3001`,
-      '--env',
-      'NODE_DAEMON_ALLOWED_HOSTS=node-daemon',
+      ...overlayRunArgs(sui),
       IMAGE,
     ]);
     try {
@@ -217,6 +243,12 @@ describe('the container image', () => {
         );
       }
 
+      // The node's Sui config at the node's path, through /root, as the image's user.
+      assert.match(
+        (await podman(['exec', name, 'cat', '/root/.sui/sui_config/client.yaml'])).stdout,
+        /keystore/,
+      );
+
       // The operator's client inside the container finds the daemon and its token in the volume.
       const status = await podman(['exec', name, 'node-daemon', 'status']);
       assert.match(status.stdout, /network:\s+dev/);
@@ -234,6 +266,7 @@ describe('the container image', () => {
       assert.match(logs.stdout + logs.stderr, /"msg":"stopped"/);
     } finally {
       await podman(['rm', '--force', name]).catch(() => {});
+      rmSync(sui, { recursive: true, force: true });
     }
     process.stdout.write(`# image: ${timings.join(', ')}\n`);
   });

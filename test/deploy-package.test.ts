@@ -89,6 +89,11 @@ describe('the npm package', () => {
       const installSeconds = (performance.now() - installStarted) / 1000;
       const installed = join(prefix, 'lib', 'node_modules', ...pkg.name.split('/'));
       assert.equal(existsSync(join(installed, 'src')), false);
+      // Where deploy/systemd/node-daemon.service runs it from (a global install nests the dependencies).
+      assert.ok(
+        existsSync(join(installed, 'node_modules', 'node', 'bin', 'node')),
+        'the pinned Node is in the package',
+      );
       const bin = join(prefix, 'bin', 'node-daemon');
       assert.equal(realpathSync(bin), join(installed, 'bin', 'node-daemon.js'));
 
