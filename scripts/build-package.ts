@@ -18,9 +18,17 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SRC = join(ROOT, 'src');
 const DIST = join(ROOT, 'dist');
 
-/** Files under src/ that are no run-time asset: the sources tsc compiles, and the console's type-check settings. */
+/**
+ * Files under src/ that the daemon reads at run time: not the sources tsc compiles, the console's
+ * type-check settings, nor anything of the tests and benchmarks kept beside the code.
+ */
 function isAsset(file: string): boolean {
-  return !file.endsWith('.ts') && !file.endsWith('/tsconfig.json');
+  return (
+    !file.endsWith('.ts') &&
+    !file.endsWith('/tsconfig.json') &&
+    !/\.(test|bench)\./.test(file) &&
+    !file.includes('/fixtures/')
+  );
 }
 
 function files(dir: string): string[] {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { cleanEnv, ROOT, startDaemon } from './helpers/process.ts';
@@ -54,6 +54,12 @@ describe('the npm package', () => {
       assert.equal(info.name, pkg.name);
       assert.notEqual(info.name, 'node-daemon', 'the unscoped name belongs to an unrelated package on npm');
       const paths = info.files.map((f) => f.path);
+      // The files the daemon reads beside its modules (the migrations, the console), where src/ has them.
+      const assets = filesUnder(join(ROOT, 'src'))
+        .map((file) => relative(join(ROOT, 'src'), file))
+        .filter((file) => !/\.ts$|tsconfig\.json$|\.(test|bench)\.|(^|\/)fixtures\//.test(file))
+        .map((file) => `dist/${file}`);
+      assert.ok(assets.some((file) => file.endsWith('.sql')) && assets.includes('dist/console/index.html'));
       for (const expected of [
         'package.json',
         'README.md',
@@ -61,10 +67,7 @@ describe('the npm package', () => {
         'bin/daemon-node-flags.json',
         'dist/main.js',
         'dist/indexer/file-worker.js',
-        'dist/console/index.html',
-        'dist/console/app.js',
-        'dist/store/migrations/sqlite/0001-initial.sql',
-        'dist/store/migrations/postgres/0001-initial.sql',
+        ...assets,
       ]) {
         assert.ok(paths.includes(expected), `${expected} is in the tarball`);
       }
@@ -72,6 +75,7 @@ describe('the npm package', () => {
         (p) =>
           /^(test|bench|scripts|src|\.ci|\.github)\//.test(p) ||
           p.includes('fixtures') ||
+          /\.(test|bench)\.js$/.test(p) ||
           p.endsWith('.ts') ||
           /(^|\/)tsconfig[^/]*\.json$/.test(p) ||
           p === 'package-lock.json' ||
@@ -82,7 +86,16 @@ describe('the npm package', () => {
       const prefix = join(tmp.dir, 'prefix');
       const installStarted = performance.now();
       await npm(
-        ['install', '--global', '--prefix', prefix, '--no-audit', '--no-fund', join(tmp.dir, info.filename)],
+        [
+          'install',
+          '--global',
+          '--prefix',
+          prefix,
+          '--prefer-offline',
+          '--no-audit',
+          '--no-fund',
+          join(tmp.dir, info.filename),
+        ],
         tmp.dir,
         300_000,
       );
