@@ -164,6 +164,13 @@ describe('network exposure', () => {
       const evil = await d.app.inject({ url: '/tasks', headers: { host: 'attacker.example:3001' } });
       assert.equal(evil.statusCode, 403);
       assert.equal(evil.json().code, 'host_not_allowed');
+      // The detail names the host it saw and the setting that admits it, flag and environment variable.
+      assert.equal(
+        evil.json().detail,
+        'requests for host attacker.example are refused (DNS rebinding protection); use localhost, or admit ' +
+          'attacker.example with --allowed-hosts attacker.example (NODE_DAEMON_ALLOWED_HOSTS=attacker.example; ' +
+          'a comma-separated list)',
+      );
       for (const host of [
         'localhost:3001',
         '127.0.0.1:3001',
@@ -173,6 +180,29 @@ describe('network exposure', () => {
       ]) {
         assert.equal((await d.app.inject({ url: '/tasks', headers: { host } })).statusCode, 200, host);
       }
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('on every interface, names no wildcard address, and admits a service name given in --allowed-hosts', async () => {
+    // As in the container image: 0.0.0.0, and a client that reaches it through a gateway's address.
+    const d = await daemonApp({ host: '0.0.0.0', auth: 'all', 'allowed-hosts': 'node-daemon' });
+    try {
+      const gateway = await d.app.inject({ url: '/health', headers: { host: '10.88.0.1:3001' } });
+      assert.equal(gateway.statusCode, 403);
+      assert.equal(
+        gateway.json().detail,
+        'requests for host 10.88.0.1 are refused (DNS rebinding protection); use localhost, or admit 10.88.0.1 ' +
+          'with --allowed-hosts 10.88.0.1 (NODE_DAEMON_ALLOWED_HOSTS=10.88.0.1; a comma-separated list)',
+      );
+      const v6 = await d.app.inject({ url: '/health', headers: { host: '[fd00::5]:3001' } });
+      assert.match(
+        v6.json().detail,
+        /^requests for host \[fd00::5\] are refused .* --allowed-hosts fd00::5 /,
+      );
+      const named = await d.app.inject({ url: '/health', headers: { host: 'node-daemon:3001' } });
+      assert.equal(named.statusCode, 200);
     } finally {
       await d.close();
     }

@@ -88,6 +88,26 @@ function hostName(header: string): string {
   return (colon > -1 && header.indexOf(':') === colon ? header.slice(0, colon) : header).toLowerCase();
 }
 
+/** A wildcard bind address answers on every interface and is no name a client could use. */
+const WILDCARDS = new Set(['0.0.0.0', '::', '[::]']);
+
+/**
+ * The host_not_allowed detail: the host the request named, and the setting that admits it, since the
+ * usual way to meet this refusal is a new route to the daemon (a container's gateway address, a service
+ * name) rather than an attack.
+ */
+function hostRefusal(seen: string, boundHost: string): string {
+  const bound = boundHost.toLowerCase();
+  const usable =
+    WILDCARDS.has(bound) || ['localhost', '127.0.0.1', '::1'].includes(bound) ? '' : ` or ${boundHost}`;
+  // The setting takes addresses without brackets (::1, not [::1]) and names without a port.
+  const name = seen.replace(/^\[|\]$/g, '');
+  return (
+    `requests for host ${seen} are refused (DNS rebinding protection); use localhost${usable}, or admit ${name} ` +
+    `with --allowed-hosts ${name} (NODE_DAEMON_ALLOWED_HOSTS=${name}; a comma-separated list)`
+  );
+}
+
 /**
  * Marks a request the guard counted until it is released: a property of the request itself, which lives
  * exactly as long as the request (a WeakSet of requests cost an ephemeron table entry, and a write barrier,
@@ -156,12 +176,7 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
       const url = absolute ? request.url.slice(absolute[0].length) || '/' : request.url;
       const host = absolute ? absolute[1] : request.headers.host;
       if (host !== undefined && !allowed.has(hostName(host))) {
-        return deny(
-          request,
-          reply,
-          'host_not_allowed',
-          `requests for host ${hostName(host)} are refused (DNS rebinding protection); use ${options.boundHost} or localhost, or allow the name with --allowed-hosts`,
-        );
+        return deny(request, reply, 'host_not_allowed', hostRefusal(hostName(host), options.boundHost));
       }
       const query = url.indexOf('?');
       if (query > -1 && TOKEN_PARAMS.test(url.slice(query))) {

@@ -100,6 +100,12 @@ export class FileEventSource implements EventSource {
 /** How long a reader told to stop may take to close its file and end before it is terminated. */
 const STOP_MS = 5000;
 
+/**
+ * The reader thread's module, beside this one: file-worker.ts in the clone, file-worker.js in the built
+ * package (tsc rewrites the specifiers of imports, not a URL's text).
+ */
+const WORKER_FILE = import.meta.url.endsWith('.ts') ? './file-worker.ts' : './file-worker.js';
+
 /** One reader thread: its pages in order, and its failure (a file it cannot read) when it fails. */
 class PageReader {
   readonly #worker: Worker;
@@ -111,7 +117,7 @@ class PageReader {
   #wake: (() => void) | undefined;
 
   constructor(data: FileWorkerData) {
-    this.#worker = new Worker(new URL('./file-worker.ts', import.meta.url), {
+    this.#worker = new Worker(new URL(WORKER_FILE, import.meta.url), {
       name: 'file-source',
       workerData: data,
     });

@@ -64,10 +64,12 @@ export async function startDaemon(
   lifetimeMs = 60_000,
   /** The Node that runs the command (an older one re-runs it on the pinned Node 24). */
   node = process.execPath,
+  /** Which node-daemon command, run from where: the clone's by default, or an installed package's. */
+  at: { bin: string; cwd: string } = { bin: BIN, cwd: ROOT },
 ): Promise<{ child: ChildProcess; url: string; exited: Promise<Finished> }> {
-  const child = spawn(node, [BIN, 'start', '--port', '0', ...args], {
+  const child = spawn(node, [at.bin, 'start', '--port', '0', ...args], {
     env: cleanEnv(env),
-    cwd: ROOT,
+    cwd: at.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = waitExit(child, lifetimeMs);
