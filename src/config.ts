@@ -31,6 +31,8 @@ export interface CommonConfig {
   readonly port: number;
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
+  /** PostgreSQL: the schema that holds the store's tables (a database may hold other programs' tables). */
+  readonly databaseSchema: string;
   readonly configFile: string | undefined;
   readonly logLevel: LogLevel;
   /** Seconds the daemon waits for in-flight work on SIGINT/SIGTERM before it gives up. */
@@ -268,6 +270,15 @@ function nodeIds(raw: unknown): Parsed {
   return parsed.ok ? ok(Object.freeze((parsed.value as string[]).map((text) => parseU64(text)!))) : parsed;
 }
 
+/** A schema name the store can use unquoted: lower case letters, digits and underscores. */
+function schemaName(raw: unknown): Parsed {
+  return typeof raw === 'string' && /^[a-z_][a-z0-9_]{0,62}$/.test(raw) && !raw.startsWith('pg_')
+    ? ok(raw)
+    : no(
+        'a schema name of lower case letters, digits and underscores, not starting with pg_, like node_daemon',
+      );
+}
+
 function databaseUrl(raw: unknown): Parsed {
   if (typeof raw !== 'string') return no('a postgres:// or postgresql:// URL');
   if (raw.trim() === '') return ok(undefined);
@@ -337,6 +348,15 @@ export const SETTINGS: readonly Setting[] = [
     parse: databaseUrl,
     defaultValue: () => undefined,
     secret: true,
+  },
+  {
+    key: 'databaseSchema',
+    flag: 'database-schema',
+    env: 'NODE_DAEMON_DATABASE_SCHEMA',
+    describe:
+      "PostgreSQL: the schema that holds the store's tables, so it can share a database (atoma-state's too)",
+    parse: schemaName,
+    defaultValue: () => 'node_daemon',
   },
   {
     key: 'usageSource',
@@ -708,6 +728,7 @@ function assemble(
     port: settings.port,
     dataDir: settings.dataDir,
     databaseUrl: settings.databaseUrl,
+    databaseSchema: settings.databaseSchema,
     configFile: settings.configFile,
     logLevel: settings.logLevel,
     shutdownTimeout: settings.shutdownTimeout,

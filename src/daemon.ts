@@ -62,7 +62,7 @@ export interface Services {
 /** Opens the store and, on a chain network, the chain with its indexer and the write operations. */
 export async function openServices(config: Config, logger: Logger): Promise<Services> {
   const metrics = createMetrics();
-  const store = instrumentStore(await openStore(config), metrics);
+  const store = instrumentStore(await openStore(config, logger.child({ component: 'store' })), metrics);
   const events = new EventHub({
     store,
     log: logger.child({ component: 'events' }),

@@ -205,16 +205,21 @@ async function db(config: Config, args: string[]): Promise<number> {
     );
   }
   const { migrate, migrationStatus, redactUrl } = await import('./store/postgres/migrations.ts');
-  const where = redactUrl(config.databaseUrl);
+  const schema = config.databaseSchema;
+  const where = `${redactUrl(config.databaseUrl)}, schema ${schema}`;
   try {
     if (action === 'migrate') {
-      const { applied } = await migrate(config.databaseUrl);
+      const { applied, moved } = await migrate(config.databaseUrl, schema);
+      if (moved.length > 0) {
+        process.stdout.write(`${where}: moved the store from schema public into it (${moved.join(', ')})\n`);
+      }
       process.stdout.write(
         applied.length === 0 ? `${where}: up to date\n` : `${where}: applied ${applied.join(', ')}\n`,
       );
       return ExitCode.ok;
     }
-    const states = await migrationStatus(config.databaseUrl);
+    const states = await migrationStatus(config.databaseUrl, schema);
+    process.stdout.write(`the store: ${where}\n`);
     for (const m of states) {
       process.stdout.write(
         `${String(m.version).padStart(4, '0')}  ${m.state.padEnd(8)} ${m.name}${m.appliedAt ? `  (${m.appliedAt})` : ''}\n`,

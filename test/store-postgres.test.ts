@@ -144,7 +144,7 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         const second = await PostgresStore.open({ url: db.url });
         assert.equal(second.migrationsApplied, 0);
         await second.close();
-        assert.deepEqual(await migrate(db.url), { applied: [] });
+        assert.deepEqual(await migrate(db.url), { applied: [], moved: [] });
         const status = await migrationStatus(db.url);
         assert.deepEqual(
           status.map((m) => m.state),
@@ -193,16 +193,16 @@ if (await postgresAvailable('PostgreSQL store suite')) {
         file.close();
         const { pg, pgIndexes } = await withClient(db.url, async (client) => {
           const columns = await client.query(`SELECT table_name, column_name FROM information_schema.columns
-            WHERE table_schema = 'public'
+            WHERE table_schema = 'node_daemon'
               AND table_name NOT IN ('schema_migrations', 'store_version', 'node_event_counter')`);
           const keys = await client.query(`SELECT c.relname AS table_name, a.attname AS column_name
             FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
-            JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
+            JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'node_daemon'
             CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
             WHERE i.indisprimary ORDER BY c.relname, k.ord`);
           const indexes = await client.query(`SELECT indexname FROM pg_indexes
-            WHERE schemaname = 'public' AND indexname NOT LIKE '%_pkey' ORDER BY indexname`);
+            WHERE schemaname = 'node_daemon' AND indexname NOT LIKE '%_pkey' ORDER BY indexname`);
           const tables: Record<string, { columns: string[]; key: string[] }> = {};
           for (const r of columns.rows) {
             tables[r.table_name] ??= { columns: [], key: [] };
@@ -1080,7 +1080,8 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       try {
         const store = await openStore(config(db.url));
         assert.equal(store.engine, 'postgres');
-        assert.equal(store.location, db.url);
+        // Where the data lives, with its schema (the default one here), never a password.
+        assert.equal(store.location, `${db.url} (schema node_daemon)`);
         await store.close();
         const secret = 'postgres://postgres:hunter2@127.0.0.1:1/atoma';
         const error = await openStore(config(secret)).then(

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { dataDirFailure } from '../internal/data-dir-lock.ts';
 import { CliError } from '../internal/exit-codes.ts';
 import { StoreError } from './errors.ts';
@@ -7,12 +8,25 @@ import { SqliteStore, type SqliteStoreOptions } from './sqlite/sqlite-store.ts';
 import type { Store } from './store.ts';
 
 /** Opens the configured store and applies its pending migrations. Throws CliError with one line. */
-export async function openStore(config: {
-  dataDir: string;
-  databaseUrl: string | undefined;
-  sqliteSynchronous?: SqliteStoreOptions['synchronous'];
-}): Promise<Store> {
-  if (config.databaseUrl !== undefined) return openPostgres(config.databaseUrl);
+export async function openStore(
+  config: {
+    dataDir: string;
+    databaseUrl: string | undefined;
+    databaseSchema?: string;
+    sqliteSynchronous?: SqliteStoreOptions['synchronous'];
+  },
+  log?: Pick<Logger, 'info'>,
+): Promise<Store> {
+  if (config.databaseUrl !== undefined) {
+    const store = await openPostgres(config.databaseUrl, config.databaseSchema);
+    if (store.movedFromPublic.length > 0) {
+      log?.info(
+        { schema: store.schema, moved: store.movedFromPublic },
+        `moved the store from schema public, where an earlier version kept it, into schema ${store.schema}`,
+      );
+    }
+    return store;
+  }
   try {
     return new SqliteStore({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
   } catch (error) {
@@ -25,9 +39,9 @@ export async function openStore(config: {
   }
 }
 
-async function openPostgres(url: string): Promise<Store> {
+async function openPostgres(url: string, schema: string | undefined): Promise<PostgresStore> {
   try {
-    return await PostgresStore.open({ url });
+    return await PostgresStore.open({ url, ...(schema === undefined ? {} : { schema }) });
   } catch (error) {
     const { host, database } = describeUrl(url);
     const { code, message } = error as { code?: unknown; message?: unknown };

@@ -102,11 +102,12 @@ export async function createAtomaState(): Promise<AtomaStateDatabase | undefined
           "SELECT relname, relkind FROM pg_class WHERE relnamespace = 'public'::regnamespace ORDER BY relname",
         );
         const triggers = await client.query(
-          'SELECT tgname FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname',
+          `SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+            WHERE NOT t.tgisinternal AND c.relnamespace = 'public'::regnamespace ORDER BY tgname`,
         );
         const parts = [JSON.stringify(objects.rows), JSON.stringify(triggers.rows)];
         for (const { tablename } of tables.rows) {
-          const rows = await client.query(`SELECT * FROM ${tablename} ORDER BY 1`);
+          const rows = await client.query(`SELECT * FROM public.${tablename} ORDER BY 1`);
           parts.push(`${tablename}: ${JSON.stringify(rows.rows)}`);
         }
         return parts.join('\n');

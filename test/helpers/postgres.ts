@@ -56,6 +56,17 @@ export function databaseUrl(name: string, base = TEST_PG_URL): string {
   return url.toString();
 }
 
+/**
+ * The URL with the store's default schema (node_daemon) first in its search path, then public: a test's
+ * own connections then read the store's tables unqualified, as the store's connections do (it sets its
+ * search path on each connection itself, whatever the URL says).
+ */
+export function inStoreSchema(url: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('options', '-c search_path=node_daemon,public');
+  return parsed.toString();
+}
+
 /** A throwaway database (node_daemon_test_<random>) on the test server; undefined when it is unreachable. */
 export async function createTestDatabase(): Promise<TestDatabase | undefined> {
   let admin: Client;
@@ -72,7 +83,7 @@ export async function createTestDatabase(): Promise<TestDatabase | undefined> {
   }
   return {
     name,
-    url: databaseUrl(name),
+    url: inStoreSchema(databaseUrl(name)),
     drop: () =>
       withClient(TEST_PG_URL, async (client) => {
         await client.query(

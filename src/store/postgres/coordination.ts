@@ -22,7 +22,7 @@ export function postgresCoordination(db: PostgresDatabase): Coordination {
       let held: boolean;
       try {
         const { rows } = await client.query<{ held: boolean }>(
-          `SELECT pg_try_advisory_lock(${advisoryKey(name)}) AS held`,
+          `SELECT pg_try_advisory_lock(${advisoryKey(db.lockName(name))}) AS held`,
         );
         held = rows[0]?.held === true;
       } catch (error) {
@@ -60,7 +60,7 @@ export function postgresCoordination(db: PostgresDatabase): Coordination {
       const client = await db.session();
       try {
         try {
-          await client.query(`SELECT pg_advisory_lock(${advisoryKey(name)})`);
+          await client.query(`SELECT pg_advisory_lock(${advisoryKey(db.lockName(name))})`);
         } catch (error) {
           throw statementError(error);
         }

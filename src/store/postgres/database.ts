@@ -5,7 +5,14 @@ import type { NewNodeEvent } from '../node-events.ts';
 import { columns } from '../params.ts';
 import { StackLists } from '../stack-list/stack-lists.ts';
 import { arrayLiteral } from './array-literal.ts';
-import { CONNECT_TIMEOUT_MS, redactUrl, runMigrations } from './migrations.ts';
+import {
+  CONNECT_TIMEOUT_MS,
+  DEFAULT_SCHEMA,
+  type MigrationRun,
+  redactUrl,
+  runMigrations,
+  searchPath,
+} from './migrations.ts';
 import { type StackListMark, stackListSource } from './stack-source.ts';
 import { BUMP_VERSION, S, type Statement } from './statements.ts';
 import { params } from './u64.ts';
@@ -23,6 +30,8 @@ export interface PostgresStoreOptions {
   applicationName?: string;
   /** How long a statement waits for a row lock before failing with store_lock_not_available; 10 s. */
   lockTimeoutMs?: number;
+  /** The schema that holds the store's tables (--database-schema); node_daemon unless set. */
+  schema?: string;
 }
 
 export type Row = Record<string, unknown>;
@@ -49,7 +58,11 @@ export class PostgresDatabase {
   readonly location: string;
   /** How many migrations this open applied (0 when the database was up to date). */
   readonly migrationsApplied: number;
+  /** The objects this open moved into its schema from public, where an earlier version kept them. */
+  readonly movedFromPublic: readonly string[];
   readonly options: PostgresStoreOptions;
+  /** The schema that holds the store's tables. */
+  readonly schema: string;
   /** Each listed node's stack list, kept between reads (stack-list/). */
   readonly stackLists: StackLists<StackListMark>;
   readonly nodeEvents = new Listeners();
@@ -66,16 +79,19 @@ export class PostgresDatabase {
   /** The connections of leases, locks and LISTEN, outside the pool; ended by close(). */
   readonly #sessions = new Set<Client>();
 
-  private constructor(pool: Pool, options: PostgresStoreOptions, migrationsApplied: number) {
+  private constructor(pool: Pool, options: PostgresStoreOptions, run: MigrationRun) {
     this.#pool = pool;
     this.options = options;
-    this.location = redactUrl(options.url);
-    this.migrationsApplied = migrationsApplied;
+    this.schema = options.schema ?? DEFAULT_SCHEMA;
+    this.location = `${redactUrl(options.url)} (schema ${this.schema})`;
+    this.migrationsApplied = run.applied.length;
+    this.movedFromPublic = run.moved;
     this.stackLists = new StackLists(stackListSource(this));
   }
 
   /** Connects, applies the pending migrations (under the migration lock) and returns the database. */
   static async open(options: PostgresStoreOptions): Promise<PostgresDatabase> {
+    const schema = options.schema ?? DEFAULT_SCHEMA;
     const pool = new Pool({
       connectionString: options.url,
       max: options.poolSize ?? DEFAULT_POOL_SIZE,
@@ -94,6 +110,11 @@ export class PostgresDatabase {
     // An idle pooled connection that breaks (server restart, network) emits 'error' on the pool, which
     // would otherwise crash the process; the pool drops it and the next query connects afresh.
     pool.on('error', ignore);
+    // Every statement is unqualified: the store's schema is the one each connection looks in. Queued on
+    // the new connection ahead of anything else it is given.
+    pool.on('connect', (client) => {
+      client.query(searchPath(schema)).catch(ignore);
+    });
     try {
       let client: PoolClient;
       try {
@@ -103,8 +124,7 @@ export class PostgresDatabase {
       }
       client.on('error', ignore);
       try {
-        const applied = await runMigrations(client);
-        return new PostgresDatabase(pool, options, applied.length);
+        return new PostgresDatabase(pool, options, await runMigrations(client, schema));
       } finally {
         client.release();
       }
@@ -112,6 +132,22 @@ export class PostgresDatabase {
       await pool.end().catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * The channel other processes' node events are notified on: one per schema, so that stores in other
+   * schemas of the database are not woken for events they do not hold.
+   */
+  get eventsChannel(): string {
+    return this.schema === DEFAULT_SCHEMA ? 'node_events' : `node_events_${this.schema}`;
+  }
+
+  /**
+   * The advisory-lock name of a lease or lock: advisory locks are the database's, so a store in another
+   * schema names its own (the default schema keeps the names of before, shared with earlier versions).
+   */
+  lockName(name: string): string {
+    return this.schema === DEFAULT_SCHEMA ? name : `${this.schema}:${name}`;
   }
 
   /** Whether close() has begun: new work is refused. */
@@ -293,7 +329,7 @@ export class PostgresDatabase {
           5,
         ),
       ],
-      [S.notifyNodeEvents, []],
+      [S.notifyNodeEvents, [this.eventsChannel]],
     ];
   }
 
@@ -320,6 +356,7 @@ export class PostgresDatabase {
     client.on('error', ignore);
     try {
       await client.connect();
+      await client.query(searchPath(this.schema));
     } catch (error) {
       await client.end().catch(ignore);
       throw connectError(error);

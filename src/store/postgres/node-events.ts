@@ -20,7 +20,7 @@ export function postgresNodeEvents(db: PostgresDatabase): NodeEventStore {
     try {
       const session = await db.session();
       session.on('notification', () => db.nodeEvents.emit());
-      await session.query('LISTEN node_events');
+      await session.query(`LISTEN ${db.eventsChannel}`);
       if (failures > 0) db.nodeEvents.emit();
       session.once('end', () => {
         if (!db.closing) void listen(1);

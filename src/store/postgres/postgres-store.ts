@@ -24,10 +24,16 @@ export class PostgresStore {
   readonly location: string;
   /** How many migrations this open applied (0 when the database was up to date). */
   readonly migrationsApplied: number;
+  /** The objects this open moved into its schema from public, where an earlier version kept them. */
+  readonly movedFromPublic: readonly string[];
+  /** The schema that holds its tables. */
+  readonly schema: string;
 
   private constructor(db: PostgresDatabase) {
     this.location = db.location;
     this.migrationsApplied = db.migrationsApplied;
+    this.movedFromPublic = db.movedFromPublic;
+    this.schema = db.schema;
     const roles: Roles = {
       ...postgresIndexer(db),
       ...postgresReads(db),

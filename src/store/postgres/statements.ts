@@ -166,7 +166,7 @@ export const S = statements({
     SELECT c.last - cardinality($1::bigint[]) + e.ord, e.at, e.type, e.node, e.other, e.data
     FROM c, unnest($1::bigint[], $2::text[], $3::numeric[], $4::numeric[], $5::text[])
       WITH ORDINALITY AS e(at, type, node, other, data, ord)`,
-  notifyNodeEvents: "SELECT pg_notify('node_events', '')",
+  notifyNodeEvents: "SELECT pg_notify($1, '')",
   nodeEvents: `SELECT * FROM node_events WHERE id > $1
       AND ($2::numeric[] IS NULL OR node_small_id IS NULL OR node_small_id = ANY($2) OR other_node_small_id = ANY($2))
       AND ($3::text[] IS NULL OR type = ANY($3))
