@@ -574,6 +574,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   assert.match(status, /^version: +\d+\.\d+\.\d+\nnetwork: +dev\nepoch: +2\n/m);
   assert.match(status, /^autopilot: +dry-run \(plans only\), last pass \S+Z \((.+ ago|now)\)$/m);
   assert.match(status, /^badges: +node 3 \(badge 0x[0-9a-f]{64}\), node 4 /m);
+  assert.match(status, /^usage source: +none \(usage comes from POST \/stacks\/\{id\}\/usage\)$/m);
   assert.equal((await parsed(['status'])).network, 'dev');
 
   // Refusals (exit 4): the problem's detail in one line; with --json the problem document on stdout.

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { runClient } from '../src/cli/index.ts';
 import { type AtomaStateDatabase, createAtomaState } from './helpers/atoma-state.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
@@ -21,6 +23,15 @@ function ok(res: LightMyRequestResponse): Json {
 }
 
 const OURS = 2;
+
+/** What a client command printed. */
+class Sink extends Writable {
+  text = '';
+  override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: () => void): void {
+    this.text += String(chunk);
+    done();
+  }
+}
 
 async function until<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string, ms = 10_000) {
   const deadline = Date.now() + ms;
@@ -113,6 +124,15 @@ function scenario(engine: string, extra: () => Record<string, string>) {
       assert.doesNotMatch(String(status.location), /password/);
       assert.equal(typeof status.last_poll_at, 'string');
       assert.ok((status.behind_seconds as number) < 5);
+      // The operator's one line (node-daemon status): the source, its state, how far behind, what it follows.
+      const address = await d.app.listen({ port: 0, host: '127.0.0.1' });
+      const stdout = new Sink();
+      const code = await runClient('status', ['--url', address], {}, { stdout, stderr: new Sink() });
+      assert.equal(code, 0);
+      assert.match(
+        stdout.text,
+        /^usage source: +atoma-state at postgres:\/\/\S+: connected; last poll .+, [\d.]+ s behind; \d+ stacks followed$/m,
+      );
       const metrics = (await d.get('/metrics')).body;
       assert.match(metrics, /^node_daemon_usage_source_up 1$/m);
       assert.match(metrics, /^node_daemon_usage_source_stacks_followed \d+$/m);

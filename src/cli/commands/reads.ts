@@ -524,10 +524,28 @@ function statusEntries(value: unknown, prefix = ''): [string, string][] {
       entries.push([name, autopilotSummary(v as Status['autopilot'])]);
       continue;
     }
+    if (name === 'usage_source') {
+      entries.push(['usage source', usageSourceSummary(v as Status['usage_source'])]);
+      continue;
+    }
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) entries.push(...statusEntries(v, name));
     else entries.push([name, statusValue(name, v)]);
   }
   return entries;
+}
+
+/** Where usage comes from, on one line: the source, its state, how far behind, what it follows. */
+function usageSourceSummary(source: Status['usage_source']): string {
+  if (source === null || source === undefined) return 'none (usage comes from POST /stacks/{id}/usage)';
+  const polled =
+    source.last_poll_at === null ? 'no poll answered yet' : `last poll ${when(source.last_poll_at)}`;
+  const behind = source.behind_seconds === null ? '' : `, ${source.behind_seconds} s behind`;
+  const locked =
+    source.stacks_locked_by_node > 0
+      ? ` (${source.stacks_locked_by_node} locked by atoma-node to claim)`
+      : '';
+  const state = source.state === 'lost' ? `lost: ${oneLine(source.error ?? 'unknown')}` : source.state;
+  return `${source.kind} at ${source.location}: ${state}; ${polled}${behind}; ${source.stacks_followed} stacks followed${locked}`;
 }
 
 /** The autopilot of the status on one line: its mode, its last pass, and why it halted if it did. */
