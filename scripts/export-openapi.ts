@@ -7,23 +7,28 @@ import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/internal/logger.ts';
+import { EventHub } from '../src/operations/event-stream.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 
 export const OPENAPI_FILE = fileURLToPath(new URL('../docs/openapi.json', import.meta.url));
 
 /**
  * The OpenAPI document as the daemon serves it at /openapi.json, formatted for the repository: with the
- * default settings (--auth writes), on no network, so that nothing in it depends on one.
+ * default settings (--auth writes), on no network, so that nothing in it depends on one, and with what
+ * every daemon serves on every network (GET /events, which needs its event hub).
  */
 export async function renderOpenApi(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'node-daemon-openapi-'));
   const store = new SqliteStore({ dataDir: dir });
+  const logger = createLogger('silent');
+  const events = new EventHub({ store, log: logger });
   try {
     const defaults = loadConfig({ 'data-dir': dir, network: 'none' }, {});
     const app = await buildApp({
       config: { network: 'none', cacheMb: 0, corsOrigins: [], readyMaxLag: 30, nodeSmallIds: [] },
       store,
-      logger: createLogger('silent'),
+      logger,
+      events,
       security: {
         auth: defaults.auth,
         tokenFile: join(dir, 'api-token'),
@@ -37,6 +42,7 @@ export async function renderOpenApi(): Promise<string> {
     await app.close();
     return text;
   } finally {
+    events.close();
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
