@@ -293,6 +293,21 @@ if (await postgresAvailable('the atoma-state usage source')) {
           } finally {
             await source.stop();
           }
+          // Credentials the server refuses (a role it does not know): lost, saying so.
+          const refused = new URL(atoma.url);
+          refused.username = 'no_such_role_for_node_daemon';
+          const denied = mirror(store, refused.toString());
+          denied.source.start();
+          try {
+            const lost = await until(
+              async () => denied.source.status(),
+              (s) => s.state === 'lost',
+              'lost',
+            );
+            assert.match(lost.error ?? '', /refused the credentials/);
+          } finally {
+            await denied.source.stop();
+          }
           // A server that cannot be reached: lost with a reason, never a crash.
           const down = mirror(store, 'postgres://postgres@127.0.0.1:1/atoma');
           down.source.start();
