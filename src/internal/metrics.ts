@@ -127,6 +127,17 @@ export function createMetrics() {
       buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
       registers,
     }),
+    ready: new Gauge({
+      name: 'node_daemon_ready',
+      help: '1 while /ready answers ready (the store answers, the indexer within --ready-max-lag of the head), else 0',
+      registers,
+    }),
+    subscriptionsToDeprecatedTasks: new Gauge({
+      name: 'node_daemon_subscriptions_to_deprecated_tasks',
+      help: "A node's subscriptions to tasks that were deprecated or removed (it serves a task going away)",
+      labelNames: ['node'] as const,
+      registers,
+    }),
     // The usage source (src/usage/): whether it answers, when it last did, what it follows and sets.
     usageSourceUp: new Gauge({
       name: 'node_daemon_usage_source_up',

@@ -106,9 +106,19 @@ export function earningsMetrics(
 ): () => Promise<void> {
   return async () => {
     const totals: { node: string; claimed: U64; rewards: U64; refunded: U64 }[] = [];
+    // The tasks going away: a node that serves one hears of it (an alert rule reads the gauge).
+    const deprecated = new Set(
+      (await store.listTasks())
+        .filter((t) => t.is_deprecated || t.is_removed)
+        .map((t) => String(t.task_small_id)),
+    );
     for (const node of await nodes()) {
       const e = await nodeEarnings(store, node);
       const label = String(node);
+      const serving = (await store.listSubscriptions(node)).filter((s) =>
+        deprecated.has(String(s.task_small_id)),
+      );
+      metrics.subscriptionsToDeprecatedTasks.set({ node: label }, serving.length);
       for (const state of ['claimable', 'settling', 'disputed', 'unsettled'] as const) {
         metrics.earnings.set({ node: label, state }, usdc(e[state]));
       }

@@ -44,6 +44,22 @@ function usageSource(status: UsageSourceStatus | undefined): Status['usage_sourc
 export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) => {
   const { store, indexer, metrics } = deps;
 
+  /** What /ready answers (and node_daemon_ready says): the store answers, and the indexer is near the head. */
+  const ready = async (): Promise<
+    { ready: true; lag_seconds: number | null } | { ready: false; detail: string; retryAfterSeconds: number }
+  > => {
+    try {
+      await store.dataVersion();
+    } catch (error) {
+      return {
+        ready: false,
+        detail: `the store does not answer: ${(error as Error).message}`,
+        retryAfterSeconds: 5,
+      };
+    }
+    return indexerReadiness(indexer, deps.chain, deps.readyMaxLag);
+  };
+
   app.get('/ready', {
     schema: {
       tags: ['meta'],
@@ -52,14 +68,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
       response: { 200: ReadySchema, ...problems('not_ready') },
     },
     handler: async () => {
-      try {
-        await store.dataVersion();
-      } catch (error) {
-        throw new ProblemError('not_ready', `the store does not answer: ${(error as Error).message}`, {
-          retryAfterSeconds: 5,
-        });
-      }
-      const readiness = indexerReadiness(indexer, deps.chain, deps.readyMaxLag);
+      const readiness = await ready();
       if (!readiness.ready) {
         throw new ProblemError('not_ready', readiness.detail, {
           retryAfterSeconds: readiness.retryAfterSeconds,
@@ -137,6 +146,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<OpsDeps> = async (app, deps) =
     handler: async (_request, reply) => {
       const lag = indexer?.lagSeconds();
       if (lag !== undefined) metrics.indexerLag.set(lag);
+      metrics.ready.set((await ready()).ready ? 1 : 0);
       await deps.beforeScrape?.();
       reply.type(metrics.registry.contentType);
       return metrics.registry.metrics();
