@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { interpolate, readOverlay } from './helpers/compose.ts';
+import { parse as yamlParse } from 'yaml';
+import { type ComposeFile, interpolate, readOverlay } from './helpers/compose.ts';
 import { ROOT } from './helpers/process.ts';
 
 /**
@@ -134,5 +135,37 @@ describe('the compose overlay', () => {
     // The daemon's --shutdown-timeout is 10 s by default; compose's default grace is also 10 s.
     const grace = Number(/^(\d+)s$/.exec(service?.stop_grace_period ?? '')?.[1]);
     assert.ok(grace > 10, `stop_grace_period ${service?.stop_grace_period}`);
+  });
+});
+
+describe('the monitoring overlay', () => {
+  const file = join(ROOT, 'deploy', 'compose', 'docker-compose.monitoring.yaml');
+  const parse = (text: string) => yamlParse(text) as ComposeFile;
+
+  it("adds only mounts to atoma-node's own prometheus and grafana, of files that exist here", () => {
+    const overlay = parse(readFileSync(file, 'utf8'));
+    assert.deepEqual(Object.keys(overlay.services).sort(), ['grafana', 'prometheus']);
+    for (const [name, service] of Object.entries(overlay.services)) {
+      assert.ok(ATOMA_NODE.services.includes(name), `${name} is a service of atoma-node's stack`);
+      assert.deepEqual(
+        Object.keys(service),
+        ['volumes'],
+        `${name}: mounts only, its image stays atoma-node's`,
+      );
+      for (const volume of service.volumes ?? []) {
+        const [source, target, mode] = interpolate(volume, { NODE_DAEMON_SRC: ROOT }).split(':');
+        assert.equal(mode, 'ro', `${volume}: read-only`);
+        assert.ok(target?.startsWith('/'));
+        // The repository's files it mounts exist (the token is the operator's own file).
+        if (source?.startsWith(ROOT)) assert.ok(existsSync(source), `${source} exists`);
+      }
+    }
+    const prometheus = overlay.services.prometheus?.volumes?.map((v) => interpolate(v).split(':')[1]) ?? [];
+    assert.ok(prometheus.includes('/etc/prometheus/node-daemon'), 'the rules where DEPLOY.md says');
+    const grafana = overlay.services.grafana?.volumes?.map((v) => interpolate(v).split(':')[1]) ?? [];
+    assert.ok(
+      grafana.includes('/var/lib/grafana/dashboards/node-daemon'),
+      'the dashboard where its provisioning looks',
+    );
   });
 });
