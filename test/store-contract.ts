@@ -1720,6 +1720,41 @@ export function storeContract(
       assert.deepEqual(await ids({ after: 2, limit: 1 }), [3]);
     });
 
+    it('records a condition once when it starts and once when it ends, each with its event', async () => {
+      const event = (type: 'signer_gas_low' | 'signer_gas_restored') => ({
+        type,
+        node_small_id: null,
+        data: { address: '0xab' },
+      });
+      // Never recorded: it does not hold, and ending it announces nothing.
+      assert.equal(
+        await store.setCondition('signer_gas_low:0xab', false, event('signer_gas_restored'), 1),
+        false,
+      );
+      assert.deepEqual(await store.listConditions(), []);
+      assert.equal(await store.setCondition('signer_gas_low:0xab', true, event('signer_gas_low'), 2), true);
+      // Seen again (another check, another daemon, a restart): nothing more.
+      assert.equal(await store.setCondition('signer_gas_low:0xab', true, event('signer_gas_low'), 3), false);
+      assert.equal(await store.setCondition('indexer_behind', true, event('signer_gas_low'), 4), true);
+      assert.equal(
+        await store.setCondition('signer_gas_low:0xab', false, event('signer_gas_restored'), 5),
+        true,
+      );
+      assert.equal(
+        await store.setCondition('signer_gas_low:0xab', false, event('signer_gas_restored'), 6),
+        false,
+      );
+      assert.deepEqual(await store.listConditions(), [
+        { key: 'indexer_behind', holds: true, since: 4 },
+        { key: 'signer_gas_low:0xab', holds: false, since: 5 },
+      ]);
+      assert.equal(await store.setCondition('signer_gas_low:0xab', true, event('signer_gas_low'), 7), true);
+      const types = (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null })).map(
+        (e) => e.type,
+      );
+      assert.deepEqual(types, ['signer_gas_low', 'signer_gas_low', 'signer_gas_restored', 'signer_gas_low']);
+    });
+
     it('prunes node events by age and by count, and never reuses an id', async () => {
       await store.appendNodeEvents(
         [100, 200, 300, 400, 500].map((at) => ({ type: 'task_added', node_small_id: null, at, data: {} })),

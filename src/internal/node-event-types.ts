@@ -14,5 +14,14 @@ export const NODE_EVENT_TYPES = [
   'task_removed',
   'autopilot_action',
   'indexer_status',
+  // The conditions an operator is told of once when they start and once when they end
+  // (operations/conditions.ts), and the deprecation of a task a node serves.
+  'signer_gas_low',
+  'signer_gas_restored',
+  'autopilot_halted',
+  'autopilot_resumed',
+  'autopilot_failing',
+  'autopilot_recovered',
+  'subscribed_task_deprecated',
 ] as const;
 export type NodeEventType = (typeof NODE_EVENT_TYPES)[number];

@@ -455,6 +455,31 @@ export interface NodeEventStore {
   onNodeEvents(listener: () => void): () => void;
 }
 
+/** A condition the operator hears of when it starts and when it ends (ConditionStore), as recorded. */
+export interface ConditionState {
+  /** Its name and what it is about, e.g. `signer_gas_low:0x12…` or `indexer_behind`. */
+  key: string;
+  holds: boolean;
+  /** When it last started or ended (ms since the epoch). */
+  since: number;
+}
+
+/**
+ * The conditions announced as node events (operations/conditions.ts): each starts once and ends once,
+ * whichever process sees it and however often it is checked, across restarts.
+ */
+export interface ConditionStore {
+  /**
+   * Records whether a condition holds now (one never recorded does not). When that changes what was
+   * recorded, `event` (its start or its end) is recorded in the same transaction and the answer is true;
+   * otherwise nothing is written and the answer is false, so two processes that see the same change, or
+   * a restart that sees it again, announce it once.
+   */
+  setCondition(key: string, holds: boolean, event: NewNodeEvent, nowMs: number): Promise<boolean>;
+  /** Every condition recorded, holding or not. */
+  listConditions(): Promise<ConditionState[]>;
+}
+
 /** The Idempotency-Keys of the writes (http/idempotency.ts). */
 export interface IdempotencyStore {
   /**
@@ -491,6 +516,7 @@ export interface Store
     UsageStore,
     AutopilotStore,
     NodeEventStore,
+    ConditionStore,
     IdempotencyStore,
     Coordination {
   readonly engine: 'sqlite' | 'postgres';
