@@ -48,6 +48,8 @@ export interface CommonConfig {
   readonly eventsRetentionDays: number;
   /** What the autopilot does, and when it judges an action worth it. */
   readonly autopilot: AutopilotSettings;
+  /** The signer's SUI (MIST) below which a signer_gas_low event warns the operator. */
+  readonly gasWarningMist: bigint;
 }
 
 export const AUTOPILOT_MODES = ['off', 'dry-run', 'on'] as const;
@@ -95,6 +97,7 @@ interface Settings extends CommonConfig {
   readonly autopilotSettleIdle: number;
   readonly autopilotMinClaim: bigint;
   readonly autopilotMaxGas: bigint;
+  readonly gasWarningMist: bigint;
 }
 
 export const NETWORKS = ['dev', 'sui', 'none'] as const;
@@ -410,6 +413,15 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 50_000_000n,
   },
   {
+    key: 'gasWarningMist',
+    flag: 'gas-warning-mist',
+    env: 'NODE_DAEMON_GAS_WARNING_MIST',
+    describe: "warn (a signer_gas_low event) when the signer's SUI for gas goes below this (MIST)",
+    parse: u64Setting('MIST (1000000000 is 1 SUI)'),
+    // About a day of the autopilot's typical spending (docs/EARNINGS.md, "Gas for the signer").
+    defaultValue: () => 1_000_000_000n,
+  },
+  {
     key: 'suiUrl',
     flag: 'sui-url',
     env: 'NODE_DAEMON_SUI_URL',
@@ -555,6 +567,7 @@ function assemble(settings: Settings): Config {
       minClaim: settings.autopilotMinClaim,
       maxGas: settings.autopilotMaxGas,
     }),
+    gasWarningMist: settings.gasWarningMist,
   };
   switch (settings.network) {
     case 'dev':

@@ -22,10 +22,10 @@ import { Mutex } from './internal/mutex.ts';
 import { isLoopback } from './internal/net.ts';
 import { VERSION } from './internal/version.ts';
 import { Autopilot } from './operations/autopilot.ts';
+import { Conditions, ConditionWatch } from './operations/conditions.ts';
 import { startDemo } from './operations/demo.ts';
 import { DevActors } from './operations/dev-actors.ts';
 import { EventHub } from './operations/event-stream.ts';
-import { watchReadiness } from './operations/readiness.ts';
 import { Submitter } from './operations/submit.ts';
 import { Writes } from './operations/writes.ts';
 import { ERRORS, PROBLEM_TYPE_PREFIX } from './problems/catalog.ts';
@@ -49,6 +49,8 @@ export interface Services {
   readonly autopilot: Autopilot | undefined;
   /** The live node events (GET /events). */
   readonly events: EventHub;
+  /** The conditions the daemon checks itself (the indexer, the signer's gas); absent on network none. */
+  readonly conditions: ConditionWatch | undefined;
   /** Stops the indexer after its current page, then closes the chain and the store. */
   close(): Promise<void>;
 }
@@ -70,6 +72,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       writes: undefined,
       devActors: undefined,
       autopilot: undefined,
+      conditions: undefined,
     };
     return {
       metrics,
@@ -115,8 +118,10 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     dev && config.network === 'dev' && config.dev.demo
       ? await startDemo({ dev, store, writes, indexer, log: logger.child({ component: 'demo' }) })
       : () => {};
+  const conditions = new Conditions({ store, log: logger.child({ component: 'conditions' }) });
   const autopilot = new Autopilot({
     settings: config.autopilot,
+    conditions,
     chain,
     store,
     writes,
@@ -126,13 +131,16 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
   });
   const stopUsage = writes.onUsage(() => autopilot.poke('usage'));
   autopilot.start();
-  const stopReadiness = watchReadiness({
-    store,
+  const watch = new ConditionWatch({
+    conditions,
+    chain,
     indexer,
-    chain: raw,
-    maxLag: config.readyMaxLag,
-    log: logger.child({ component: 'events' }),
+    maxLagSeconds: config.readyMaxLag,
+    gasWarningMist: config.gasWarningMist,
+    metrics,
+    log: logger.child({ component: 'conditions' }),
   });
+  watch.start();
   return {
     metrics,
     store,
@@ -143,10 +151,11 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     devActors: dev && new DevActors({ dev, store, submitter }),
     autopilot,
     events,
+    conditions: watch,
     async close() {
       stopDemo();
       stopUsage();
-      stopReadiness();
+      watch.stop();
       events.close();
       await autopilot.stop();
       unsubscribe();
