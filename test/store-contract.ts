@@ -178,10 +178,21 @@ export function storeContract(
       });
       assert.equal((await store.listTasks())[0]?.model_name, 'llama');
       let found = false;
+      let subscribers: U64[] = [];
       await write(async (tx) => {
+        // A subscription of this same transaction counts (PostgreSQL sends its waiting writes first).
+        await tx.putSubscription({
+          node_small_id: ABOVE_SAFE,
+          task_small_id: 5,
+          price_per_one_million_compute_units: 10,
+          max_num_compute_units: 1_000_000,
+        });
         found = await tx.deprecateTask(5, U64_MAX);
+        subscribers = await tx.taskSubscribers(5);
+        assert.deepEqual(await tx.taskSubscribers(6), []);
       });
       assert.equal(found, true);
+      assert.deepEqual(subscribers.map(String).sort(), ['1', String(ABOVE_SAFE)].sort());
       assert.deepEqual(
         (await store.listTasks()).map((t) => [t.is_deprecated, t.deprecated_at_epoch]),
         [[true, U64_MAX]],

@@ -229,6 +229,8 @@ export interface IndexerTx {
   putTask(task: NewTask): Promise<void>;
   /** false when the task is unknown. */
   deprecateTask(taskSmallId: U64, epoch: U64): Promise<boolean>;
+  /** The nodes subscribed to the task, as the transaction sees them (its own writes included). */
+  taskSubscribers(taskSmallId: U64): Promise<U64[]>;
   /** Marks the task removed and its subscriptions invalid; false when the task is unknown. */
   removeTask(taskSmallId: U64, epoch: U64): Promise<boolean>;
   putNode(nodeSmallId: U64, badgeId: string, address: string): Promise<void>;
