@@ -68,6 +68,13 @@ const AFFECTS = /** @type {Record<string, Resource[]>} */ ({
   task_removed: ['tasks', 'subscriptions'],
   autopilot_action: ['autopilot'],
   indexer_status: ['status', 'ready'],
+  signer_gas_low: ['status'],
+  signer_gas_restored: ['status'],
+  autopilot_halted: ['autopilot'],
+  autopilot_resumed: ['autopilot'],
+  autopilot_failing: ['autopilot'],
+  autopilot_recovered: ['autopilot'],
+  subscribed_task_deprecated: ['tasks', 'subscriptions'],
 });
 
 /** Which views show which resources. */
