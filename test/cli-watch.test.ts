@@ -157,6 +157,14 @@ describe('node-daemon watch', () => {
     const usage = await run(['watch', '--types', 'nope', '--url', 'http://127.0.0.1:9']);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /^node-daemon: unknown event type nope; the types are stack_assigned, .*\n$/);
+    for (const [args, message] of [
+      [['--last', '0'], /--last takes a count of events from 1 to 1000; got "0"/],
+      [['--last', '5', '--after', '3'], /--last and --after do not go together/],
+    ] as const) {
+      const bad = await run(['watch', ...args, '--url', 'http://127.0.0.1:9']);
+      assert.equal(bad.code, 2, bad.stderr);
+      assert.match(bad.stderr, message);
+    }
     const dir = tempDir();
     const port = await freePort();
     const d = await daemon(dir.dir, port, ['--auth', 'all', '--no-demo']);

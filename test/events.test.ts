@@ -285,6 +285,9 @@ describe('GET /events', () => {
         ['node_id=two', {}, 'node_id'],
         ['after=-1', {}, 'after'],
         ['', { 'last-event-id': 'x1' }, 'last-event-id'],
+        ['last=0', {}, 'last'],
+        ['last=1001', {}, 'last'],
+        ['last=ten', {}, 'last'],
       ] as const) {
         const res = await fetch(`${url}/events?${query}`, { headers });
         assert.equal(res.status, 400, query);
@@ -293,6 +296,54 @@ describe('GET /events', () => {
         assert.equal(problem.code, 'invalid_parameter');
         if (parameter !== 'after') assert.equal(problem.parameter, parameter);
       }
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('starts with the newest events of its filter when asked (?last=N), then the live ones', async () => {
+    const d = await devDaemon({});
+    try {
+      await world(d);
+      const url = await listening(d);
+      const bought: number[] = [];
+      for (let i = 0; i < 4; i++) bought.push(await buy(d, 1, 1000));
+      await buy(d, 1, 1000, 1); // the peer's: not in our node's filter
+      const stream = await openEvents(`${url}/events?last=2&types=stack_assigned`);
+      const first = await stream.until((m) => dataOf(m).stack_small_id === bought[3]);
+      assert.deepEqual(
+        first.map((m) => dataOf(m).stack_small_id),
+        bought.slice(2),
+        'the newest two of our node, in order',
+      );
+      const live = await buy(d, 1, 1000);
+      await stream.until((m) => dataOf(m).stack_small_id === live);
+      const lastId = stream.received.at(-1)!.id!;
+      stream.close();
+      // Resuming wins: ?last is for a fresh client only.
+      const resumed = await openEvents(`${url}/events?last=2&types=stack_assigned`, {
+        'last-event-id': String(Number(lastId) - 1),
+      });
+      const again = await resumed.until((m) => m.id === lastId);
+      assert.deepEqual(
+        again.map((m) => m.id),
+        [lastId],
+      );
+      resumed.close();
+      // Nothing of the filter yet: only what comes.
+      const none = await openEvents(`${url}/events?last=5&types=funds_claimed`);
+      ok(await d.post('/dev/tasks', { role: 0, security_level: 0 }));
+      const stack = await buy(d, 1, 1000);
+      ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 1000 }));
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [stack] }));
+      ok(await d.post('/dev/epoch'));
+      ok(await d.post('/nodes/claim-funds', { stack_small_ids: [stack] }));
+      const claimed = await none.until((m) => m.event === 'funds_claimed');
+      assert.deepEqual(
+        claimed.map((m) => m.event),
+        ['funds_claimed'],
+      );
+      none.close();
     } finally {
       await d.close();
     }

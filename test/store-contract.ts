@@ -1729,6 +1729,19 @@ export function storeContract(
       assert.deepEqual(await ids({ types: ['stack_assigned', 'stack_settled'] }), [2, 4]);
       assert.deepEqual(await ids({ nodes: [1], types: ['dispute_opened'] }), [3]);
       assert.deepEqual(await ids({ after: 2, limit: 1 }), [3]);
+      // Where the newest events of a filter begin (GET /events?last=N).
+      const start = (count: number, query: Partial<Parameters<Store['listNodeEvents']>[0]> = {}) =>
+        store.recentNodeEventsStart({ nodes: null, types: null, count, ...query });
+      assert.equal(await start(2), 2);
+      assert.equal(await start(100), 0);
+      assert.equal(
+        await start(1, { nodes: [1] }),
+        2,
+        "node 1's newest: the dispute it is the other party of",
+      );
+      assert.equal(await start(2, { nodes: [ABOVE_SAFE] }), 0);
+      assert.equal(await start(1, { types: ['stack_assigned'] }), 1);
+      assert.equal(await start(5, { types: ['funds_claimed'] }), null, 'none match');
     });
 
     it('records a condition once when it starts and once when it ends, each with its event', async () => {

@@ -28,6 +28,13 @@ export const EventsQuerySchema = Type.Object(
         examples: ['120'],
       }),
     ),
+    last: Type.Optional(
+      Type.String({
+        description:
+          'Start with the newest N events of the filter (1 to 1000), then the live ones: what a console or a terminal shows when it opens. Ignored when the stream resumes (`Last-Event-ID` or `after`). Default: only new events.',
+        examples: ['50'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -61,7 +68,7 @@ daemon sharing a database), \`event:\` its type, and \`data:\` one JSON object w
 A condition's events come once when it starts and once when it ends, however often it is checked, and a restart
 does not announce again what was announced and still holds.
 
-Resume with \`Last-Event-ID\` or \`?after=\`: nothing is lost or repeated, across reconnects and restarts, within the
+\`?last=50\` starts with the newest 50 events of the filter, then the live ones. Resume with \`Last-Event-ID\` or \`?after=\`: nothing is lost or repeated, across reconnects and restarts, within the
 retention (7 days and 1,000,000 events by default). Two frames carry no id: \`events_lost\` (the events asked for
 are past the retention) and \`overflow\` (the client read too slowly; it is the last frame, then the connection
 closes: reconnect with the last id). A comment line (\`: keep-alive\`) comes every 15 seconds.

@@ -446,6 +446,13 @@ export interface NodeEventStore {
   appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void>;
   /** Node events after an id, ascending, filtered. */
   listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]>;
+  /**
+   * Where the newest `count` events that match a filter begin: the id just before the oldest of them, so
+   * that listNodeEvents after it reads them (GET /events?last=N); null when none match.
+   */
+  recentNodeEventsStart(
+    query: Omit<NodeEventQuery, 'after' | 'limit'> & { count: number },
+  ): Promise<number | null>;
   /** The oldest and newest recorded ids (0 and 0 when none was ever recorded; oldest null when pruned all). */
   nodeEventBounds(): Promise<{ oldest: number | null; newest: number }>;
   /** Deletes events recorded before `before` (ms), and beyond the newest `keep`; returns how many. */

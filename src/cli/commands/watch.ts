@@ -129,6 +129,18 @@ function query(ctx: Context): string {
     }
     params.set('types', types.join(','));
   }
+  if (typeof ctx.values.last === 'string') {
+    const last = ctx.values.last;
+    if (!/^[0-9]{1,4}$/.test(last) || Number(last) < 1 || Number(last) > 1000)
+      throw usageError(
+        ctx.command,
+        `--last takes a count of events from 1 to 1000; got ${JSON.stringify(last)}`,
+      );
+    if (ctx.values.after !== undefined)
+      throw usageError(ctx.command, '--last and --after do not go together');
+    // Once the stream printed an event it resumes after it (Last-Event-ID), which the daemon prefers.
+    params.set('last', last);
+  }
   const text = params.toString();
   return text === '' ? '' : `?${text}`;
 }
@@ -220,7 +232,7 @@ export const WATCH: CommandSpec[] = [
   {
     name: 'watch',
     route: 'GET /events',
-    synopsis: '[--node N]... [--all] [--types T,T] [--after ID] [--json]',
+    synopsis: '[--node N]... [--all] [--types T,T] [--after ID | --last N] [--json]',
     summary: 'follow what happens to the node, live: a line per event',
     description: [
       [
@@ -243,11 +255,17 @@ export const WATCH: CommandSpec[] = [
         arg: 'ID',
         describe: 'start after this event id (the daemon keeps 7 days by default); default: new events only',
       },
+      last: {
+        type: 'string',
+        arg: 'N',
+        describe: 'start with the newest N events (1 to 1000), then the live ones; default: new events only',
+      },
     },
     kind: 'read',
     positionals: { min: 0, max: 0 },
     examples: [
       'node-daemon watch',
+      'node-daemon watch --last 20',
       'node-daemon watch --types funds_claimed,stack_claimable',
       'node-daemon watch --json --all | jq .type',
     ],

@@ -207,7 +207,7 @@ function activityCard(state) {
     h('h2', { id: 'card-activity' }, 'Latest activity'),
     feedList(
       state.feed.slice(0, 6),
-      'Nothing has happened since this tab opened; events appear here as they come.',
+      'Nothing has happened to the node yet; events appear here as they come.',
     ),
     h('p', null, h('a', { href: '#activity' }, 'All activity')),
   );
