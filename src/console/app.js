@@ -338,16 +338,29 @@ function checkAuth() {
   );
 }
 
-/** Chooses the node to show once the badges are known: the one asked for, else the signer's first. */
+/**
+ * Lists the signer's nodes in the header's switcher once the badges are known (another node is shown by
+ * typing its id), and chooses the node to show: the one asked for, else the signer's first.
+ */
 function pickNode() {
   const badges = state.data.status?.badges ?? [];
-  const list = byId('node-badges');
+  const select = /** @type {HTMLSelectElement} */ (byId('node-select'));
+  const own = badges.map((/** @type {any} */ b) => String(b.node_small_id));
   replace(
-    list,
+    select,
     badges.map((/** @type {any} */ b) =>
-      h('option', { value: String(b.node_small_id) }, `badge ${shortId(b.badge_id)}`),
+      h('option', { value: String(b.node_small_id) }, `${b.node_small_id} (badge ${shortId(b.badge_id)})`),
     ),
+    state.node !== null && !own.includes(state.node)
+      ? h(
+          'option',
+          { value: state.node },
+          state.data.status ? `${state.node} (not the signer's)` : state.node,
+        )
+      : null,
   );
+  select.hidden = badges.length === 0 && state.node === null;
+  if (state.node !== null) select.value = state.node;
   if (state.node !== null) return;
   const wanted = new URLSearchParams(location.search).get('node') ?? sessionStorage.getItem(NODE_KEY);
   const chosen = wanted && /^\d+$/.test(wanted) ? wanted : badges[0] ? String(badges[0].node_small_id) : null;
@@ -364,12 +377,13 @@ function showNode(node) {
     delete state.data[name];
     delete state.errors[name];
   }
-  /** @type {HTMLInputElement} */ (byId('node-input')).value = node;
+  /** @type {HTMLInputElement} */ (byId('node-input')).value = '';
   loading = false;
   clearTimeout(timer);
   timer = undefined;
   refresh(ALL);
   rerender(ALL);
+  pickNode();
 }
 
 // ---- the header, the token and the live stream ---------------------------------------------------------
@@ -529,6 +543,11 @@ document.addEventListener('keydown', (event) => {
     refresh(ALL);
     event.preventDefault();
   }
+});
+
+byId('node-select').addEventListener('change', (event) => {
+  const value = /** @type {HTMLSelectElement} */ (event.target).value;
+  if (/^\d+$/.test(value) && value !== state.node) showNode(value);
 });
 
 byId('node-form').addEventListener('submit', (event) => {

@@ -168,7 +168,7 @@ function earningsCard(state) {
               'settling',
             ),
             figure('Claimed', e.claimed, `${stacks(e.stacks.claimed)}, all time`, 'claimed'),
-            figure('Unsettled', e.unsettled, `usage on ${stacks(e.stacks.open)} open`, 'unsettled'),
+            figure('Unsettled', e.unsettled, unsettledNote(e), 'unsettled'),
             figure('Disputed', e.disputed, `${stacks(e.stacks.disputed)}, locked`, 'disputed'),
             figure('Attester rewards', e.attester_rewards, 'for attesting others', 'rewards'),
           ),
@@ -211,6 +211,18 @@ function activityCard(state) {
     ),
     h('p', null, h('a', { href: '#activity' }, 'All activity')),
   );
+}
+
+/**
+ * What the unsettled fee is of: the open stacks with usage, not every open stack.
+ * @param {any} e the earnings
+ */
+function unsettledNote(e) {
+  const open = Number(e.stacks.open);
+  const used = Number(e.unsettled_stacks);
+  if (open === 0) return 'no open stack';
+  if (used === 0) return `${stacks(open)} open, no usage yet`;
+  return `usage on ${used} of ${stacks(open)} open`;
 }
 
 /** @param {number} n */
