@@ -222,7 +222,7 @@ function unsettledNote(e) {
   const used = Number(e.unsettled_stacks);
   if (open === 0) return 'no open stack';
   if (used === 0) return `${stacks(open)} open, no usage yet`;
-  return `usage on ${used} of ${stacks(open)} open`;
+  return `usage on ${used} of ${open} open ${open === 1 ? 'stack' : 'stacks'}`;
 }
 
 /** @param {number} n */
