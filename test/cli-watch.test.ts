@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { BIN, cleanEnv, ROOT, run, waitExit } from './helpers/process.ts';
+import { BIN, cleanEnv, freePort, ROOT, run, waitExit } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /** `node-daemon watch` against real daemon processes: lines, NDJSON, a restart of the daemon, Ctrl-C. */
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Starts `node-daemon start` on a known port and resolves once it listens. */
 async function daemon(dir: string, port: number, extra: string[] = []): Promise<ChildProcess> {

@@ -55,6 +55,26 @@ async function daemon(flags: Record<string, string> = {}, dir = tempDir()): Prom
 
 const keep = (dir: string) => ({ dir, remove: async () => undefined });
 
+/** Task 1 at this security level, and our node 1 subscribed to it. */
+async function ourNodeServes(d: DevDaemon, securityLevel: number): Promise<void> {
+  ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: securityLevel }));
+  ok(await d.post('/nodes/register'));
+  ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
+}
+
+/** A user buys a stack of task 1 from our node, at 2 USDC per million units. */
+async function buy(d: DevDaemon, units: number): Promise<number> {
+  const bought = ok(
+    await d.post('/dev/stacks', {
+      task_small_id: 1,
+      num_compute_units: units,
+      price_per_one_million_compute_units: 2_000_000,
+      selected_node_id: 1,
+    }),
+  );
+  return bought.stack_small_id as number;
+}
+
 describe('conditions', () => {
   it("announces the signer's gas below --gas-warning-mist once, its return once, and exports both", async () => {
     const dir = tempDir();
@@ -169,21 +189,8 @@ describe('conditions', () => {
   it('announces the autopilot failing at its first failed action, and its recovery at the next success', async () => {
     const d = await daemon({ autopilot: 'on', 'autopilot-settle-fill': '0.5' });
     try {
-      ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: 0 }));
-      ok(await d.post('/nodes/register'));
-      ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
-      const stacks: number[] = [];
-      for (let i = 0; i < 2; i++) {
-        const bought = ok(
-          await d.post('/dev/stacks', {
-            task_small_id: 1,
-            num_compute_units: 1000,
-            price_per_one_million_compute_units: 1_000_000,
-            selected_node_id: 1,
-          }),
-        );
-        stacks.push(bought.stack_small_id as number);
-      }
+      await ourNodeServes(d, 0);
+      const stacks = [await buy(d, 1000), await buy(d, 1000)];
       // No SUI left: settling fails, and a pass run again fails again (the back-off retries it).
       ok(await d.post('/dev/gas', { balance_mist: 0 }));
       for (const stack of stacks) ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 900 }));
@@ -241,19 +248,9 @@ describe('conditions', () => {
     try {
       // A sampling-consensus task our node alone serves: each claim pays the node and its attester out of
       // a treasury paid 1.212x, so a claim of all four stacks aborts with ENotEnough (contracts.md §4.3).
-      ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: 2 }));
-      ok(await d.post('/nodes/register'));
-      ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
+      await ourNodeServes(d, 2);
       for (let i = 0; i < 4; i++) {
-        const bought = ok(
-          await d.post('/dev/stacks', {
-            task_small_id: 1,
-            num_compute_units: 10_000,
-            price_per_one_million_compute_units: 2_000_000,
-            selected_node_id: 1,
-          }),
-        );
-        ok(await d.post(`/stacks/${bought.stack_small_id}/usage`, { compute_units: 10_000 }));
+        ok(await d.post(`/stacks/${await buy(d, 10_000)}/usage`, { compute_units: 10_000 }));
       }
       await pilot.run();
       await pilot.run();

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { BIN, cleanEnv, ROOT, run, startDaemon, waitExit } from './helpers/process.ts';
+import { BIN, cleanEnv, freePort, ROOT, run, startDaemon, waitExit } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /**
@@ -24,14 +23,6 @@ function tourLines(): string[] {
     .split('\n')
     .map((line) => line.replace(/\s+#.*$/, '').trim())
     .filter((line) => line !== '');
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe("the README's command-line tour", () => {
