@@ -572,6 +572,40 @@ if (await postgresAvailable('PostgreSQL store suite')) {
       }
     });
 
+    it('announces a condition once when two stores see it start and end at once (its row lock)', async () => {
+      const db = await freshDatabase();
+      const a = await PostgresStore.open({ url: db.url });
+      const b = await PostgresStore.open({ url: db.url });
+      try {
+        const event = (type: 'signer_gas_low' | 'signer_gas_restored') => ({
+          type,
+          node_small_id: null,
+          data: {},
+        });
+        const at = (store: PostgresStore, holds: boolean, i: number) =>
+          store.setCondition(
+            'signer_gas_low:0x1',
+            holds,
+            event(holds ? 'signer_gas_low' : 'signer_gas_restored'),
+            i,
+          );
+        const starts = await Promise.all(Array.from({ length: 10 }, (_, i) => at(i % 2 ? a : b, true, i)));
+        assert.equal(starts.filter(Boolean).length, 1);
+        const ends = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => at(i % 2 ? a : b, false, 20 + i)),
+        );
+        assert.equal(ends.filter(Boolean).length, 1);
+        const events = await a.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null });
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['signer_gas_low', 'signer_gas_restored'],
+        );
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await db.drop();
+      }
+    });
+
     it('fails a page that creates a stack another store created after its read-ahead, and finds it then', async () => {
       const db = await freshDatabase();
       const a = await PostgresStore.open({ url: db.url });
