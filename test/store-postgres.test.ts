@@ -50,6 +50,7 @@ const DATA_TABLES = [
   'autopilot_actions',
   'node_events',
   'topic_versions',
+  'node_conditions',
 ];
 
 /** A throwaway database for one test; the helper has already checked that the server is reachable. */
