@@ -37,7 +37,6 @@ import { createGuard, loggableUrl, type SecurityOptions } from './http/security.
 import { installStrictParams } from './http/strict-params.ts';
 import type { LiveIndexer } from './indexer/run.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
-import type { U64 } from './internal/u64.ts';
 import { VERSION } from './internal/version.ts';
 import type { Autopilot } from './operations/autopilot.ts';
 import type { DevActors } from './operations/dev-actors.ts';

@@ -71,6 +71,8 @@ export interface CommonConfig {
   readonly usageSource: UsageSourceSettings;
   /** Warnings about the settings, for the log at start (the config is read before there is a logger). */
   readonly notices: readonly string[];
+  /** The signer's SUI (MIST) below which a signer_gas_low event warns the operator. */
+  readonly gasWarningMist: bigint;
 }
 
 /**
@@ -133,6 +135,7 @@ interface Settings extends Omit<CommonConfig, 'usageSource' | 'notices'> {
   readonly autopilotSettleIdle: number;
   readonly autopilotMinClaim: bigint;
   readonly autopilotMaxGas: bigint;
+  readonly gasWarningMist: bigint;
 }
 
 export const NETWORKS = ['dev', 'sui', 'none'] as const;
@@ -529,6 +532,15 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 50_000_000n,
   },
   {
+    key: 'gasWarningMist',
+    flag: 'gas-warning-mist',
+    env: 'NODE_DAEMON_GAS_WARNING_MIST',
+    describe: "warn (a signer_gas_low event) when the signer's SUI for gas goes below this (MIST)",
+    parse: u64Setting('MIST (1000000000 is 1 SUI)'),
+    // About a day of the autopilot's typical spending (docs/EARNINGS.md, "Gas for the signer").
+    defaultValue: () => 1_000_000_000n,
+  },
+  {
     key: 'suiUrl',
     flag: 'sui-url',
     env: 'NODE_DAEMON_SUI_URL',
@@ -752,6 +764,7 @@ function assemble(
     nodeSmallIds: settings.nodeSmallIds,
     usageSource: Object.freeze(usageSource(settings)),
     notices,
+    gasWarningMist: settings.gasWarningMist,
   };
   switch (settings.network) {
     case 'dev':

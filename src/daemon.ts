@@ -22,11 +22,11 @@ import { Mutex } from './internal/mutex.ts';
 import { isLoopback } from './internal/net.ts';
 import { VERSION } from './internal/version.ts';
 import { Autopilot } from './operations/autopilot.ts';
+import { Conditions, ConditionWatch } from './operations/conditions.ts';
 import { startDemo } from './operations/demo.ts';
 import { DevActors } from './operations/dev-actors.ts';
 import { EventHub } from './operations/event-stream.ts';
 import { ownNodes } from './operations/own-nodes.ts';
-import { watchReadiness } from './operations/readiness.ts';
 import { Submitter } from './operations/submit.ts';
 import { Writes } from './operations/writes.ts';
 import { ERRORS, PROBLEM_TYPE_PREFIX } from './problems/catalog.ts';
@@ -55,6 +55,8 @@ export interface Services {
   readonly events: EventHub;
   /** The usage source (--usage-source atoma-state), when configured. */
   readonly usageSource: UsageMirror | undefined;
+  /** The conditions the daemon checks itself (the indexer, the signer's gas); absent on network none. */
+  readonly conditions: ConditionWatch | undefined;
   /** Stops the indexer after its current page, then closes the chain and the store. */
   close(): Promise<void>;
 }
@@ -76,8 +78,10 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       writes: undefined,
       devActors: undefined,
       autopilot: undefined,
+      conditions: undefined,
     };
-    const usageSource = startUsageSource(config, store, metrics, logger, undefined, undefined);
+    const conditions = new Conditions({ store, log: logger.child({ component: 'conditions' }) });
+    const usageSource = startUsageSource(config, store, metrics, logger, conditions, undefined, undefined);
     return {
       metrics,
       store,
@@ -132,9 +136,11 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       : () => {};
   // The usage source tells the autopilot of a change; the autopilot leaves atoma-node's own claims to it.
   let poke = () => {};
-  const usageSource = startUsageSource(config, store, metrics, logger, writes, () => poke());
+  const conditions = new Conditions({ store, log: logger.child({ component: 'conditions' }) });
+  const usageSource = startUsageSource(config, store, metrics, logger, conditions, writes, () => poke());
   const autopilot = new Autopilot({
     settings: config.autopilot,
+    conditions,
     chain,
     store,
     writes,
@@ -146,13 +152,16 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
   poke = () => autopilot.poke('usage');
   const stopUsage = writes.onUsage(() => autopilot.poke('usage'));
   autopilot.start();
-  const stopReadiness = watchReadiness({
-    store,
+  const watch = new ConditionWatch({
+    conditions,
+    chain,
     indexer,
-    chain: raw,
-    maxLag: config.readyMaxLag,
-    log: logger.child({ component: 'events' }),
+    maxLagSeconds: config.readyMaxLag,
+    gasWarningMist: config.gasWarningMist,
+    metrics,
+    log: logger.child({ component: 'conditions' }),
   });
+  watch.start();
   return {
     metrics,
     store,
@@ -164,11 +173,12 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     autopilot,
     events,
     usageSource,
+    conditions: watch,
     async close() {
       stopDemo();
       stopUsage();
+      watch.stop();
       await usageSource?.stop();
-      stopReadiness();
       events.close();
       await autopilot.stop();
       unsubscribe();
@@ -188,6 +198,7 @@ function startUsageSource(
   store: Store,
   metrics: Metrics,
   logger: Logger,
+  conditions: Conditions,
   writes: Writes | undefined,
   onChange: (() => void) | undefined,
 ): UsageMirror | undefined {
@@ -198,6 +209,7 @@ function startUsageSource(
     store,
     source: new AtomaState(settings.url),
     location,
+    conditions,
     nodes: () => ownNodes(config.nodeSmallIds, writes, true),
     pollIntervalMs: settings.pollIntervalMs,
     log: logger.child({ component: 'usage-source' }),

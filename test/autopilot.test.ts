@@ -216,6 +216,17 @@ function stretch(engine: 'sqlite' | 'postgres', flags: () => Record<string, stri
         assert.equal(BigInt(earnings[key] as number), reference[key], key);
       }
       assert.deepEqual(earnings.stacks, reference.stacks);
+      assert.equal(earnings.unsettled_stacks, reference.unsettled_stacks);
+      assert.deepEqual(
+        earnings.settled_stacks,
+        reference.settled_stacks.map((t) => ({
+          stack_small_id: Number(t.stack_small_id),
+          state: t.state,
+          num_claimed_compute_units: Number(t.units),
+          node_fee_amount: Number(t.fee),
+          claimable_from_epoch: Number(t.from),
+        })),
+      );
       assert.deepEqual(
         earnings.by_epoch,
         [...reference.by_epoch].map(([e, b]) => ({

@@ -174,7 +174,7 @@ describe("parsing in the client's own words", () => {
       ['dev', 'stack', 'biy'],
       /^unknown command dev stack biy \(did you mean dev stack buy\?\); the dev stack commands are buy, settle, attest; see node-daemon dev stack --help$/,
     ],
-    [['dev'], /^dev needs a command: task, node, stack, dispute, epoch;/],
+    [['dev'], /^dev needs a command: task, node, stack, dispute, epoch, gas;/],
     [
       ['disputes', 'agianst'],
       /^the first argument must be "against" or "own"; got "agianst" \(did you mean against\?\);/,

@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { BIN, cleanEnv, ROOT, run, waitExit } from './helpers/process.ts';
+import { BIN, cleanEnv, freePort, ROOT, run, waitExit } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /** `node-daemon watch` against real daemon processes: lines, NDJSON, a restart of the daemon, Ctrl-C. */
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Starts `node-daemon start` on a known port and resolves once it listens. */
 async function daemon(dir: string, port: number, extra: string[] = []): Promise<ChildProcess> {
@@ -157,6 +148,14 @@ describe('node-daemon watch', () => {
     const usage = await run(['watch', '--types', 'nope', '--url', 'http://127.0.0.1:9']);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /^node-daemon: unknown event type nope; the types are stack_assigned, .*\n$/);
+    for (const [args, message] of [
+      [['--last', '0'], /--last takes a count of events from 1 to 1000; got "0"/],
+      [['--last', '5', '--after', '3'], /--last and --after do not go together/],
+    ] as const) {
+      const bad = await run(['watch', ...args, '--url', 'http://127.0.0.1:9']);
+      assert.equal(bad.code, 2, bad.stderr);
+      assert.match(bad.stderr, message);
+    }
     const dir = tempDir();
     const port = await freePort();
     const d = await daemon(dir.dir, port, ['--auth', 'all', '--no-demo']);

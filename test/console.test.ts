@@ -185,7 +185,7 @@ function watch(page: Page): string[] {
   page.on('pageerror', (error) => errors.push(`page error: ${error.message}`));
   page.on('requestfailed', (request) => {
     // A stream the page closes itself (GET /events when the page goes away) is not a failure.
-    if (!request.url().endsWith('/events')) errors.push(`request failed: ${request.url()}`);
+    if (new URL(request.url()).pathname !== '/events') errors.push(`request failed: ${request.url()}`);
   });
   return errors;
 }
@@ -248,10 +248,18 @@ describe('the console in Chromium', () => {
     for (const key of ['claimable', 'settling', 'claimed', 'unsettled', 'disputed']) {
       assert.equal(await figure(page, key).textContent(), '0.000000 USDC', key);
     }
-    assert.match(
-      (await page.locator('[data-figure="unsettled"] .note').textContent()) ?? '',
-      /3 stacks open/,
+    // Three stacks open, none used yet: nothing is unsettled, and the card says so.
+    assert.equal(
+      await page.locator('[data-figure="unsettled"] .note').textContent(),
+      '3 stacks open, no usage yet',
     );
+    // A fresh tab shows what happened before it opened (the daemon keeps days of events), newest first.
+    const latest = page.locator('#view-overview .feed li');
+    await latest.filter({ hasText: 'A user bought stack' }).nth(2).waitFor();
+    assert.match((await latest.first().textContent()) ?? '', /A user bought stack/);
+    await page.keyboard.press('6');
+    await page.locator('#view-activity .feed li[data-type="subscription_changed"]').waitFor();
+    await page.keyboard.press('1');
   });
 
   it("moves a stack's fill bar when usage is reported through the API, without a reload", async () => {
@@ -277,14 +285,31 @@ describe('the console in Chromium', () => {
 
   it('settles and claims from the console with the token, and the earnings change', async () => {
     await page.locator(`[data-key="settle-${stack}"]`).click();
-    // Settling is for good: the console asks first, then for the token (once).
-    await page.locator('#confirm-dialog[open]').waitFor();
-    await page.locator('#confirm-ok').click();
+    // The daemon estimates the settlement (a simulation: the token first, once), then the console asks,
+    // with what it will pay and cost, since settling is for good.
     await page.locator('#token-dialog[open]').waitFor();
     await page.locator('#token-input').fill(token);
     await page.keyboard.press('Enter');
+    await page.locator('#confirm-dialog[open]').waitFor();
+    assert.equal(
+      await page.locator('#confirm-text').textContent(),
+      'It claims the 950 units used of 1,000 (95.0 %). The node is paid 0.001900 USDC when it is claimed, ' +
+        'and the buyer gets 0.000100 USDC back. Gas: 0.003976000 SUI (simulated), paid by the signer. ' +
+        'A stack settles once: the units not used go back to the buyer when it is claimed.',
+    );
+    await page.locator('#confirm-ok').click();
     await page.locator('#view-stacks .outcome.success', { hasText: 'Settled 1 of 1 stack' }).waitFor();
-    await page.locator(`tr[data-stack="${stack}"][data-state="settled"]`).waitFor();
+    // In its dispute period: its fee is known, and it says when it can be claimed instead of a Claim
+    // that the daemon would refuse (409).
+    const row = page.locator(`tr[data-stack="${stack}"][data-state="settling"]`);
+    await row.filter({ hasText: '0.001900 USDC' }).waitFor();
+    assert.equal(await row.locator(`[data-key="claim-${stack}"]`).count(), 0);
+    assert.equal(
+      await row.locator(`[data-key="claimable-from-${stack}"]`).textContent(),
+      'claimable from epoch 1',
+    );
+    assert.equal(await page.locator('[data-key="claim-all"]').textContent(), 'Claim all claimable (0)');
+    assert.equal(await page.locator('[data-key="claim-all"]').isDisabled(), true);
     await page.keyboard.press('1');
     await figure(page, 'settling').filter({ hasText: '0.001900 USDC' }).waitFor();
 
@@ -294,6 +319,7 @@ describe('the console in Chromium', () => {
     await page.locator('#network', { hasText: 'epoch 1' }).waitFor();
 
     await page.keyboard.press('2');
+    await page.locator('[data-key="claim-all"]', { hasText: 'Claim all claimable (1)' }).waitFor();
     await page.locator(`[data-key="claim-${stack}"]`).click();
     await page
       .locator('#view-stacks .outcome.success', { hasText: 'Claimed 0.001900 USDC for 1 stack' })
@@ -329,6 +355,27 @@ describe('the console in Chromium', () => {
     await page.locator('#token-button', { hasText: 'Enter the token' }).waitFor();
     const subscriptions = ok(await d.get(`/subscriptions/nodes/${node}`)) as unknown as Json[];
     assert.equal(subscriptions[0]!.price_per_one_million_compute_units, 1_000_000);
+  });
+
+  it("switches between the signer's nodes from the header, without typing an id", async () => {
+    const second = ok(await d.post('/nodes/register')).node_small_id as number;
+    // (The last test left the focus in a field, where the keys are text.)
+    await page.evaluate('document.activeElement?.blur()');
+    await page.keyboard.press('1');
+    await page.keyboard.press('r');
+    const select = page.locator('#node-select');
+    await select.locator(`option[value="${second}"]`).waitFor({ state: 'attached' });
+    const options = await select.locator('option').allTextContents();
+    assert.equal(options.length, 2, options.join());
+    options.forEach((text, i) => {
+      assert.match(text, new RegExp(`^${[node, second][i]} \\(badge 0x[0-9a-f]{4}…[0-9a-f]{4}\\)$`));
+    });
+    await select.selectOption(String(second));
+    await page.getByRole('heading', { name: `Node ${second}` }).waitFor();
+    await page.keyboard.press('2');
+    await page.locator('#view-stacks p', { hasText: `0 of 0 stacks of node ${second}` }).waitFor();
+    await select.selectOption(String(node));
+    await page.locator(`#view-stacks tr[data-stack="${stack}"]`).waitFor();
   });
 
   it("shows another node's stacks read-only", async () => {

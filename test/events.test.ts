@@ -151,6 +151,72 @@ describe('GET /events', () => {
     }
   });
 
+  it('tells the operator, once, of a dispute against its node and of the deprecation of a task it serves', async () => {
+    const d = await devDaemon();
+    try {
+      await world(d);
+      const url = await listening(d);
+      const stream = await openEvents(`${url}/events`);
+      // Our stack of the sampling-consensus task, settled; the peer disputes it (any badge holder may).
+      const stack = await buy(d, 2, 1000);
+      ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 1000 }));
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [stack] }));
+      ok(await d.post('/dev/disputes', { stack_small_id: stack, node_small_id: 1 }));
+      const dispute = (await stream.until((m) => m.event === 'dispute_opened')).at(-1)!;
+      assert.deepEqual(
+        [
+          dataOf(dispute).node_small_id,
+          dataOf(dispute).original_node_id,
+          dataOf(dispute).attestation_node_id,
+        ],
+        [OURS, OURS, 1],
+      );
+      // A stack is disputed once: a second dispute aborts on chain, and says nothing more.
+      const again = await d.post('/dev/disputes', { stack_small_id: stack, node_small_id: 1 });
+      assert.equal(again.statusCode, 422, again.body);
+
+      // Task 1, which both nodes serve, is deprecated: everyone's news, and each subscriber's own.
+      ok(await d.post('/dev/tasks/1/deprecate'));
+      const served = (await stream.until((m) => m.event === 'subscribed_task_deprecated')).at(-1)!;
+      assert.deepEqual(
+        { ...dataOf(served), id: undefined, at: undefined },
+        {
+          id: undefined,
+          at: undefined,
+          type: 'subscribed_task_deprecated',
+          node_small_id: OURS,
+          task_small_id: 1,
+          epoch: 0,
+        },
+      );
+      const stored = await d.services.store.listNodeEvents({
+        after: 0,
+        limit: 1000,
+        nodes: null,
+        types: ['dispute_opened', 'task_deprecated', 'subscribed_task_deprecated'],
+      });
+      assert.deepEqual(
+        stored.map((e) => [e.type, e.node_small_id]),
+        [
+          ['dispute_opened', OURS],
+          ['task_deprecated', null],
+          ['subscribed_task_deprecated', 1],
+          ['subscribed_task_deprecated', OURS],
+        ],
+      );
+      assert.equal(
+        stream.received.filter(
+          (m) => m.event === 'dispute_opened' || m.event === 'subscribed_task_deprecated',
+        ).length,
+        2,
+        "our node's stream: its dispute and its task, once each, not the peer's",
+      );
+      stream.close();
+    } finally {
+      await d.close();
+    }
+  });
+
   it('resumes exactly after Last-Event-ID, across reconnects and a restart of the daemon', async () => {
     const dir = tempDir();
     const keep = { dir: dir.dir, remove: async () => undefined };
@@ -219,6 +285,9 @@ describe('GET /events', () => {
         ['node_id=two', {}, 'node_id'],
         ['after=-1', {}, 'after'],
         ['', { 'last-event-id': 'x1' }, 'last-event-id'],
+        ['last=0', {}, 'last'],
+        ['last=1001', {}, 'last'],
+        ['last=ten', {}, 'last'],
       ] as const) {
         const res = await fetch(`${url}/events?${query}`, { headers });
         assert.equal(res.status, 400, query);
@@ -227,6 +296,54 @@ describe('GET /events', () => {
         assert.equal(problem.code, 'invalid_parameter');
         if (parameter !== 'after') assert.equal(problem.parameter, parameter);
       }
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('starts with the newest events of its filter when asked (?last=N), then the live ones', async () => {
+    const d = await devDaemon({});
+    try {
+      await world(d);
+      const url = await listening(d);
+      const bought: number[] = [];
+      for (let i = 0; i < 4; i++) bought.push(await buy(d, 1, 1000));
+      await buy(d, 1, 1000, 1); // the peer's: not in our node's filter
+      const stream = await openEvents(`${url}/events?last=2&types=stack_assigned`);
+      const first = await stream.until((m) => dataOf(m).stack_small_id === bought[3]);
+      assert.deepEqual(
+        first.map((m) => dataOf(m).stack_small_id),
+        bought.slice(2),
+        'the newest two of our node, in order',
+      );
+      const live = await buy(d, 1, 1000);
+      await stream.until((m) => dataOf(m).stack_small_id === live);
+      const lastId = stream.received.at(-1)!.id!;
+      stream.close();
+      // Resuming wins: ?last is for a fresh client only.
+      const resumed = await openEvents(`${url}/events?last=2&types=stack_assigned`, {
+        'last-event-id': String(Number(lastId) - 1),
+      });
+      const again = await resumed.until((m) => m.id === lastId);
+      assert.deepEqual(
+        again.map((m) => m.id),
+        [lastId],
+      );
+      resumed.close();
+      // Nothing of the filter yet: only what comes.
+      const none = await openEvents(`${url}/events?last=5&types=funds_claimed`);
+      ok(await d.post('/dev/tasks', { role: 0, security_level: 0 }));
+      const stack = await buy(d, 1, 1000);
+      ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 1000 }));
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [stack] }));
+      ok(await d.post('/dev/epoch'));
+      ok(await d.post('/nodes/claim-funds', { stack_small_ids: [stack] }));
+      const claimed = await none.until((m) => m.event === 'funds_claimed');
+      assert.deepEqual(
+        claimed.map((m) => m.event),
+        ['funds_claimed'],
+      );
+      none.close();
     } finally {
       await d.close();
     }

@@ -709,6 +709,7 @@ const DEV_ROUTES = [
   'POST /dev/disputes',
   'POST /dev/claims',
   'POST /dev/epoch',
+  'POST /dev/gas',
 ];
 
 interface ObjectSchema {

@@ -178,10 +178,21 @@ export function storeContract(
       });
       assert.equal((await store.listTasks())[0]?.model_name, 'llama');
       let found = false;
+      let subscribers: U64[] = [];
       await write(async (tx) => {
+        // A subscription of this same transaction counts (PostgreSQL sends its waiting writes first).
+        await tx.putSubscription({
+          node_small_id: ABOVE_SAFE,
+          task_small_id: 5,
+          price_per_one_million_compute_units: 10,
+          max_num_compute_units: 1_000_000,
+        });
         found = await tx.deprecateTask(5, U64_MAX);
+        subscribers = await tx.taskSubscribers(5);
+        assert.deepEqual(await tx.taskSubscribers(6), []);
       });
       assert.equal(found, true);
+      assert.deepEqual(subscribers.map(String).sort(), ['1', String(ABOVE_SAFE)].sort());
       assert.deepEqual(
         (await store.listTasks()).map((t) => [t.is_deprecated, t.deprecated_at_epoch]),
         [[true, U64_MAX]],
@@ -1718,6 +1729,54 @@ export function storeContract(
       assert.deepEqual(await ids({ types: ['stack_assigned', 'stack_settled'] }), [2, 4]);
       assert.deepEqual(await ids({ nodes: [1], types: ['dispute_opened'] }), [3]);
       assert.deepEqual(await ids({ after: 2, limit: 1 }), [3]);
+      // Where the newest events of a filter begin (GET /events?last=N).
+      const start = (count: number, query: Partial<Parameters<Store['listNodeEvents']>[0]> = {}) =>
+        store.recentNodeEventsStart({ nodes: null, types: null, count, ...query });
+      assert.equal(await start(2), 2);
+      assert.equal(await start(100), 0);
+      assert.equal(
+        await start(1, { nodes: [1] }),
+        2,
+        "node 1's newest: the dispute it is the other party of",
+      );
+      assert.equal(await start(2, { nodes: [ABOVE_SAFE] }), 0);
+      assert.equal(await start(1, { types: ['stack_assigned'] }), 1);
+      assert.equal(await start(5, { types: ['funds_claimed'] }), null, 'none match');
+    });
+
+    it('records a condition once when it starts and once when it ends, each with its event', async () => {
+      const event = (type: 'signer_gas_low' | 'signer_gas_restored') => ({
+        type,
+        node_small_id: null,
+        data: { address: '0xab' },
+      });
+      // Never recorded: it does not hold, and ending it announces nothing.
+      assert.equal(
+        await store.setCondition('signer_gas_low:0xab', false, event('signer_gas_restored'), 1),
+        false,
+      );
+      assert.deepEqual(await store.listConditions(), []);
+      assert.equal(await store.setCondition('signer_gas_low:0xab', true, event('signer_gas_low'), 2), true);
+      // Seen again (another check, another daemon, a restart): nothing more.
+      assert.equal(await store.setCondition('signer_gas_low:0xab', true, event('signer_gas_low'), 3), false);
+      assert.equal(await store.setCondition('indexer_behind', true, event('signer_gas_low'), 4), true);
+      assert.equal(
+        await store.setCondition('signer_gas_low:0xab', false, event('signer_gas_restored'), 5),
+        true,
+      );
+      assert.equal(
+        await store.setCondition('signer_gas_low:0xab', false, event('signer_gas_restored'), 6),
+        false,
+      );
+      assert.deepEqual(await store.listConditions(), [
+        { key: 'indexer_behind', holds: true, since: 4 },
+        { key: 'signer_gas_low:0xab', holds: false, since: 5 },
+      ]);
+      assert.equal(await store.setCondition('signer_gas_low:0xab', true, event('signer_gas_low'), 7), true);
+      const types = (await store.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null })).map(
+        (e) => e.type,
+      );
+      assert.deepEqual(types, ['signer_gas_low', 'signer_gas_low', 'signer_gas_restored', 'signer_gas_low']);
     });
 
     it('prunes node events by age and by count, and never reuses an id', async () => {

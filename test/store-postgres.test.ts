@@ -50,6 +50,7 @@ const DATA_TABLES = [
   'autopilot_actions',
   'node_events',
   'topic_versions',
+  'node_conditions',
 ];
 
 /** A throwaway database for one test; the helper has already checked that the server is reachable. */
@@ -566,6 +567,40 @@ if (await postgresAvailable('PostgreSQL store suite')) {
           Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).reserveIdempotencyKey('same', `h${i}`, now)),
         );
         assert.equal(outcomes.filter((o) => o === 'reserved').length, 1);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await db.drop();
+      }
+    });
+
+    it('announces a condition once when two stores see it start and end at once (its row lock)', async () => {
+      const db = await freshDatabase();
+      const a = await PostgresStore.open({ url: db.url });
+      const b = await PostgresStore.open({ url: db.url });
+      try {
+        const event = (type: 'signer_gas_low' | 'signer_gas_restored') => ({
+          type,
+          node_small_id: null,
+          data: {},
+        });
+        const at = (store: PostgresStore, holds: boolean, i: number) =>
+          store.setCondition(
+            'signer_gas_low:0x1',
+            holds,
+            event(holds ? 'signer_gas_low' : 'signer_gas_restored'),
+            i,
+          );
+        const starts = await Promise.all(Array.from({ length: 10 }, (_, i) => at(i % 2 ? a : b, true, i)));
+        assert.equal(starts.filter(Boolean).length, 1);
+        const ends = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => at(i % 2 ? a : b, false, 20 + i)),
+        );
+        assert.equal(ends.filter(Boolean).length, 1);
+        const events = await a.listNodeEvents({ after: 0, limit: 100, nodes: null, types: null });
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['signer_gas_low', 'signer_gas_restored'],
+        );
       } finally {
         await Promise.all([a.close(), b.close()]);
         await db.drop();

@@ -6,6 +6,7 @@ import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { AtomaState, READ_STACKS } from '../src/usage/atoma-state.ts';
+import { Conditions } from '../src/operations/conditions.ts';
 import { UsageMirror } from '../src/usage/mirror.ts';
 import { ATOMA_STATE_SCHEMA, type AtomaStateDatabase, createAtomaState } from './helpers/atoma-state.ts';
 import { captureLogger } from './helpers/capture-log.ts';
@@ -76,6 +77,7 @@ function mirror(store: Store, url: string, pollIntervalMs = 30) {
     store,
     source: new AtomaState(url),
     location: url,
+    conditions: new Conditions({ store, log: log.logger }),
     nodes: async () => [OUR_NODE],
     pollIntervalMs,
     log: log.logger,
@@ -242,7 +244,9 @@ if (await postgresAvailable('the atoma-state usage source')) {
             1,
           );
           // A database without atoma-node's tables (not migrated yet).
-          const { source, log, metrics } = mirror(store, empty.url);
+          const first = mirror(store, empty.url);
+          const { log, metrics } = first;
+          let source = first.source;
           source.start();
           try {
             const lost = await until(
@@ -272,6 +276,12 @@ if (await postgresAvailable('the atoma-state usage source')) {
             );
             assert.ok(warnings.length < failed, `${warnings.length} warnings for ${failed} failed polls`);
             assert.deepEqual(await usage(store, 1), [77, 1]);
+            // A restart while it is still lost announces nothing new: the store knows it was said.
+            await source.stop();
+            source = mirror(store, empty.url).source;
+            source.start();
+            await until(async () => source.status(), (s) => s.state === 'lost', 'lost after the restart');
+            assert.deepEqual(await events(), [['usage_source_lost', 'no_table']]);
             // atoma-node creates its tables: the source comes back, and says so once.
             await withClient(empty.url, async (client) => {
               await client.query(ATOMA_STATE_SCHEMA);

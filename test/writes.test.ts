@@ -171,6 +171,82 @@ describe('write API on the dev network', () => {
     }
   });
 
+  it('estimates a settlement before it is made: units, fee, refund and simulated gas, nothing sent', async () => {
+    const d = await devDaemon({ 'dev-sampling-probability': '0' });
+    try {
+      await world(d);
+      const used = await buy(d, 1);
+      const unused = await buy(d, 1);
+      const sampled = await buy(d, 3);
+      const peers = await buy(d, 1, 1000, 1);
+      ok(await d.post(`/stacks/${used}/usage`, { compute_units: 950 }));
+      ok(await d.post(`/stacks/${sampled}/usage`, { compute_units: 500 }));
+      const sui = (await d.services.dev!.balances()).SUI;
+      const before = d.services.dev!.transactionsOf(d.services.chain!.signerAddress).length;
+      const estimate = ok(
+        await d.post('/nodes/try-settle-stacks/estimate', {
+          stack_small_ids: [used, unused, sampled, peers],
+        }),
+      );
+      // 950 units at 2 USDC per million: a fee of 0.0019 USDC and a refund of the 50 left; on the
+      // sampling-consensus task 1.2 times that. The dev network's gas for a try-settle: 3,976,000 MIST.
+      assert.deepEqual(estimate, {
+        results: [
+          {
+            stack_small_id: used,
+            status: 'ready',
+            num_claimed_compute_units: 950,
+            node_fee_amount: 1900,
+            user_refund_amount: 100,
+            gas_estimate: 3_976_000,
+          },
+          {
+            stack_small_id: unused,
+            status: 'skipped',
+            error: {
+              code: 'no_usage',
+              detail: `stack ${unused} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${unused}/usage) or name the units to claim (num_claimed_compute_units)`,
+            },
+          },
+          {
+            stack_small_id: sampled,
+            status: 'ready',
+            num_claimed_compute_units: 500,
+            node_fee_amount: 1200,
+            user_refund_amount: 1200,
+            gas_estimate: 3_976_000,
+          },
+          {
+            stack_small_id: peers,
+            status: 'skipped',
+            error: {
+              code: 'stack_not_ours',
+              detail: `stack ${peers} is assigned to node 1, not to this signer's node`,
+            },
+          },
+        ],
+        total: { node_fee_amount: 3100, gas_estimate: 7_952_000 },
+      });
+      assert.equal(d.services.dev!.transactionsOf(d.services.chain!.signerAddress).length, before);
+      assert.equal((await d.services.dev!.balances()).SUI, sui, 'no gas spent');
+      assert.equal((ok(await d.get(`/stacks/nodes/2`)) as unknown as Json[])[0]!.in_settle_period, false);
+      // What the estimate said is what the settlement does.
+      const settled = ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [used] }));
+      assert.equal((settled.results as Json[])[0]!.num_claimed_compute_units, 950);
+      const tx = d.services.dev!.transaction((settled.tx_digests as string[])[0]!)!;
+      assert.equal(Number(tx.gas_used.computation_cost) + Number(tx.gas_used.storage_cost), 3_976_000);
+      const again = ok(await d.post('/nodes/try-settle-stacks/estimate', { stack_small_ids: [used] }));
+      assert.equal(((again.results as Json[])[0]!.error as Json).code, 'already_settled');
+      problem(
+        await d.post('/nodes/try-settle-stacks/estimate', { stack_small_ids: [] }),
+        400,
+        'invalid_body',
+      );
+    } finally {
+      await d.close();
+    }
+  });
+
   it('claims confidential-compute stacks directly, with their recorded usage', async () => {
     const d = await devDaemon();
     try {

@@ -68,6 +68,13 @@ const AFFECTS = /** @type {Record<string, Resource[]>} */ ({
   task_removed: ['tasks', 'subscriptions'],
   autopilot_action: ['autopilot'],
   indexer_status: ['status', 'ready'],
+  signer_gas_low: ['status'],
+  signer_gas_restored: ['status'],
+  autopilot_halted: ['autopilot'],
+  autopilot_resumed: ['autopilot'],
+  autopilot_failing: ['autopilot'],
+  autopilot_recovered: ['autopilot'],
+  subscribed_task_deprecated: ['tasks', 'subscriptions'],
 });
 
 /** Which views show which resources. */
@@ -332,27 +339,40 @@ function checkAuth() {
 }
 
 /**
- * Chooses the node to show once the status is known: the one asked for, else the first node id the
- * daemon is configured with (its operator's nodes), else the signer's first badge.
+ * Lists the operator's nodes in the header's switcher once the status is known (the node ids the daemon is
+ * configured with, then the signer's badges; another node is shown by typing its id), and chooses the node
+ * to show: the one asked for, else the first configured node, else the signer's first badge.
  */
 function pickNode() {
   const badges = state.data.status?.badges ?? [];
-  /** @type {unknown[]} */
-  const configured = state.data.status?.node_small_ids ?? [];
-  const list = byId('node-badges');
-  const badgeIds = new Set(badges.map((/** @type {any} */ b) => String(b.node_small_id)));
-  replace(list, [
-    ...configured
-      .filter((id) => !badgeIds.has(String(id)))
-      .map((id) => h('option', { value: String(id) }, 'configured node')),
-    ...badges.map((/** @type {any} */ b) =>
-      h('option', { value: String(b.node_small_id) }, `badge ${shortId(b.badge_id)}`),
+  /** @type {string[]} */
+  const configured = (state.data.status?.node_small_ids ?? []).map(String);
+  const select = /** @type {HTMLSelectElement} */ (byId('node-select'));
+  /** @type {Map<string, any>} */
+  const badgeOf = new Map(badges.map((/** @type {any} */ b) => [String(b.node_small_id), b]));
+  const own = [...new Set([...configured, ...badgeOf.keys()])];
+  replace(
+    select,
+    own.map((id) =>
+      h(
+        'option',
+        { value: id },
+        badgeOf.has(id) ? `${id} (badge ${shortId(badgeOf.get(id).badge_id)})` : `${id} (configured)`,
+      ),
     ),
-  ]);
+    state.node !== null && !own.includes(state.node)
+      ? h(
+          'option',
+          { value: state.node },
+          state.data.status ? `${state.node} (not the signer's)` : state.node,
+        )
+      : null,
+  );
+  select.hidden = own.length === 0 && state.node === null;
+  if (state.node !== null) select.value = state.node;
   if (state.node !== null) return;
   const wanted = new URLSearchParams(location.search).get('node') ?? sessionStorage.getItem(NODE_KEY);
-  const own = configured[0] ?? badges[0]?.node_small_id;
-  const chosen = wanted && /^\d+$/.test(wanted) ? wanted : own !== undefined ? String(own) : null;
+  const chosen = wanted && /^\d+$/.test(wanted) ? wanted : (own[0] ?? null);
   if (chosen !== null) showNode(chosen);
 }
 
@@ -366,12 +386,13 @@ function showNode(node) {
     delete state.data[name];
     delete state.errors[name];
   }
-  /** @type {HTMLInputElement} */ (byId('node-input')).value = node;
+  /** @type {HTMLInputElement} */ (byId('node-input')).value = '';
   loading = false;
   clearTimeout(timer);
   timer = undefined;
   refresh(ALL);
   rerender(ALL);
+  pickNode();
 }
 
 // ---- the header, the token and the live stream ---------------------------------------------------------
@@ -531,6 +552,11 @@ document.addEventListener('keydown', (event) => {
     refresh(ALL);
     event.preventDefault();
   }
+});
+
+byId('node-select').addEventListener('change', (event) => {
+  const value = /** @type {HTMLSelectElement} */ (event.target).value;
+  if (/^\d+$/.test(value) && value !== state.node) showNode(value);
 });
 
 byId('node-form').addEventListener('submit', (event) => {

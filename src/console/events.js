@@ -4,12 +4,14 @@ import { parseJson } from './json.js';
 
 /**
  * GET /events, followed with fetch() and a streaming body reader rather than EventSource: EventSource
- * cannot send the Authorization header that --auth all requires. It resumes after the last event id it
- * saw (Last-Event-ID, kept for this tab in sessionStorage, so a reload resumes too) and reconnects with
- * capped exponential back-off and jitter.
+ * cannot send the Authorization header that --auth all requires. A fresh tab starts with the newest events
+ * (?last=); then it resumes after the last event id it saw (Last-Event-ID, kept for this tab in
+ * sessionStorage, so a reload resumes too) and reconnects with capped exponential back-off and jitter.
  */
 
 const LAST_ID_KEY = 'node-daemon:last-event-id';
+/** A fresh tab starts with this many of the newest events (the daemon keeps days of them), then live ones. */
+const RECENT = 50;
 const MIN_DELAY_MS = 1000;
 const MAX_DELAY_MS = 30_000;
 
@@ -140,7 +142,12 @@ export class EventFeed {
     const last = this.lastId;
     let response;
     try {
-      response = await openStream('/events', last ? { 'last-event-id': last } : {}, this.#abort.signal);
+      // ?last is for a fresh tab: the daemon ignores it when the stream resumes after Last-Event-ID.
+      response = await openStream(
+        `/events?last=${RECENT}`,
+        last ? { 'last-event-id': last } : {},
+        this.#abort.signal,
+      );
     } catch {
       return 'the daemon does not answer';
     }

@@ -1,5 +1,5 @@
 // @ts-check
-import { formatFill, formatInt, formatUsdc, idList, shortId } from './format.js';
+import { formatCoin, formatFill, formatInt, formatUsdc, idList, shortId } from './format.js';
 
 /**
  * One node event (GET /events, its `data`) as a line of the activity feed. The fields are those
@@ -93,6 +93,44 @@ export function describeEvent(e) {
         ...base,
         tone: e.ready ? 'good' : 'warn',
         text: `Indexer ${e.ready ? 'ready' : 'not ready'}: ${e.detail}`,
+      };
+    case 'signer_gas_low':
+      return {
+        ...base,
+        tone: 'bad',
+        text: `The signer has ${formatCoin('SUI', e.balance_mist)} for gas, below the warning of ${formatCoin('SUI', e.threshold_mist)}: fund it`,
+      };
+    case 'signer_gas_restored':
+      return {
+        ...base,
+        tone: 'good',
+        text: `The signer has ${formatCoin('SUI', e.balance_mist)} for gas again`,
+      };
+    case 'autopilot_halted':
+      return { ...base, tone: 'bad', text: `Autopilot halted: ${e.reason}` };
+    case 'autopilot_resumed':
+      return {
+        ...base,
+        tone: 'good',
+        text: `Autopilot resumed ${e.by === 'restart' ? '(the daemon restarted)' : 'by the operator'}`,
+      };
+    case 'autopilot_failing':
+      return {
+        ...base,
+        tone: 'bad',
+        text: `Autopilot ${e.action} of stacks ${idList(e.stack_small_ids)} failed (${e.error}); it retries with back-off`,
+      };
+    case 'autopilot_recovered':
+      return {
+        ...base,
+        tone: 'good',
+        text: `Autopilot ${e.action} of stacks ${idList(e.stack_small_ids)} succeeded: it acts again`,
+      };
+    case 'subscribed_task_deprecated':
+      return {
+        ...base,
+        tone: 'warn',
+        text: `Task ${e.task_small_id}, which node ${e.node_small_id} serves, was deprecated in epoch ${e.epoch}: its price is fixed now, and it can be removed from the next epoch`,
       };
     default:
       return { ...base, tone: 'info', text: `${e.type}` };

@@ -73,13 +73,16 @@ export class PageEvents {
         });
         return;
       }
-      case 'TaskDeprecationEvent':
-        push({
-          type: 'task_deprecated',
-          node_small_id: null,
-          data: { task_small_id: event.payload.task_small_id, epoch: event.payload.epoch },
-        });
+      case 'TaskDeprecationEvent': {
+        const data = { task_small_id: event.payload.task_small_id, epoch: event.payload.epoch };
+        push({ type: 'task_deprecated', node_small_id: null, data });
+        // Everyone's news, and each subscriber's own: its node serves the task, can no longer change its
+        // price or unsubscribe, and loses the subscription when the task is removed (contracts.md §3.1).
+        for (const node of await tx.taskSubscribers(event.payload.task_small_id)) {
+          push({ type: 'subscribed_task_deprecated', node_small_id: node, data });
+        }
         return;
+      }
       case 'TaskRemovedEvent':
         push({
           type: 'task_removed',

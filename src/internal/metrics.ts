@@ -184,6 +184,17 @@ export function createMetrics() {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
       registers,
     }),
+    // The signer's gas and its warning (operations/conditions.ts): an alert rule compares the two.
+    signerGasBalance: new Gauge({
+      name: 'node_daemon_signer_gas_balance_mist',
+      help: "The signer's SUI for gas, in MIST (1e9 MIST is 1 SUI), as last read (every 15 s)",
+      registers,
+    }),
+    gasWarningThreshold: new Gauge({
+      name: 'node_daemon_gas_warning_threshold_mist',
+      help: 'The --gas-warning-mist setting: the signer_gas_low event fires when the balance goes below it',
+      registers,
+    }),
     storeQueryDuration: new Histogram({
       name: 'node_daemon_store_query_duration_seconds',
       help: 'Time of store calls, by call',

@@ -16,5 +16,14 @@ export const NODE_EVENT_TYPES = [
   'indexer_status',
   'usage_source_lost',
   'usage_source_restored',
+  // The conditions an operator is told of once when they start and once when they end
+  // (operations/conditions.ts), and the deprecation of a task a node serves.
+  'signer_gas_low',
+  'signer_gas_restored',
+  'autopilot_halted',
+  'autopilot_resumed',
+  'autopilot_failing',
+  'autopilot_recovered',
+  'subscribed_task_deprecated',
 ] as const;
 export type NodeEventType = (typeof NODE_EVENT_TYPES)[number];

@@ -24,6 +24,7 @@ import type { AutopilotStore, Coordination, Lease, ReadStore } from '../store/st
 /** What the autopilot asks of the store. */
 type AutopilotStoreRoles = AutopilotStore & ReadStore & Coordination;
 
+import type { Conditions } from './conditions.ts';
 import type { Writes } from './writes.ts';
 
 /**
@@ -91,6 +92,8 @@ export interface AutopilotDeps {
   log: Logger;
   /** The usage source, when usage comes from atoma-node: its own claims are left to it. */
   nodeClaims?: NodeClaims | undefined;
+  /** Where its halts and failures are announced as conditions (absent: they are only logged). */
+  conditions?: Conditions | undefined;
 }
 
 interface Planned extends PlanItem {
@@ -114,6 +117,7 @@ export class Autopilot {
   readonly #nodeClaims: NodeClaims | undefined;
   /** Failed passes, said once per reason. */
   readonly #passFailures: FailureLog;
+  readonly #conditions: Conditions | undefined;
   readonly #startedAt = Date.now();
   /** The last recorded skip or dry-run plan per key, so that a decision is recorded once, not every pass. */
   readonly #remembered = new Map<string, string>();
@@ -142,6 +146,7 @@ export class Autopilot {
     this.#metrics = deps.metrics;
     this.#log = deps.log;
     this.#passFailures = new FailureLog(deps.log);
+    this.#conditions = deps.conditions;
   }
 
   get mode(): AutopilotSettings['mode'] {
@@ -186,6 +191,7 @@ export class Autopilot {
     this.#failures = 0;
     this.#notBefore = 0;
     this.#metrics.autopilotHalted.set(0);
+    void this.#announceHalt('operator');
     this.poke('run');
   }
 
@@ -297,6 +303,8 @@ export class Autopilot {
         this.#lease = undefined;
         this.poke('timer');
       }, ignore);
+      // A halt does not survive a restart: one announced before it has ended.
+      if (this.#lease) await this.#announceHalt('restart');
     }
     const { blocked, waiting } = await this.#resolvePending(now);
     const plan = await this.#plan(now, blocked);
@@ -694,6 +702,7 @@ export class Autopilot {
     }
     const change = { ...outcome, updated_at: Date.now() };
     await this.#store.updateAutopilotAction(id, change);
+    await this.#announce(id, item, outcome);
     this.#metrics.autopilotActions.inc({ kind: item.action, outcome: outcome.status });
     this.#log.info(
       {
@@ -762,6 +771,51 @@ export class Autopilot {
       { reason: this.#halted },
       'autopilot halted: it stops acting until POST /autopilot/resume or a restart',
     );
+  }
+
+  /**
+   * The conditions an action's outcome starts or ends: the autopilot failing (from a failed action to the
+   * next that succeeds) and halted (after HALT_AFTER_ABORTS contract aborts in a row).
+   */
+  async #announce(
+    id: number,
+    item: Planned,
+    outcome: Pick<AutopilotAction, 'status' | 'error'>,
+  ): Promise<void> {
+    if (!this.#conditions || (outcome.status !== 'failed' && outcome.status !== 'succeeded')) return;
+    const failed = outcome.status === 'failed';
+    const address = this.#chain.signerAddress;
+    await this.#conditions.report({
+      key: `autopilot_failing:${address}`,
+      holds: failed,
+      event: {
+        type: failed ? 'autopilot_failing' : 'autopilot_recovered',
+        node_small_id: null,
+        data: {
+          address,
+          action_id: id,
+          action: item.action,
+          node_small_id: item.node_small_id,
+          stack_small_ids: item.stack_small_ids,
+          error: outcome.error,
+        },
+      },
+    });
+    if (this.#halted !== undefined) await this.#announceHalt();
+  }
+
+  /** The halt's start (while halted), or its end, by the operator or by a restart. */
+  async #announceHalt(endedBy?: 'operator' | 'restart'): Promise<void> {
+    if (!this.#conditions) return;
+    const address = this.#chain.signerAddress;
+    const halted = this.#halted !== undefined;
+    await this.#conditions.report({
+      key: `autopilot_halted:${address}`,
+      holds: halted,
+      event: halted
+        ? { type: 'autopilot_halted', node_small_id: null, data: { address, reason: this.#halted } }
+        : { type: 'autopilot_resumed', node_small_id: null, data: { address, by: endedBy ?? 'operator' } },
+    });
   }
 
   /** Records a decision not to act (or a dry run's plan) once, not at every pass that makes it again. */

@@ -1,6 +1,6 @@
 import type { Submission } from '../chain/chain.ts';
 import { DevActorError, type DevNetwork } from '../chain/dev/dev-network.ts';
-import { compareU64, type U64, u64ToString } from '../internal/u64.ts';
+import { compareU64, normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
 import { refuse } from '../problems/catalog.ts';
 import { EMPTY_HASH, extendHash, syntheticRequestHash } from '../protocol/proofs.ts';
 import type {
@@ -8,6 +8,7 @@ import type {
   CreatePeerRequest,
   CreateTaskRequest,
   PeerTrySettleRequest,
+  SetGasRequest,
 } from '../schemas/dev.ts';
 import type { ReadStore, UsageStore } from '../store/store.ts';
 import type { Submitter } from './submit.ts';
@@ -154,6 +155,12 @@ export class DevActors {
   }
 
   /** Advances the epoch; answers once the indexer has seen it, so earnings read next use it. */
+  /** Sets the signer's SUI for gas: a faucet, or a spend elsewhere (no transaction, no event). */
+  setGas(input: SetGasRequest) {
+    this.#dev.setGasBalance(BigInt(input.balance_mist));
+    return { address: this.#dev.signerAddress, balance_mist: normalizeU64(this.#dev.gasBalance()) };
+  }
+
   async advanceEpoch() {
     const epoch = await this.#dev.advanceEpoch();
     const indexed = await this.#submitter.indexedWhen(async () => {

@@ -1,5 +1,5 @@
 import type { Metrics } from '../internal/metrics.ts';
-import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { compareU64, normalizeU64, type U64 } from '../internal/u64.ts';
 import { DEFAULT_PARAMETERS } from '../protocol/constants.ts';
 import { knownFee } from '../protocol/fees.ts';
 import type { Earnings, StackStates } from '../schemas/earnings.ts';
@@ -22,6 +22,8 @@ export async function nodeEarnings(store: ReadStore, nodeSmallId: U64): Promise<
   const stacks: StackStates = { open: 0, settling: 0, claimable: 0, claimed: 0, disputed: 0 };
   const unpriced: StackStates = { open: 0, settling: 0, claimable: 0, claimed: 0, disputed: 0 };
   const byEpoch = new Map<U64, { claimed: bigint; stacks_claimed: number }>();
+  const settled: Earnings['settled_stacks'] = [];
+  let unsettledStacks = 0;
   for (const row of ledger) {
     const state = stackState(row, epoch);
     stacks[state] += 1;
@@ -47,12 +49,24 @@ export async function nodeEarnings(store: ReadStore, nodeSmallId: U64): Promise<
       units === null
         ? null
         : knownFee(params, row.terms?.security_level, row.terms?.price_per_one_million_compute_units, units);
+    if (state === 'open') {
+      if (units !== null && BigInt(units) > 0n) unsettledStacks += 1;
+    } else {
+      settled.push({
+        stack_small_id: row.stack_small_id,
+        state,
+        num_claimed_compute_units: units ?? 0,
+        node_fee_amount: fee === null ? null : normalizeU64(fee),
+        claimable_from_epoch: ticket?.claimable_from_epoch ?? null,
+      });
+    }
     if (fee === null) {
       unpriced[state] += 1;
       continue;
     }
     sums[state === 'open' ? 'unsettled' : state] += fee;
   }
+  settled.sort((a, b) => compareU64(a.stack_small_id, b.stack_small_id));
   return {
     node_small_id: nodeSmallId,
     epoch,
@@ -64,6 +78,8 @@ export async function nodeEarnings(store: ReadStore, nodeSmallId: U64): Promise<
     attester_rewards: normalizeU64(rewards.reduce((sum, r) => sum + BigInt(r.amount), 0n)),
     refunded_to_users: normalizeU64(sums.refunded),
     stacks,
+    unsettled_stacks: unsettledStacks,
+    settled_stacks: settled,
     unpriced,
     by_epoch: [...byEpoch.entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))

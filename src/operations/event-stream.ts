@@ -134,6 +134,11 @@ export class EventHub {
     return this.#streams.size;
   }
 
+  /** Where a stream that starts with the newest `count` events of its filter resumes: -1 when none match. */
+  async recentStart(filter: StreamFilter, count: number): Promise<number> {
+    return (await this.#store.recentNodeEventsStart({ ...filter, count })) ?? -1;
+  }
+
   /**
    * Opens a stream after the event `after` (0: from the oldest kept; negative: only events to come).
    * Frames go to the sink until the client goes away (close()) or reads too slowly. Resolves once open.

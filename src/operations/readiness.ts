@@ -1,7 +1,5 @@
-import type { Logger } from 'pino';
 import type { Chain } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
-import type { NodeEventStore } from '../store/store.ts';
 
 /** Whether the indexer serves fresh state: what /ready answers after the store check, and why not. */
 export interface IndexerReadiness {
@@ -16,11 +14,12 @@ export function indexerReadiness(
   indexer: LiveIndexer | undefined,
   chain: Chain | undefined,
   maxLag: number,
+  now = Date.now(),
 ): IndexerReadiness {
   const unavailable = chain?.unavailableReason?.();
   if (unavailable) return { ready: false, lag_seconds: null, detail: unavailable, retryAfterSeconds: 5 };
   if (!indexer) return { ready: true, lag_seconds: null, detail: 'no chain to follow', retryAfterSeconds: 0 };
-  const lag = indexer.lagSeconds();
+  const lag = indexer.lagSeconds(now);
   if (lag === undefined) {
     return {
       ready: false,
@@ -39,46 +38,4 @@ export function indexerReadiness(
     };
   }
   return { ready: true, lag_seconds: lag, detail: 'the indexer is at the chain head', retryAfterSeconds: 0 };
-}
-
-/**
- * Records an indexer_status node event each time readiness changes, from the daemon that runs the
- * indexer (the others follow the same events). Checked every second: lag grows while nothing happens.
- */
-export function watchReadiness(deps: {
-  store: Pick<NodeEventStore, 'appendNodeEvents'>;
-  indexer: LiveIndexer;
-  chain: Chain | undefined;
-  maxLag: number;
-  log: Logger;
-}): () => void {
-  let last: boolean | undefined;
-  let busy = false;
-  const check = async () => {
-    if (busy || !deps.indexer.isLeader) return;
-    const now = indexerReadiness(deps.indexer, deps.chain, deps.maxLag);
-    if (now.ready === last) return;
-    busy = true;
-    try {
-      await deps.store.appendNodeEvents([
-        {
-          type: 'indexer_status',
-          node_small_id: null,
-          data: {
-            ready: now.ready,
-            lag_seconds: now.lag_seconds === null ? null : Math.round(now.lag_seconds * 10) / 10,
-            detail: now.detail,
-          },
-        },
-      ]);
-      last = now.ready;
-    } catch (error) {
-      deps.log.warn({ err: error }, 'could not record the indexer status');
-    } finally {
-      busy = false;
-    }
-  };
-  const timer = setInterval(() => void check(), 1000);
-  timer.unref();
-  return () => clearInterval(timer);
 }

@@ -1,8 +1,17 @@
-import type { Badge, Chain, GasOptions, MoveAbort, Operation, Submission } from '../chain/chain.ts';
+import type {
+  Badge,
+  Chain,
+  GasOptions,
+  MoveAbort,
+  Operation,
+  Simulation,
+  Submission,
+} from '../chain/chain.ts';
 import { Listeners } from '../internal/listeners.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, normalizeU64, parseU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
 import { ERRORS, type ErrorCode, ProblemError, refuse } from '../problems/catalog.ts';
+import { describeAbort } from '../protocol/aborts.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
@@ -15,6 +24,7 @@ import type {
   MultiTxResult,
   NotClaimable,
   RegisterResult,
+  SettleEstimate,
   StackResult,
   SubmitAttestationsRequest,
   TaskSubscribeRequest,
@@ -255,68 +265,133 @@ export class Writes {
    */
   trySettle(input: TrySettleRequest): Promise<MultiTxResult> {
     return this.#serialized(async () => {
-      const badges = await this.#actingBadges(input.node_badge_id);
-      const k = Number((await this.#chain.parameters()).cross_validation_extra_nodes_count);
-      const byStack = new Map(
-        Object.entries(input.num_claimed_compute_units_by_stack ?? {}).map(([key, units]) => [
-          parseU64(key),
-          units,
-        ]),
-      );
-      for (const id of byStack.keys()) {
-        if (id === undefined || !input.stack_small_ids.some((listed) => listed === id)) {
-          throw refuse(
-            'invalid_body',
-            `num_claimed_compute_units_by_stack names stack ${id}, which is not in stack_small_ids`,
-            { parameter: 'num_claimed_compute_units_by_stack' },
-          );
-        }
-      }
-      const planned: Planned[] = [];
-      const skips = await this.#planOwnStacks(input.stack_small_ids, badges, async (id, stack, badge) => {
-        if (stack.in_settle_period || (await this.#store.getTicket(id))) {
-          return skip(
-            id,
-            'already_settled',
-            `stack ${id} was already try-settled; try-settle is once per stack`,
-          );
-        }
-        if (stack.is_claimed) return skip(id, 'already_settled', `stack ${id} was already claimed`);
-        const explicit = byStack.get(id) ?? input.num_claimed_compute_units;
-        if (explicit === undefined && stack.already_computed_units === 0) {
-          return skip(
-            id,
-            'no_usage',
-            `stack ${id} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage) or name the units to claim (num_claimed_compute_units)`,
-          );
-        }
-        const claimed = explicit ?? stack.already_computed_units;
-        if (claimed > stack.num_compute_units) {
-          return skip(
-            id,
-            'invalid_body',
-            `stack ${id} has ${stack.num_compute_units} compute units; ${claimed} cannot be claimed`,
-          );
-        }
-        const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
-        const filled = await this.#attesterSlotsFilled(stack, k);
-        planned.push({
-          stack_small_id: id,
-          num_claimed_compute_units: claimed,
-          operation: {
-            kind: 'try_settle_stack',
-            badge,
-            stack_small_id: id,
-            num_claimed_compute_units: claimed,
-            committed_stack_proof: commitmentFor(total, k, filled),
-            stack_merkle_leaf: leafFor(total, 0),
-          },
-        });
-        return undefined;
-      });
+      const { planned, skips } = await this.#planSettlements(input);
       if (planned.length === 0) throw nothingToDo('nothing_to_settle', 'settled', skips);
       return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack');
     });
+  }
+
+  /**
+   * What settling the listed stacks would do, with nothing signed (POST /nodes/try-settle-stacks/estimate):
+   * the same checks as trySettle, then for each stack it would settle the units it claims, the node fee and
+   * the buyer's refund at the claim (by the contract's formula), and the gas of its transaction as the
+   * chain simulates it (null when the chain cannot simulate now), or the abort the chain would meet.
+   */
+  async estimateSettle(input: TrySettleRequest): Promise<SettleEstimate> {
+    const { planned, skips } = await this.#planSettlements(input);
+    const parameters = (await this.#store.getChainState()).parameters ?? DEFAULT_PARAMETERS;
+    const results: SettleEstimate['results'] = skips.map((r) => ({
+      stack_small_id: r.stack_small_id,
+      status: 'skipped',
+      ...(r.error ? { error: r.error } : {}),
+    }));
+    let fees = 0n;
+    let gas = 0n;
+    for (const plan of planned) {
+      const id = plan.stack_small_id;
+      const claimed = plan.num_claimed_compute_units!;
+      const terms = await this.#store.getStackTerms(id);
+      const feeOf = (units: U64 | bigint) =>
+        knownFee(
+          parameters,
+          terms?.security_level,
+          terms?.price_per_one_million_compute_units,
+          normalizeU64(BigInt(units)),
+        );
+      const fee = feeOf(claimed);
+      const refund = terms === undefined ? null : feeOf(BigInt(terms.num_compute_units) - BigInt(claimed));
+      let simulation: Simulation | null = null;
+      try {
+        simulation = await this.#chain.simulate(plan.operation);
+      } catch {
+        // The chain cannot simulate now: the estimate says so (gas unknown) rather than fail.
+      }
+      fees += fee ?? 0n;
+      gas += simulation?.gas ?? 0n;
+      results.push({
+        stack_small_id: id,
+        status: simulation?.abort ? 'would_abort' : 'ready',
+        num_claimed_compute_units: claimed,
+        node_fee_amount: fee === null ? null : normalizeU64(fee),
+        user_refund_amount: refund === null ? null : normalizeU64(refund),
+        gas_estimate: simulation === null ? null : normalizeU64(simulation.gas),
+        ...(simulation?.abort
+          ? {
+              error: {
+                code: 'would_abort',
+                detail: `the chain would abort it now: ${describeAbort(simulation.abort)}`,
+                abort: simulation.abort,
+              },
+            }
+          : {}),
+      });
+    }
+    ordered(input.stack_small_ids, results);
+    return { results, total: { node_fee_amount: normalizeU64(fees), gas_estimate: normalizeU64(gas) } };
+  }
+
+  /** trySettle's checks and calls: the stacks it would settle, and why it would skip the others. */
+  async #planSettlements(input: TrySettleRequest): Promise<{ planned: Planned[]; skips: StackResult[] }> {
+    const badges = await this.#actingBadges(input.node_badge_id);
+    const k = Number((await this.#chain.parameters()).cross_validation_extra_nodes_count);
+    const byStack = new Map(
+      Object.entries(input.num_claimed_compute_units_by_stack ?? {}).map(([key, units]) => [
+        parseU64(key),
+        units,
+      ]),
+    );
+    for (const id of byStack.keys()) {
+      if (id === undefined || !input.stack_small_ids.some((listed) => listed === id)) {
+        throw refuse(
+          'invalid_body',
+          `num_claimed_compute_units_by_stack names stack ${id}, which is not in stack_small_ids`,
+          { parameter: 'num_claimed_compute_units_by_stack' },
+        );
+      }
+    }
+    const planned: Planned[] = [];
+    const skips = await this.#planOwnStacks(input.stack_small_ids, badges, async (id, stack, badge) => {
+      if (stack.in_settle_period || (await this.#store.getTicket(id))) {
+        return skip(
+          id,
+          'already_settled',
+          `stack ${id} was already try-settled; try-settle is once per stack`,
+        );
+      }
+      if (stack.is_claimed) return skip(id, 'already_settled', `stack ${id} was already claimed`);
+      const explicit = byStack.get(id) ?? input.num_claimed_compute_units;
+      if (explicit === undefined && stack.already_computed_units === 0) {
+        return skip(
+          id,
+          'no_usage',
+          `stack ${id} has no recorded usage: settling it would claim 0 compute units and give its pay up; report usage first (POST /stacks/${id}/usage) or name the units to claim (num_claimed_compute_units)`,
+        );
+      }
+      const claimed = explicit ?? stack.already_computed_units;
+      if (claimed > stack.num_compute_units) {
+        return skip(
+          id,
+          'invalid_body',
+          `stack ${id} has ${stack.num_compute_units} compute units; ${claimed} cannot be claimed`,
+        );
+      }
+      const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
+      const filled = await this.#attesterSlotsFilled(stack, k);
+      planned.push({
+        stack_small_id: id,
+        num_claimed_compute_units: claimed,
+        operation: {
+          kind: 'try_settle_stack',
+          badge,
+          stack_small_id: id,
+          num_claimed_compute_units: claimed,
+          committed_stack_proof: commitmentFor(total, k, filled),
+          stack_merkle_leaf: leafFor(total, 0),
+        },
+      });
+      return undefined;
+    });
+    return { planned, skips };
   }
 
   /**
@@ -849,7 +924,7 @@ function allFailed(results: StackResult[], digests: string[], what: string): Pro
 }
 
 /** Sorts per-stack results into the order the request listed the stacks. */
-function ordered(requested: readonly U64[], results: StackResult[]): void {
+function ordered(requested: readonly U64[], results: { stack_small_id: U64 }[]): void {
   const order = new Map(requested.map((id, i) => [id, i]));
   results.sort((a, b) => (order.get(a.stack_small_id) ?? 0) - (order.get(b.stack_small_id) ?? 0));
 }

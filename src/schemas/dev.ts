@@ -99,8 +99,17 @@ export const PeerTrySettleResultSchema = Type.Object({
   indexed: Indexed,
 });
 export const EpochResultSchema = Type.Object({ epoch: U64('The dev network epoch, now'), indexed: Indexed });
+export const SetGasRequestSchema = Type.Object(
+  { balance_mist: U64In("The signer's SUI for gas from now on, in MIST (1000000000 is 1 SUI)") },
+  Strict,
+);
+export const SetGasResultSchema = Type.Object({
+  address: Type.String({ description: 'The signer' }),
+  balance_mist: U64("The signer's SUI for gas, in MIST"),
+});
 
 export type CreateTaskRequest = Static<typeof CreateTaskRequestSchema>;
 export type CreatePeerRequest = Static<typeof CreatePeerRequestSchema>;
 export type BuyStackRequest = Static<typeof BuyStackRequestSchema>;
 export type PeerTrySettleRequest = Static<typeof PeerTrySettleRequestSchema>;
+export type SetGasRequest = Static<typeof SetGasRequestSchema>;

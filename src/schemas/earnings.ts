@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { Nullable, U64 } from './common.ts';
+import { Nullable, StringEnum, U64 } from './common.ts';
 
 /** What a node earned and can claim (GET /earnings/nodes/{node_id}), in the smallest USDC unit. */
 
@@ -30,6 +30,26 @@ export const EarningsSchema = Type.Object({
   attester_rewards: U64("What the node was credited for attesting other nodes' stacks"),
   refunded_to_users: U64("The refunds the node's claims paid to the stacks' buyers"),
   stacks: Counts("The node's stacks by state"),
+  unsettled_stacks: Type.Integer({
+    description:
+      'Open stacks with usage reported: those whose fee `unsettled` sums (the others have none yet)',
+  }),
+  settled_stacks: Type.Array(
+    Type.Object({
+      stack_small_id: U64(),
+      state: StringEnum(['settling', 'claimable', 'disputed']),
+      num_claimed_compute_units: U64('The units its settlement claims'),
+      node_fee_amount: Nullable(
+        U64(),
+        'What claiming it will pay the node; null where its price was never seen',
+      ),
+      claimable_from_epoch: Nullable(U64(), 'The first epoch it can be claimed in; null where not known'),
+    }),
+    {
+      description:
+        "The node's settled stacks not claimed yet, by small id: when each can be claimed, and for how much (a disputed one never)",
+    },
+  ),
   unpriced: Counts(
     'Stacks whose price or task the daemon never saw (first seen mid-history): counted in stacks, left out of the amounts, never guessed',
   ),

@@ -28,6 +28,13 @@ export const EventsQuerySchema = Type.Object(
         examples: ['120'],
       }),
     ),
+    last: Type.Optional(
+      Type.String({
+        description:
+          'Start with the newest N events of the filter (1 to 1000), then the live ones: what a console or a terminal shows when it opens. Ignored when the stream resumes (`Last-Event-ID` or `after`). Default: only new events.',
+        examples: ['50'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -52,9 +59,17 @@ daemon sharing a database), \`event:\` its type, and \`data:\` one JSON object w
 | subscription_changed | subscribed, price updated, unsubscribed | task_small_id, change, price_per_one_million_compute_units, max_num_compute_units |
 | task_added, task_deprecated, task_removed | a task's life (everyone's) | task_small_id, and model_name, security_level, ... or epoch |
 | autopilot_action | the autopilot recorded, completed or skipped an action | action_id, action, status, stack_small_ids, node_fee_amount, tx_digests, reason, error |
-| indexer_status | the indexer became ready or fell behind (everyone's) | ready, lag_seconds, detail |
+| subscribed_task_deprecated | a task the node serves was deprecated | task_small_id, epoch |
+| indexer_status | a condition: the indexer fell behind (ready false), or caught up again (everyone's) | ready, lag_seconds, detail |
+| signer_gas_low, signer_gas_restored | a condition: the signer's SUI for gas went below --gas-warning-mist, or back (everyone's) | address, balance_mist, threshold_mist |
+| autopilot_failing, autopilot_recovered | a condition: an autopilot action failed, or the next succeeded (everyone's) | address, action_id, action, node_small_id, stack_small_ids, error |
+| autopilot_halted, autopilot_resumed | a condition: the autopilot halted, or acts again (everyone's) | address, reason; or address, by |
+| usage_source_lost, usage_source_restored | a condition: the usage source (atoma-state) stopped answering, or answers again (everyone's) | source, reason, detail; or source, lost_seconds |
 
-Resume with \`Last-Event-ID\` or \`?after=\`: nothing is lost or repeated, across reconnects and restarts, within the
+A condition's events come once when it starts and once when it ends, however often it is checked, and a restart
+does not announce again what was announced and still holds.
+
+\`?last=50\` starts with the newest 50 events of the filter, then the live ones. Resume with \`Last-Event-ID\` or \`?after=\`: nothing is lost or repeated, across reconnects and restarts, within the
 retention (7 days and 1,000,000 events by default). Two frames carry no id: \`events_lost\` (the events asked for
 are past the retention) and \`overflow\` (the client read too slowly; it is the last frame, then the connection
 closes: reconnect with the last id). A comment line (\`: keep-alive\`) comes every 15 seconds.

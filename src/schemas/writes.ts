@@ -134,6 +134,37 @@ export const MultiTxResultSchema = Type.Object({
   results: Type.Array(StackResultSchema, { description: 'One per listed stack, in the order listed' }),
   indexed: Indexed,
 });
+export const SettleEstimateSchema = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      stack_small_id: U64(),
+      status: StringEnum(['ready', 'would_abort', 'skipped'], {
+        description:
+          'ready: it would settle; would_abort: the chain would refuse it now; skipped: not sent (error says why)',
+      }),
+      num_claimed_compute_units: Type.Optional(U64('The units it would claim')),
+      node_fee_amount: Type.Optional(NodeFee()),
+      user_refund_amount: Type.Optional(
+        Nullable(
+          U64(),
+          "The buyer's refund at the claim, for the units not claimed; null where the price was never seen",
+        ),
+      ),
+      gas_estimate: Type.Optional(
+        Nullable(
+          U64(),
+          'The gas of its transaction as the chain simulates it, MIST; null when it cannot simulate now',
+        ),
+      ),
+      error: StackResultSchema.properties.error,
+    }),
+    { description: 'One per listed stack, in the order listed' },
+  ),
+  total: Type.Object({
+    node_fee_amount: U64('The node fees of the stacks it would settle (those of unknown price left out)'),
+    gas_estimate: U64('Their gas, MIST (those the chain could not simulate left out)'),
+  }),
+});
 export const NotClaimableSchema = Type.Object({
   stack_small_id: U64(),
   reason: StringEnum(['not_settled', 'dispute_period', 'in_dispute', 'already_claimed', 'no_usage']),
@@ -188,6 +219,7 @@ export type TxResult = Static<typeof TxResultSchema>;
 export type RegisterResult = Static<typeof RegisterResultSchema>;
 export type StackResult = Static<typeof StackResultSchema>;
 export type MultiTxResult = Static<typeof MultiTxResultSchema>;
+export type SettleEstimate = Static<typeof SettleEstimateSchema>;
 export type ClaimResult = Static<typeof ClaimResultSchema>;
 export type NotClaimable = Static<typeof NotClaimableSchema>;
 export type UsageResult = Static<typeof UsageResultSchema>;

@@ -229,6 +229,8 @@ export interface IndexerTx {
   putTask(task: NewTask): Promise<void>;
   /** false when the task is unknown. */
   deprecateTask(taskSmallId: U64, epoch: U64): Promise<boolean>;
+  /** The nodes subscribed to the task, as the transaction sees them (its own writes included). */
+  taskSubscribers(taskSmallId: U64): Promise<U64[]>;
   /** Marks the task removed and its subscriptions invalid; false when the task is unknown. */
   removeTask(taskSmallId: U64, epoch: U64): Promise<boolean>;
   putNode(nodeSmallId: U64, badgeId: string, address: string): Promise<void>;
@@ -444,6 +446,13 @@ export interface NodeEventStore {
   appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void>;
   /** Node events after an id, ascending, filtered. */
   listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]>;
+  /**
+   * Where the newest `count` events that match a filter begin: the id just before the oldest of them, so
+   * that listNodeEvents after it reads them (GET /events?last=N); null when none match.
+   */
+  recentNodeEventsStart(
+    query: Omit<NodeEventQuery, 'after' | 'limit'> & { count: number },
+  ): Promise<number | null>;
   /** The oldest and newest recorded ids (0 and 0 when none was ever recorded; oldest null when pruned all). */
   nodeEventBounds(): Promise<{ oldest: number | null; newest: number }>;
   /** Deletes events recorded before `before` (ms), and beyond the newest `keep`; returns how many. */
@@ -453,6 +462,31 @@ export interface NodeEventStore {
    * process sharing the store does; returns the function that stops it.
    */
   onNodeEvents(listener: () => void): () => void;
+}
+
+/** A condition the operator hears of when it starts and when it ends (ConditionStore), as recorded. */
+export interface ConditionState {
+  /** Its name and what it is about, e.g. `signer_gas_low:0x12…` or `indexer_behind`. */
+  key: string;
+  holds: boolean;
+  /** When it last started or ended (ms since the epoch). */
+  since: number;
+}
+
+/**
+ * The conditions announced as node events (operations/conditions.ts): each starts once and ends once,
+ * whichever process sees it and however often it is checked, across restarts.
+ */
+export interface ConditionStore {
+  /**
+   * Records whether a condition holds now (one never recorded does not). When that changes what was
+   * recorded, `event` (its start or its end) is recorded in the same transaction and the answer is true;
+   * otherwise nothing is written and the answer is false, so two processes that see the same change, or
+   * a restart that sees it again, announce it once.
+   */
+  setCondition(key: string, holds: boolean, event: NewNodeEvent, nowMs: number): Promise<boolean>;
+  /** Every condition recorded, holding or not. */
+  listConditions(): Promise<ConditionState[]>;
 }
 
 /** The Idempotency-Keys of the writes (http/idempotency.ts). */
@@ -491,6 +525,7 @@ export interface Store
     UsageStore,
     AutopilotStore,
     NodeEventStore,
+    ConditionStore,
     IdempotencyStore,
     Coordination {
   readonly engine: 'sqlite' | 'postgres';

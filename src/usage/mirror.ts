@@ -2,14 +2,8 @@ import type { Logger } from 'pino';
 import { backoffDelay } from '../internal/backoff.ts';
 import type { Metrics } from '../internal/metrics.ts';
 import { type U64, u64ToString } from '../internal/u64.ts';
-import type {
-  Coordination,
-  FollowedStack,
-  Lease,
-  MirroredUsage,
-  NodeEventStore,
-  UsageStore,
-} from '../store/store.ts';
+import type { NewNodeEvent } from '../store/node-events.ts';
+import type { Coordination, FollowedStack, Lease, MirroredUsage, UsageStore } from '../store/store.ts';
 import { type AtomaStack, AtomaStateError } from './atoma-state.ts';
 
 /**
@@ -57,8 +51,21 @@ const MAX_BACKOFF_MS = 30_000;
 /** How often a daemon on standby (another holds the lease) asks for it again. */
 const STANDBY_RETRY_MS = 10_000;
 
+/** The condition of a source that does not answer (its key in the store's conditions). */
+export const USAGE_SOURCE_LOST = 'usage_source_lost';
+
+/** What announces a condition once when it starts and once when it ends (operations/conditions.ts). */
+export interface ConditionReporter {
+  report(report: { key: string; holds: boolean; event: NewNodeEvent }): Promise<void>;
+}
+
 export interface UsageMirrorOptions {
-  store: UsageStore & NodeEventStore & Coordination;
+  store: UsageStore & Coordination;
+  /**
+   * Where the source's loss and return are announced (operations/conditions.ts): once when it is lost and
+   * once when it answers again, across restarts and the daemons sharing a store.
+   */
+  conditions: ConditionReporter;
   source: UsageSourceReader;
   /** Where the source is, safe to print. */
   location: string;
@@ -302,15 +309,15 @@ export class UsageMirror {
     const lostAt = this.#lostAt;
     this.#lostAt = null;
     this.#setState('connected', null);
-    if (lostAt !== null) {
-      this.#options.log.info({ source: this.#options.location }, 'the usage source answers again');
-      await this.#event('usage_source_restored', {
-        source: 'atoma-state',
-        lost_seconds: Math.round((now - lostAt) / 1000),
-      });
-    } else {
-      this.#options.log.info({ source: this.#options.location }, 'following usage from atoma-state');
-    }
+    this.#options.log.info(
+      { source: this.#options.location },
+      lostAt !== null ? 'the usage source answers again' : 'following usage from atoma-state',
+    );
+    // Said only if it was announced lost (by this process, or by one before a restart).
+    await this.#announce(false, 'usage_source_restored', {
+      source: 'atoma-state',
+      lost_seconds: lostAt === null ? null : Math.round((now - lostAt) / 1000),
+    });
   }
 
   /** A poll failed: the source is lost (say so once per reason), the last values stay. */
@@ -326,20 +333,24 @@ export class UsageMirror {
     );
     if (wasLost) return;
     this.#lostAt = this.#now();
-    await this.#event('usage_source_lost', {
+    await this.#announce(true, 'usage_source_lost', {
       source: 'atoma-state',
       reason: error instanceof AtomaStateError ? error.reason : 'failed',
       detail: message,
     });
   }
 
-  /** A node event about everyone (the source serves all the operator's nodes); never fails a poll. */
-  async #event(type: 'usage_source_lost' | 'usage_source_restored', data: Record<string, unknown>) {
-    try {
-      await this.#options.store.appendNodeEvents([{ type, node_small_id: null, data }]);
-    } catch (error) {
-      this.#options.log.warn({ err: error }, `could not record the ${type} event`);
-    }
+  /** The lost condition, a node event about everyone (the source serves all the operator's nodes). */
+  #announce(
+    holds: boolean,
+    type: 'usage_source_lost' | 'usage_source_restored',
+    data: Record<string, unknown>,
+  ) {
+    return this.#options.conditions.report({
+      key: USAGE_SOURCE_LOST,
+      holds,
+      event: { type, node_small_id: null, data },
+    });
   }
 
   #setState(state: UsageSourceState, error: string | null): void {

@@ -28,6 +28,10 @@ export interface ReferenceEarnings {
   refunded_to_users: bigint;
   by_epoch: Map<bigint, { claimed: bigint; stacks_claimed: number }>;
   stacks: { open: number; settling: number; claimable: number; claimed: number; disputed: number };
+  /** Open stacks with usage. */
+  unsettled_stacks: number;
+  /** Settled stacks not claimed, ascending: their state, units, fee and first claimable epoch. */
+  settled_stacks: { stack_small_id: bigint; state: string; units: bigint; fee: bigint; from: bigint }[];
   /** Stacks whose settlement asked the node to attest, ascending. */
   asked_to_attest: bigint[];
 }
@@ -65,6 +69,8 @@ export async function referenceEarnings(
     refunded_to_users: 0n,
     by_epoch: new Map(),
     stacks: { open: 0, settling: 0, claimable: 0, claimed: 0, disputed: 0 },
+    unsettled_stacks: 0,
+    settled_stacks: [],
     asked_to_attest: [],
   };
   const feeOf = (stack: bigint, units: bigint) => {
@@ -134,17 +140,21 @@ export async function referenceEarnings(
     if (!ticket) {
       out.stacks.open += 1;
       out.unsettled += feeOf(stack, usage.get(stack) ?? 0n);
-    } else if (disputed.has(stack)) {
-      out.stacks.disputed += 1;
-      out.disputed += feeOf(stack, ticket.units);
-    } else if (epoch >= ticket.epoch + 1n) {
-      out.stacks.claimable += 1;
-      out.claimable += feeOf(stack, ticket.units);
-    } else {
-      out.stacks.settling += 1;
-      out.settling += feeOf(stack, ticket.units);
+      if ((usage.get(stack) ?? 0n) > 0n) out.unsettled_stacks += 1;
+      continue;
     }
+    const state = disputed.has(stack) ? 'disputed' : epoch >= ticket.epoch + 1n ? 'claimable' : 'settling';
+    out.stacks[state] += 1;
+    out[state] += feeOf(stack, ticket.units);
+    out.settled_stacks.push({
+      stack_small_id: stack,
+      state,
+      units: ticket.units,
+      fee: feeOf(stack, ticket.units),
+      from: ticket.epoch + 1n,
+    });
   }
+  out.settled_stacks.sort((a, b) => (a.stack_small_id < b.stack_small_id ? -1 : 1));
   out.asked_to_attest.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return out;
 }

@@ -1,8 +1,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../bin/node-daemon.js', import.meta.url));
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A loopback port free now, for a daemon that must listen on a known one. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 export interface Finished {
   code: number | null;

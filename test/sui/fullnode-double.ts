@@ -680,6 +680,15 @@ export class FullnodeDouble {
       }
       case 'ListOwnedObjects':
         return this.#listOwned(input as GrpcTypes.ListOwnedObjectsRequest);
+      case 'GetBalance': {
+        const request = input as GrpcTypes.GetBalanceRequest;
+        if (normalizeStructTag(request.coinType ?? '') !== normalizeStructTag('0x2::sui::SUI'))
+          throw new GrpcFailure(Status.UNIMPLEMENTED, 'the double holds only SUI balances');
+        const sum = this.coinsOf(request.owner ?? '').reduce((total, coin) => total + coin.balance, 0n);
+        return {
+          balance: { coinType: request.coinType, balance: sum, coinBalance: sum, addressBalance: 0n },
+        } satisfies GrpcTypes.GetBalanceResponse;
+      }
       case 'GetTransaction': {
         const request = input as GrpcTypes.GetTransactionRequest;
         const transaction = this.#transactions.get(request.digest ?? '');

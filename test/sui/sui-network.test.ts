@@ -1038,6 +1038,10 @@ describe('Sui adapter: reads and events', () => {
         (error: Error) => error instanceof ChainRejectedError && error.code === 'badge_not_owned',
       );
       assert.equal(await w.sui.currentEpoch(), 0);
+      // The signer's SUI for gas: its coins, less what its transactions paid.
+      const sum = w.double.coinsOf(w.sui.signerAddress).reduce((total, coin) => total + coin.balance, 0n);
+      assert.ok(sum > 0n && sum < 20_000_000_000n, String(sum));
+      assert.deepEqual(await w.sui.balances(), { SUI: Number(sum) });
       await w.double.dev.advanceEpoch();
       assert.equal((await w.sui.parameters()).cross_validation_extra_nodes_count, 2n);
       assert.equal(await w.sui.getTicket(1), undefined);

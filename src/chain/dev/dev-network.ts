@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { blake2b } from '@noble/hashes/blake2.js';
 import { Listeners } from '../../internal/listeners.ts';
-import { normalizeU64, type U64 } from '../../internal/u64.ts';
+import { normalizeU64, type U64, U64_MAX } from '../../internal/u64.ts';
 import {
   DEFAULT_PARAMETERS,
   type ProtocolParameters,
@@ -62,6 +62,12 @@ const PAGE_SIZE = 500;
  * (u64::MAX / 10^6, about 1.8e13), so EInsufficientBalance stays reachable.
  */
 export const GENESIS_USER_USDC = 10_000_000_000_000n;
+
+/**
+ * The signer's SUI for gas until it has spent any: 100 SUI, in MIST (about 25,000 transactions at the dev
+ * network's prices). The dev actors' transactions cost nobody anything.
+ */
+export const GENESIS_SIGNER_SUI = 100_000_000_000n;
 
 /** The models in the genesis AtomaDb (add_node_to_model needs an existing model) and their echelons. */
 export const GENESIS_MODELS: readonly { name: string; echelons: readonly number[] }[] = [
@@ -200,10 +206,15 @@ export class DevNetwork implements Chain {
   submit(operation: Operation, gas?: GasOptions): Promise<Submission> {
     return this.#serialized(() => {
       const call = this.#prepare(operation);
-      const gasUsed = this.#chargeGas(operation.kind, call.items, gas);
+      const { used, payment } = this.#chargeGas(operation.kind, call.items, gas);
       const nodeId = 'badge' in operation ? this.#ownedBadge(operation.badge) : undefined;
-      return this.#execute(this.signerAddress, operation.kind, operation, gasUsed, (tx) =>
-        call.run(tx, nodeId ?? 0n),
+      return this.#execute(
+        this.signerAddress,
+        operation.kind,
+        operation,
+        used,
+        (tx) => call.run(tx, nodeId ?? 0n),
+        payment,
       ).submission;
     });
   }
@@ -236,9 +247,32 @@ export class DevNetwork implements Chain {
       .map((node) => ({ badge_id: node.badge.id, node_small_id: big(node.small_id) }));
   }
 
-  /** The signer's USDC balance (the dev network does not account SUI for gas). */
+  /** The signer's USDC, and its SUI for gas (MIST). */
   async balances(): Promise<Record<string, U64>> {
-    return { USDC: normalizeU64(this.balanceOf(this.signerAddress)) };
+    return {
+      USDC: normalizeU64(this.balanceOf(this.signerAddress)),
+      SUI: normalizeU64(this.gasBalance()),
+    };
+  }
+
+  /** The signer's SUI for gas, in MIST. */
+  gasBalance(): bigint {
+    this.#assertOpen();
+    return this.#gasBalance();
+  }
+
+  #gasBalance(): bigint {
+    return this.#ledger.read<CoinObject>(key.gas(this.signerAddress))?.balance ?? GENESIS_SIGNER_SUI;
+  }
+
+  /**
+   * Sets the signer's SUI for gas (a faucet when it adds, a spend elsewhere when it takes), outside any
+   * transaction, as the dev network's epoch clock is: no event comes of it.
+   */
+  setGasBalance(mist: bigint): void {
+    this.#assertOpen();
+    if (mist < 0n || mist > U64_MAX) throw new RangeError('a SUI balance is a u64 of MIST');
+    this.#ledger.writeObjects([[key.gas(this.signerAddress), { balance: mist } satisfies CoinObject]]);
   }
 
   async currentEpoch(): Promise<U64> {
@@ -690,6 +724,7 @@ export class DevNetwork implements Chain {
     input: unknown,
     gas: GasUsed,
     body: (tx: rules.TxContext) => T,
+    gasPayment?: { key: string; balance: bigint },
   ): { submission: Submission; result: T | undefined } {
     const outcome = this.#ledger.execute({
       sender,
@@ -697,6 +732,7 @@ export class DevNetwork implements Chain {
       input,
       gas,
       body,
+      ...(gasPayment ? { gasPayment } : {}),
       seed: this.#world.seed,
       packageId: this.#world.package_id,
       random: this.#random,
@@ -716,8 +752,15 @@ export class DevNetwork implements Chain {
     return this.#execute(sender, kind, input, { computation_cost, storage_cost, storage_rebate }, body);
   }
 
-  /** The gas checks made before execution (see gas.ts); the gas the transaction will use. */
-  #chargeGas(kind: string, items: number, options: GasOptions | undefined): GasUsed {
+  /**
+   * The gas checks made before execution (see gas.ts): the gas the transaction will use, and the signer's
+   * SUI once it has paid (the budget must be covered, as on Sui; the net gas is taken).
+   */
+  #chargeGas(
+    kind: string,
+    items: number,
+    options: GasOptions | undefined,
+  ): { used: GasUsed; payment: { key: string; balance: bigint } } {
     if (options?.gas !== undefined && options.gas.toLowerCase() !== this.gasCoinId) {
       throw new ChainRejectedError(
         'gas_coin_not_owned',
@@ -733,8 +776,9 @@ export class DevNetwork implements Chain {
       );
     }
     const { total, computation_cost, storage_cost, storage_rebate } = gasFor(kind, items, price);
+    let budget = total;
     if (options?.gas_budget !== undefined) {
-      const budget = u64Arg(options.gas_budget, 'gas_budget');
+      budget = u64Arg(options.gas_budget, 'gas_budget');
       if (budget < total) {
         throw new ChainRejectedError(
           'gas_budget_too_low',
@@ -742,7 +786,18 @@ export class DevNetwork implements Chain {
         );
       }
     }
-    return { computation_cost, storage_cost, storage_rebate };
+    const balance = this.#gasBalance();
+    if (balance < budget) {
+      throw new ChainRejectedError(
+        'insufficient_gas',
+        `the SUI of ${this.signerAddress} holds ${balance} MIST, less than the gas budget of ${budget} MIST; fund the address (on the dev network: POST /dev/gas)`,
+      );
+    }
+    const net = BigInt(computation_cost) + BigInt(storage_cost) - BigInt(storage_rebate);
+    return {
+      used: { computation_cost, storage_cost, storage_rebate },
+      payment: { key: key.gas(this.signerAddress), balance: balance - net },
+    };
   }
 
   /** The badge must be the signer's, with the right small id: else Sui refuses to sign with it. */

@@ -60,6 +60,11 @@ export interface ExecuteRequest<T> {
   gas: GasUsed;
   random: (bound: number) => number;
   body: (tx: TxContext) => T;
+  /**
+   * The object that pays the gas (key, and its balance after paying), written with the transaction
+   * whether it succeeds or aborts: a failed transaction costs its gas too.
+   */
+  gasPayment?: { key: string; balance: bigint };
 }
 
 /** The ledger file is locked by another connection: another daemon runs a dev network in the same data dir. */
@@ -211,7 +216,10 @@ export class Ledger {
     });
     const { result, abort } = run(overlay, request.body);
     const events = abort ? [] : overlay.events;
-    const changes = abort ? [] : overlay.changes();
+    const changes: [string, string | null][] = abort ? [] : overlay.changes();
+    if (request.gasPayment) {
+      changes.push([request.gasPayment.key, encodeState({ balance: request.gasPayment.balance })]);
+    }
     const firstEventSeq = this.#lastEventSeq + 1;
     this.#write(() => {
       for (const [k, text] of changes) {

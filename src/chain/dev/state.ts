@@ -138,6 +138,8 @@ export const key = {
   stack: (id: bigint) => `stack/${id}`,
   ticket: (stackId: bigint) => `ticket/${stackId}`,
   coin: (address: string) => `coin/${address}`,
+  /** An address's SUI for gas (a CoinObject, in MIST): the signer's, which pays its transactions. */
+  gas: (address: string) => `gas/${address}`,
 };
 
 // --- JSON with bigints -----------------------------------------------------------------------------------

@@ -324,6 +324,15 @@ export class SuiNetwork implements Chain {
       .sort((a, b) => (BigInt(a.node_small_id) < BigInt(b.node_small_id) ? -1 : 1));
   }
 
+  /** The signer's SUI for gas (MIST), coins and address balance together, as the fullnode holds it now. */
+  async balances(): Promise<Record<string, U64>> {
+    await this.#connection.get();
+    const { balance } = await this.#read('read the SUI balance', (signal) =>
+      this.#client.getBalance({ owner: this.signerAddress, signal }),
+    );
+    return { SUI: normalizeU64(BigInt(balance.balance)) };
+  }
+
   async currentEpoch(): Promise<U64> {
     await this.#connection.get();
     const { epoch } = await this.#fetchGasPrice(true);

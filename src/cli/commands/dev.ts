@@ -1,5 +1,5 @@
 import { priceArg, smallEnum, smallId, u64, usageError } from '../args.ts';
-import { digits, plural } from '../format.ts';
+import { digits, plural, sui } from '../format.ts';
 import { nodeList, ROLES, SECURITY, txResult } from '../render.ts';
 import type { Json } from '../replies.ts';
 import { list, plainWrite, required, show, str } from '../request.ts';
@@ -259,6 +259,25 @@ export const DEV: CommandSpec[] = [
     async run(ctx) {
       const reply = await plainWrite(ctx);
       await show(ctx, reply, (b: Json) => `epoch ${digits(b.epoch)}`);
+    },
+  },
+  {
+    name: 'dev gas',
+    route: 'POST /dev/gas',
+    synopsis: 'MIST',
+    summary: "sets the signer's SUI for gas (a faucet, or a drain to try --gas-warning-mist)",
+    description: [["Sets the signer's SUI for gas to MIST (1000000000 is 1 SUI) (POST /dev/gas).", DEV_NOTE]],
+    arguments: [['MIST', "the signer's SUI from now on, in MIST"]],
+    kind: 'dev',
+    positionals: { min: 1, max: 1 },
+    examples: ['node-daemon dev gas 10000000000'],
+    async run(ctx) {
+      const reply = await plainWrite(ctx, { balance_mist: u64(ctx.command, ctx.args[0]!, 'MIST') });
+      await show(
+        ctx,
+        reply,
+        (b: Json) => `the signer ${String(b.address)} has ${sui(b.balance_mist)} for gas`,
+      );
     },
   },
 ];

@@ -4,7 +4,17 @@ import { type SseMessage, SseParser } from '../../internal/sse.ts';
 import { usageError } from '../args.ts';
 import { DaemonProblem } from '../connection.ts';
 import { ClientExitCode } from '../exit-codes.ts';
-import { amount, digits, fractionPercent, idList, oneLine, price, shortId, timestamp } from '../format.ts';
+import {
+  amount,
+  digits,
+  fractionPercent,
+  idList,
+  oneLine,
+  price,
+  shortId,
+  sui,
+  timestamp,
+} from '../format.ts';
 import type { CommandSpec, Context } from '../spec.ts';
 
 /** `watch`: the node's events as they happen (GET /events), one line each, resuming after a break. */
@@ -64,6 +74,20 @@ export function describeEvent(type: string, d: Data): string {
       return d.ready === true
         ? `indexer ready${typeof d.lag_seconds === 'number' ? ` (${d.lag_seconds} s behind the head)` : ''}`
         : `indexer not ready: ${oneLine(String(d.detail))}`;
+    case 'signer_gas_low':
+      return `the signer ${shortId(d.address)} has ${sui(d.balance_mist)} for gas, below the warning of ${sui(d.threshold_mist)}: fund it`;
+    case 'signer_gas_restored':
+      return `the signer ${shortId(d.address)} has ${sui(d.balance_mist)} for gas again (warning below ${sui(d.threshold_mist)})`;
+    case 'autopilot_halted':
+      return `autopilot halted: ${oneLine(String(d.reason))}; resume it with \`node-daemon autopilot resume\``;
+    case 'autopilot_resumed':
+      return `autopilot resumed (${d.by === 'restart' ? 'the daemon restarted' : 'by the operator'})`;
+    case 'autopilot_failing':
+      return `autopilot ${d.action} of ${idList(Array.isArray(d.stack_small_ids) ? d.stack_small_ids : [])} failed: ${oneLine(String(d.error))}; it retries with back-off`;
+    case 'autopilot_recovered':
+      return `autopilot ${d.action} of ${idList(Array.isArray(d.stack_small_ids) ? d.stack_small_ids : [])} succeeded: it acts again`;
+    case 'subscribed_task_deprecated':
+      return `task ${digits(d.task_small_id)}, which this node serves, deprecated in epoch ${digits(d.epoch)}: its price is fixed now, and it can be removed from the next epoch`;
     case 'events_lost':
       return `events after ${digits(d.after)} up to ${digits(Number(d.oldest_available ?? 0) - 1)} are past the daemon's retention and gone: re-read the state`;
     default:
@@ -104,6 +128,18 @@ function query(ctx: Context): string {
       );
     }
     params.set('types', types.join(','));
+  }
+  if (typeof ctx.values.last === 'string') {
+    const last = ctx.values.last;
+    if (!/^[0-9]{1,4}$/.test(last) || Number(last) < 1 || Number(last) > 1000)
+      throw usageError(
+        ctx.command,
+        `--last takes a count of events from 1 to 1000; got ${JSON.stringify(last)}`,
+      );
+    if (ctx.values.after !== undefined)
+      throw usageError(ctx.command, '--last and --after do not go together');
+    // Once the stream printed an event it resumes after it (Last-Event-ID), which the daemon prefers.
+    params.set('last', last);
   }
   const text = params.toString();
   return text === '' ? '' : `?${text}`;
@@ -196,7 +232,7 @@ export const WATCH: CommandSpec[] = [
   {
     name: 'watch',
     route: 'GET /events',
-    synopsis: '[--node N]... [--all] [--types T,T] [--after ID] [--json]',
+    synopsis: '[--node N]... [--all] [--types T,T] [--after ID | --last N] [--json]',
     summary: 'follow what happens to the node, live: a line per event',
     description: [
       [
@@ -219,11 +255,17 @@ export const WATCH: CommandSpec[] = [
         arg: 'ID',
         describe: 'start after this event id (the daemon keeps 7 days by default); default: new events only',
       },
+      last: {
+        type: 'string',
+        arg: 'N',
+        describe: 'start with the newest N events (1 to 1000), then the live ones; default: new events only',
+      },
     },
     kind: 'read',
     positionals: { min: 0, max: 0 },
     examples: [
       'node-daemon watch',
+      'node-daemon watch --last 20',
       'node-daemon watch --types funds_claimed,stack_claimable',
       'node-daemon watch --json --all | jq .type',
     ],

@@ -3,7 +3,8 @@ import { h, replace } from '../dom.js';
 import { feedList, section } from './parts.js';
 
 /**
- * The live activity feed: the node events as they come (GET /events), newest first, kept for this tab.
+ * The activity feed: the node's recent events, then the live ones as they come (GET /events), newest
+ * first, kept for this tab.
  * @param {import('./parts.js').Ctx} _ctx
  */
 export function activityView(_ctx) {
@@ -14,7 +15,7 @@ export function activityView(_ctx) {
     h(
       'p',
       { class: 'muted' },
-      'What happens to the node, as the daemon reports it: stacks bought, filled, settled and claimed, attestations, disputes, subscriptions, tasks, the autopilot and the indexer. The feed lives in this tab; it resumes where it was after a reload.',
+      'What happens to the node, as the daemon reports it: stacks bought, filled, settled and claimed, attestations, disputes, subscriptions, tasks, the autopilot, the indexer and the signer’s gas. It opens with the latest 50 events the daemon kept, then follows; it resumes where it was after a reload.',
     ),
     list,
   );

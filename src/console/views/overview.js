@@ -168,7 +168,7 @@ function earningsCard(state) {
               'settling',
             ),
             figure('Claimed', e.claimed, `${stacks(e.stacks.claimed)}, all time`, 'claimed'),
-            figure('Unsettled', e.unsettled, `usage on ${stacks(e.stacks.open)} open`, 'unsettled'),
+            figure('Unsettled', e.unsettled, unsettledNote(e), 'unsettled'),
             figure('Disputed', e.disputed, `${stacks(e.stacks.disputed)}, locked`, 'disputed'),
             figure('Attester rewards', e.attester_rewards, 'for attesting others', 'rewards'),
           ),
@@ -207,10 +207,22 @@ function activityCard(state) {
     h('h2', { id: 'card-activity' }, 'Latest activity'),
     feedList(
       state.feed.slice(0, 6),
-      'Nothing has happened since this tab opened; events appear here as they come.',
+      'Nothing has happened to the node yet; events appear here as they come.',
     ),
     h('p', null, h('a', { href: '#activity' }, 'All activity')),
   );
+}
+
+/**
+ * What the unsettled fee is of: the open stacks with usage, not every open stack.
+ * @param {any} e the earnings
+ */
+function unsettledNote(e) {
+  const open = Number(e.stacks.open);
+  const used = Number(e.unsettled_stacks);
+  if (open === 0) return 'no open stack';
+  if (used === 0) return `${stacks(open)} open, no usage yet`;
+  return `usage on ${used} of ${open} open ${open === 1 ? 'stack' : 'stacks'}`;
 }
 
 /** @param {number} n */

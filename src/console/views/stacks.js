@@ -1,6 +1,6 @@
 // @ts-check
 import { h, replace } from '../dom.js';
-import { fillRatio, formatFill, formatInt, formatUsdc, idList } from '../format.js';
+import { fillRatio, formatCoin, formatFill, formatInt, formatUsdc, idList } from '../format.js';
 import { errorNote, outcomeRegion, section } from './parts.js';
 
 /**
@@ -15,23 +15,27 @@ const MAX_ROWS = 500;
 
 /**
  * Where a stack stands, from what the API gives: GET /stacks flags, the disputes against the node, the
- * claimed tickets. "settled" covers both settling (in its dispute period) and claimable: the stack list
- * does not say which (the earnings figures count them).
+ * claimed tickets, and for a settled stack the earnings' word (settling in its dispute period, or
+ * claimable); "settled" only while the earnings are not read yet.
  * @param {Record<string, any>} stack
  * @param {Set<string>} disputed
- * @returns {'open' | 'settled' | 'disputed' | 'claimed' | 'locked'}
+ * @param {Map<string, any>} settled the earnings' settled_stacks by id
+ * @returns {'open' | 'settling' | 'claimable' | 'settled' | 'disputed' | 'claimed' | 'locked'}
  */
-export function stackState(stack, disputed) {
+export function stackState(stack, disputed, settled) {
   if (stack.is_claimed) return 'claimed';
-  if (disputed.has(String(stack.stack_small_id))) return 'disputed';
+  const id = String(stack.stack_small_id);
+  if (disputed.has(id)) return 'disputed';
   if (stack.is_locked_for_claim) return 'locked';
-  if (stack.in_settle_period) return 'settled';
+  if (stack.in_settle_period) return settled.get(id)?.state ?? 'settled';
   return 'open';
 }
 
 const STATE_NOTES = {
   open: 'Not settled: the node serves it; settle it once it is used',
-  settled: 'Try-settled: claimable from the epoch after its settlement, unless disputed',
+  settling: 'Settled, in its dispute period: it can be claimed from the epoch shown',
+  claimable: 'Settled and past its dispute period: it can be claimed now',
+  settled: 'Try-settled',
   disputed: 'Disputed: locked for good, the contract has no resolution',
   claimed: 'Claimed: the node was paid and the buyer refunded',
   locked: 'Locked for claim',
@@ -43,7 +47,7 @@ export function stacksView(ctx) {
   const stateFilter = h(
     'select',
     { id: 'stack-state', name: 'state' },
-    ['all', 'open', 'settled', 'disputed', 'claimed'].map((s) =>
+    ['all', 'open', 'settling', 'claimable', 'disputed', 'claimed'].map((s) =>
       h('option', { value: s }, s === 'all' ? 'every state' : s),
     ),
   );
@@ -93,23 +97,48 @@ export function stacksView(ctx) {
     const stacks = /** @type {any[]} */ (last?.data.stacks ?? []).filter((s) =>
       ids.includes(String(s.stack_small_id)),
     );
-    const text =
+    // What it would claim, pay and cost, simulated by the daemon (it asks for the token first, as the
+    // settlement itself will); without an estimate the dialog says why, and the operator may still go on.
+    const body = { stack_small_ids: ids.map(Number), ...ctx.badge() };
+    /** @type {any} */
+    let estimate;
+    /** @type {string} */
+    let unknown = '';
+    try {
+      estimate = await ctx.write('POST', '/nodes/try-settle-stacks/estimate', body);
+    } catch (error) {
+      if (error instanceof Error && /** @type {any} */ (error).code === 'cancelled') {
+        showProblem(error);
+        return;
+      }
+      unknown = `The fee and the gas could not be estimated (${error instanceof Error ? error.message : String(error)}). `;
+    }
+    const used =
       stacks.length === 1
-        ? `It claims the ${formatInt(stacks[0].already_computed_units)} units used of ${formatInt(stacks[0].num_compute_units)} (${formatFill(stacks[0].already_computed_units, stacks[0].num_compute_units)}). A stack settles once: the units not used go back to the buyer when it is claimed.`
-        : `Each claims the units used so far (stacks ${idList(ids)}). A stack settles once: the units not used go back to the buyer when it is claimed.`;
+        ? `It claims the ${formatInt(stacks[0].already_computed_units)} units used of ${formatInt(stacks[0].num_compute_units)} (${formatFill(stacks[0].already_computed_units, stacks[0].num_compute_units)}). `
+        : `Each claims the units used so far (stacks ${idList(ids)}). `;
+    const text = `${used}${unknown || estimateText(estimate)}A stack settles once: the units not used go back to the buyer when it is claimed.`;
     const title = ids.length === 1 ? `Settle stack ${ids[0]}?` : `Settle ${ids.length} stacks?`;
     if (!(await ctx.confirm(title, text, ids.length === 1 ? 'Settle' : `Settle ${ids.length} stacks`)))
       return;
     const result = await ctx.act(
       outcome,
       `Settling ${ids.length === 1 ? `stack ${ids[0]}` : `${ids.length} stacks`}`,
-      () =>
-        ctx.write('POST', '/nodes/try-settle-stacks', { stack_small_ids: ids.map(Number), ...ctx.badge() }),
+      () => ctx.write('POST', '/nodes/try-settle-stacks', body),
       settled,
       ['stacks', 'earnings', 'autopilot', 'status'],
     );
     if (result) for (const id of ids) selected.delete(id);
   };
+  /** @param {unknown} error */
+  const showProblem = (error) =>
+    ctx.act(
+      outcome,
+      'Settling',
+      () => Promise.reject(error),
+      () => [],
+      [],
+    );
   /** @param {string[]} ids */
   const claim = async (ids) => {
     const result = await ctx.act(
@@ -129,6 +158,13 @@ export function stacksView(ctx) {
     const disputed = new Set(
       (state.data.against ?? []).map((/** @type {any} */ d) => String(d.stack_small_id)),
     );
+    const settledInfo = new Map(
+      (state.data.earnings?.settled_stacks ?? []).map((/** @type {any} */ t) => [
+        String(t.stack_small_id),
+        t,
+      ]),
+    );
+    const stateOf = (/** @type {any} */ s) => stackState(s, disputed, settledInfo);
     const fees = new Map(
       (state.data.claimed ?? []).map((/** @type {any} */ t) => [String(t.stack_small_id), t]),
     );
@@ -138,14 +174,15 @@ export function stacksView(ctx) {
     const wanted = stateFilter.value;
     const minFill = Math.max(0, Math.min(100, Number(fillFilter.value) || 0)) / 100;
     const rows = stacks.filter((s) => {
-      const st = stackState(s, disputed);
+      const st = stateOf(s);
       if (wanted !== 'all' && st !== wanted) return false;
       return minFill === 0 || fillRatio(s.already_computed_units, s.num_compute_units) >= minFill;
     });
     const own = ctx.ownsNode();
     const settleable = (/** @type {any} */ s) =>
-      own && stackState(s, disputed) === 'open' && BigInt(s.already_computed_units) > 0n;
-    const claimable = (/** @type {any} */ s) => own && stackState(s, disputed) === 'settled';
+      own && stateOf(s) === 'open' && BigInt(s.already_computed_units) > 0n;
+    // Only a stack past its dispute period: claiming one still in it is refused (409).
+    const claimable = (/** @type {any} */ s) => own && stateOf(s) === 'claimable';
     const byId = new Map(stacks.map((s) => [String(s.stack_small_id), s]));
     for (const id of [...selected]) {
       const s = byId.get(id);
@@ -154,11 +191,10 @@ export function stacksView(ctx) {
     const chosen = [...selected];
     const toSettle = chosen.filter((id) => settleable(byId.get(id)));
     const toClaim = chosen.filter((id) => claimable(byId.get(id)));
-    const allSettled = stacks.filter(claimable).map((s) => String(s.stack_small_id));
+    const allClaimable = stacks.filter(claimable).map((s) => String(s.stack_small_id));
+    const settling = stacks.filter((s) => stateOf(s) === 'settling');
     const nearFull = stacks.filter(
-      (s) =>
-        stackState(s, disputed) === 'open' &&
-        fillRatio(s.already_computed_units, s.num_compute_units) >= NEAR_FULL,
+      (s) => stateOf(s) === 'open' && fillRatio(s.already_computed_units, s.num_compute_units) >= NEAR_FULL,
     );
     replace(
       toolbar,
@@ -188,18 +224,17 @@ export function stacksView(ctx) {
           type: 'button',
           class: 'primary',
           'data-key': 'claim-all',
-          disabled: allSettled.length === 0,
-          onclick: () => claim(allSettled),
-          title:
-            'Claims every settled stack past its dispute period; the others are listed with the epoch they can be claimed from',
+          disabled: allClaimable.length === 0,
+          onclick: () => claim(allClaimable),
+          title: 'Claims every settled stack past its dispute period',
         },
-        `Claim all settled (${allSettled.length})`,
+        `Claim all claimable (${allClaimable.length})`,
       ),
     );
     summary.textContent =
       state.node === null
         ? 'No node to show.'
-        : `${rows.length} of ${stacks.length} stacks of node ${state.node}${own ? '' : ' (not one of the signer’s nodes: nothing to settle or claim here)'}${nearFull.length > 0 ? `; ${nearFull.length} open ${nearFull.length === 1 ? 'stack is' : 'stacks are'} near full (≥ ${NEAR_FULL * 100} %)` : ''}.`;
+        : `${rows.length} of ${stacks.length} stacks of node ${state.node}${own ? '' : ' (not one of the signer’s nodes: nothing to settle or claim here)'}${nearFull.length > 0 ? `; ${nearFull.length} open ${nearFull.length === 1 ? 'stack is' : 'stacks are'} near full (≥ ${NEAR_FULL * 100} %)` : ''}${settling.length > 0 ? `; ${settling.length} settled ${settling.length === 1 ? 'stack is' : 'stacks are'} in the dispute period (claimable from epoch ${earliest(settling.map((t) => settledInfo.get(String(t.stack_small_id))?.claimable_from_epoch))})` : ''}.`;
     const headers = ['', 'Stack', 'Task', 'Used', 'Price / 1M units', 'State', 'Node fee', ''];
     replace(
       list,
@@ -243,7 +278,8 @@ export function stacksView(ctx) {
                 null,
                 rows.slice(0, MAX_ROWS).map((s) =>
                   stackRow(s, {
-                    disputed,
+                    state: stateOf(s),
+                    settledInfo,
                     fees,
                     tasks,
                     selected,
@@ -269,11 +305,12 @@ export function stacksView(ctx) {
 
 /**
  * @param {any} s
- * @param {{ disputed: Set<string>, fees: Map<string, any>, tasks: Map<string, any>, selected: Set<string>, settleable: (s: any) => boolean, claimable: (s: any) => boolean, settle: (ids: string[]) => void, claim: (ids: string[]) => void, redraw: () => void, headers: string[] }} o
+ * @param {{ state: ReturnType<typeof stackState>, settledInfo: Map<string, any>, fees: Map<string, any>, tasks: Map<string, any>, selected: Set<string>, settleable: (s: any) => boolean, claimable: (s: any) => boolean, settle: (ids: string[]) => void, claim: (ids: string[]) => void, redraw: () => void, headers: string[] }} o
  */
 function stackRow(s, o) {
   const id = String(s.stack_small_id);
-  const st = stackState(s, o.disputed);
+  const st = o.state;
+  const pending = o.settledInfo.get(id);
   const ratio = fillRatio(s.already_computed_units, s.num_compute_units);
   const near = st === 'open' && ratio >= NEAR_FULL;
   const task = o.tasks.get(String(s.task_small_id));
@@ -342,23 +379,7 @@ function stackRow(s, o) {
       h('span', { class: `state state-${st}`, title: STATE_NOTES[st] }, st),
       near ? h('span', { class: 'tag warn' }, 'near full') : null,
     ),
-    ticket && ticket.node_fee_amount !== null
-      ? h(
-          'span',
-          { class: 'amount', title: `refund to the buyer ${formatUsdc(ticket.user_refund_amount)}` },
-          formatUsdc(ticket.node_fee_amount),
-        )
-      : h(
-          'span',
-          {
-            class: 'muted',
-            title:
-              st === 'claimed'
-                ? 'price never seen by the daemon'
-                : 'known once claimed; the Overview totals what is settling and claimable',
-          },
-          '—',
-        ),
+    feeCell(st, ticket, pending),
     o.settleable(s)
       ? h('button', { type: 'button', 'data-key': `settle-${id}`, onclick: () => o.settle([id]) }, 'Settle')
       : o.claimable(s)
@@ -367,13 +388,92 @@ function stackRow(s, o) {
             { type: 'button', class: 'primary', 'data-key': `claim-${id}`, onclick: () => o.claim([id]) },
             'Claim',
           )
-        : '',
+        : st === 'settling' && pending?.claimable_from_epoch != null
+          ? h(
+              'span',
+              {
+                class: 'muted small',
+                'data-key': `claimable-from-${id}`,
+                title: 'In its dispute period: claiming it now would be refused',
+              },
+              `claimable from epoch ${pending.claimable_from_epoch}`,
+            )
+          : '',
   ];
   return h(
     'tr',
     { class: near ? 'near-full' : st === 'disputed' ? 'disputed' : '', 'data-stack': id, 'data-state': st },
     cells.map((cell, i) => h('td', { 'data-label': o.headers[i] || (i === 7 ? '' : '') }, cell)),
   );
+}
+
+/**
+ * The node fee of a stack: what its claim paid once claimed; for a settled stack, what claiming it will
+ * pay (the earnings' figure, by the contract's formula); an open stack's is known once it is settled.
+ * @param {ReturnType<typeof stackState>} st
+ * @param {any} ticket its claimed ticket, if claimed
+ * @param {any} pending its settled_stacks entry, if settled and not claimed
+ */
+function feeCell(st, ticket, pending) {
+  if (ticket && ticket.node_fee_amount !== null) {
+    return h(
+      'span',
+      { class: 'amount', title: `refund to the buyer ${formatUsdc(ticket.user_refund_amount)}` },
+      formatUsdc(ticket.node_fee_amount),
+    );
+  }
+  if (pending && pending.node_fee_amount !== null) {
+    const title =
+      st === 'disputed'
+        ? 'locked by the dispute: the contract has no resolution'
+        : `paid when claimed, for ${formatInt(pending.num_claimed_compute_units)} units`;
+    return h(
+      'span',
+      { class: `amount${st === 'disputed' ? ' muted' : ''}`, title },
+      formatUsdc(pending.node_fee_amount),
+    );
+  }
+  const why =
+    st === 'claimed' || pending
+      ? 'price never seen by the daemon'
+      : 'known once settled: the Overview totals the unsettled fees';
+  return h('span', { class: 'muted', title: why }, '—');
+}
+
+/**
+ * The estimate's figures in a sentence: the fee, the refund and the gas, or why the chain would refuse.
+ * @param {any} estimate a SettleEstimate
+ */
+function estimateText(estimate) {
+  const ready = estimate.results.filter((/** @type {any} */ r) => r.status === 'ready');
+  const refused = estimate.results.filter((/** @type {any} */ r) => r.status !== 'ready');
+  const refunds = ready.reduce(
+    (/** @type {bigint} */ sum, /** @type {any} */ r) => sum + BigInt(r.user_refund_amount ?? 0),
+    0n,
+  );
+  const gasKnown = ready.every((/** @type {any} */ r) => r.gas_estimate !== null);
+  const parts = [];
+  if (ready.length > 0) {
+    parts.push(
+      `The node is paid ${formatUsdc(estimate.total.node_fee_amount)} when ${ready.length === 1 ? 'it is' : 'they are'} claimed, and the buyer${ready.length === 1 ? ' gets' : 's get'} ${formatUsdc(refunds)} back. `,
+      gasKnown
+        ? `Gas: ${formatCoin('SUI', estimate.total.gas_estimate)} (simulated), paid by the signer. `
+        : 'Gas: not known now (the chain could not simulate it). ',
+    );
+  }
+  for (const r of refused) parts.push(`Stack ${r.stack_small_id}: ${r.error?.detail ?? r.status}. `);
+  return parts.join('');
+}
+
+/**
+ * The earliest of some epochs.
+ * @param {unknown[]} epochs
+ */
+function earliest(epochs) {
+  const known = epochs
+    .filter((e) => e !== null && e !== undefined)
+    .map((e) => BigInt(/** @type {any} */ (e)));
+  return known.length === 0 ? '—' : String(known.reduce((a, b) => (a < b ? a : b)));
 }
 
 /** @param {any} result a MultiTxResult */

@@ -15,6 +15,8 @@ import {
   PeerDisputeRequestSchema,
   PeerTrySettleRequestSchema,
   PeerTrySettleResultSchema,
+  SetGasRequestSchema,
+  SetGasResultSchema,
   StackParamsSchema,
   TaskParamsSchema,
 } from '../../schemas/dev.ts';
@@ -145,5 +147,15 @@ export const devRoutes: FastifyPluginAsyncTypebox<{ dev: DevActors }> = async (a
       response: { 200: EpochResultSchema, ...problems('chain_unavailable', 'store_unavailable') },
     },
     handler: () => dev.advanceEpoch(),
+  });
+
+  app.post('/dev/gas', {
+    schema: {
+      tags,
+      summary: "Set the signer's SUI for gas (a faucet, or a drain to try the gas warning)",
+      body: withExample(SetGasRequestSchema, { balance_mist: 10_000_000_000 }),
+      response: { 200: SetGasResultSchema, ...problems('chain_unavailable', 'store_unavailable') },
+    },
+    handler: (request) => dev.setGas(request.body),
   });
 };

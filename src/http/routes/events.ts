@@ -64,7 +64,11 @@ export const eventRoutes: FastifyPluginAsyncTypebox<EventRoutesOptions> = async 
         nodes: await nodesOf(request.query.node_id, options.ownNodes),
         types: typesOf(request.query.types),
       };
-      const after = resumeAfter(request.headers['last-event-id'], request.query.after);
+      let after = resumeAfter(request.headers['last-event-id'], request.query.after);
+      // A fresh client (not resuming) may ask for the newest events first, then the live ones.
+      if (after < 0 && request.query.last !== undefined) {
+        after = await hub.recentStart(filter, lastCount(request.query.last));
+      }
       if (open.size >= maxStreams) {
         throw new ProblemError(
           'overloaded',
@@ -154,6 +158,23 @@ function typesOf(raw: string | undefined): NodeEventType[] | null {
     );
   }
   return types as NodeEventType[];
+}
+
+/** The most events ?last= asks for: what a console or a terminal shows at once. */
+export const MAX_LAST = 1000;
+
+function lastCount(raw: string): number {
+  const count = Number(raw);
+  if (!/^[0-9]{1,7}$/.test(raw) || count < 1 || count > MAX_LAST) {
+    throw refuse(
+      'invalid_parameter',
+      `last must be a count of events from 1 to ${MAX_LAST}; got ${JSON.stringify(raw)}`,
+      {
+        parameter: 'last',
+      },
+    );
+  }
+  return count;
 }
 
 function resumeAfter(header: string | undefined, query: string | undefined): number {

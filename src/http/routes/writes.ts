@@ -14,6 +14,7 @@ import {
   MultiTxResultSchema,
   RegisterRequestSchema,
   RegisterResultSchema,
+  SettleEstimateSchema,
   SubmitAttestationsRequestSchema,
   TaskSubscribeRequestSchema,
   TaskUnsubscribeRequestSchema,
@@ -215,6 +216,22 @@ export const writeRoutes: FastifyPluginAsyncTypebox<WriteRoutesOptions> = async 
       'nothing_to_claim',
     ],
     run: (w, b) => w.claimFunds(b),
+  });
+
+  // Signs and sends nothing: no Idempotency-Key; a POST (the same body as the write), so it needs the token
+  // as writes do, and a client asks it just before the write it estimates.
+  app.post('/nodes/try-settle-stacks/estimate', {
+    schema: {
+      tags: ['writes'],
+      summary: 'What settling stacks would claim, pay and cost in gas, simulated: nothing is signed or sent',
+      body: withExample(TrySettleRequestSchema, { stack_small_ids: [10] }),
+      response: {
+        200: SettleEstimateSchema,
+        ...problems('badge_not_found', 'no_badge', 'no_network', 'chain_unavailable', 'store_unavailable'),
+      },
+    },
+    preValidation: noNetwork,
+    handler: (request) => operations().estimateSettle(request.body),
   });
 
   app.post('/stacks/:stack_small_id/usage', {

@@ -192,6 +192,8 @@ function indexerTx(db: PostgresDatabase, client: PoolClient, defer: (sent: Promi
       touched.add(topics.tasks);
       return ((await run(S.deprecateTask, [enc(epoch), enc(id)])).rowCount ?? 0) > 0;
     },
+    taskSubscribers: async (id) =>
+      (await run(S.subscribersOf, [enc(id)])).rows.map((row) => dec(row.node_small_id)),
     removeTask: async (id, epoch) => {
       touched.add(topics.tasks);
       // Its subscriptions turn invalid: each subscriber's list changes.

@@ -1,7 +1,16 @@
 import type { NodeEventStore } from '../store.ts';
 import type { PostgresDatabase } from './database.ts';
-import { S } from './statements.ts';
+import { S, type Statement } from './statements.ts';
 import { enc, rows } from './u64.ts';
+
+/** The newest events of a filter (the filter of S.nodeEvents), read backwards by id until enough match. */
+const RECENT_START: Statement = {
+  name: 'node_daemon_recentNodeEventsStart',
+  text: `SELECT min(id) AS id FROM (SELECT id FROM node_events
+      WHERE ($1::numeric[] IS NULL OR node_small_id IS NULL OR node_small_id = ANY($1) OR other_node_small_id = ANY($1))
+        AND ($2::text[] IS NULL OR type = ANY($2))
+      ORDER BY id DESC LIMIT $3) recent`,
+};
 
 /**
  * The node events of GET /events on PostgreSQL: recorded in the transactions of the changes they report,
@@ -50,6 +59,14 @@ export function postgresNodeEvents(db: PostgresDatabase): NodeEventStore {
           query.limit,
         ])
       ).map(rows.nodeEvent),
+    recentNodeEventsStart: async (query) => {
+      const [row] = await db.rows(RECENT_START, [
+        query.nodes === null ? null : query.nodes.map(enc),
+        query.types,
+        query.count,
+      ]);
+      return row?.id === null || row?.id === undefined ? null : Number(row.id) - 1;
+    },
     nodeEventBounds: async () => {
       const [row] = await db.rows(S.nodeEventBounds, []);
       return {

@@ -1,5 +1,6 @@
 import type { Store } from '../store.ts';
 import { postgresAutopilot } from './autopilot.ts';
+import { postgresConditions } from './conditions.ts';
 import { postgresCoordination } from './coordination.ts';
 import { PostgresDatabase, type PostgresStoreOptions } from './database.ts';
 import { postgresIdempotency } from './idempotency.ts';
@@ -40,6 +41,7 @@ export class PostgresStore {
       ...postgresUsage(db),
       ...postgresAutopilot(db),
       ...postgresNodeEvents(db),
+      ...postgresConditions(db),
       ...postgresIdempotency(db),
       ...postgresCoordination(db),
       close: () => db.close(),

@@ -40,6 +40,8 @@ export function sqliteIndexer(db: SqliteDatabase): IndexerStore {
       db.touch(topics.tasks);
       return db.guard(() => w.deprecateTask.run(enc(epoch), enc(id)).changes > 0);
     },
+    taskSubscribers: async (id) =>
+      db.guard(() => w.subscribersOf.all(enc(id)).map((row) => dec(row.node_small_id))),
     removeTask: async (id, epoch) =>
       db.guard(() => {
         db.touch(topics.tasks);

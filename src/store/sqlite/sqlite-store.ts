@@ -1,5 +1,6 @@
 import type { Coordination, Store } from '../store.ts';
 import { sqliteAutopilot } from './autopilot.ts';
+import { sqliteConditions } from './conditions.ts';
 import { SqliteDatabase, type SqliteStoreOptions } from './database.ts';
 import { sqliteIdempotency } from './idempotency.ts';
 import { sqliteIndexer } from './indexer.ts';
@@ -36,6 +37,7 @@ export class SqliteStore {
       ...sqliteUsage(db),
       ...sqliteAutopilot(db),
       ...sqliteNodeEvents(db),
+      ...sqliteConditions(db),
       ...sqliteIdempotency(db),
       ...coordination(db),
       close: () => db.close(),
