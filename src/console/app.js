@@ -75,6 +75,8 @@ const AFFECTS = /** @type {Record<string, Resource[]>} */ ({
   autopilot_failing: ['autopilot'],
   autopilot_recovered: ['autopilot'],
   subscribed_task_deprecated: ['tasks', 'subscriptions'],
+  usage_source_lost: ['status'],
+  usage_source_restored: ['status', 'stacks', 'earnings'],
 });
 
 /** Which views show which resources. */

@@ -132,6 +132,18 @@ export function describeEvent(e) {
         tone: 'warn',
         text: `Task ${e.task_small_id}, which node ${e.node_small_id} serves, was deprecated in epoch ${e.epoch}: its price is fixed now, and it can be removed from the next epoch`,
       };
+    case 'usage_source_lost':
+      return {
+        ...base,
+        tone: 'bad',
+        text: `The usage source (${e.source}) cannot be read: ${e.detail}; the last usage stays, and it retries`,
+      };
+    case 'usage_source_restored':
+      return {
+        ...base,
+        tone: 'good',
+        text: `The usage source (${e.source}) answers again${e.lost_seconds === null || e.lost_seconds === undefined ? '' : ` after ${formatInt(e.lost_seconds)} s`}`,
+      };
     default:
       return { ...base, tone: 'info', text: `${e.type}` };
   }

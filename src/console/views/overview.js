@@ -5,8 +5,9 @@ import { formatCoin, formatDuration, formatInt, formatTime, formatUsdc, shortId 
 import { errorNote, feedList, section } from './parts.js';
 
 /**
- * The overview: the node and the signer, the network and its epoch, the indexer's lag and readiness,
- * the balances, and the node's money (GET /earnings) with the chart of claimed fees by epoch.
+ * The overview: the node and the signer, the network and its epoch, the indexer's lag and readiness, where
+ * usage comes from, the balances, and the node's money (GET /earnings) with the chart of claimed fees by
+ * epoch.
  * @param {import('./parts.js').Ctx} _ctx
  */
 export function overviewView(_ctx) {
@@ -128,7 +129,52 @@ function indexerCard(state) {
       : state.data.status
         ? h('p', { class: 'muted' }, 'This daemon runs no indexer (network none).')
         : null,
+    state.data.status ? usageSource(state.data.status.usage_source) : null,
   );
+}
+
+/**
+ * Where stacks' usage comes from: atoma-node's atoma-state (its state, how far behind, what it follows),
+ * or only the usage reports.
+ * @param {any} source GET /status's usage_source
+ */
+function usageSource(source) {
+  if (!source) {
+    return [
+      h('h3', { id: 'usage-source' }, 'Usage'),
+      h(
+        'p',
+        { class: 'muted' },
+        'From usage reports (POST /stacks/{id}/usage); no usage source is configured.',
+      ),
+    ];
+  }
+  const lost = source.state === 'lost';
+  return [
+    h('h3', { id: 'usage-source' }, 'Usage source'),
+    h(
+      'p',
+      {
+        class: `readiness ${source.state === 'connected' ? 'ok' : lost ? 'bad' : ''}`,
+        'data-testid': 'usage-source',
+      },
+      `${source.kind}: ${source.state}`,
+      lost && source.error ? ` (${source.error}); the last usage stays` : '',
+    ),
+    facts([
+      ['Database', h('code', {}, source.location)],
+      [
+        'Last poll',
+        source.last_poll_at
+          ? `${formatTime(source.last_poll_at, true)}, ${formatDuration(source.behind_seconds)} ago`
+          : 'none yet',
+      ],
+      [
+        'Stacks followed',
+        `${formatInt(source.stacks_followed)}${source.stacks_locked_by_node ? `, ${formatInt(source.stacks_locked_by_node)} locked by atoma-node to claim itself` : ''}`,
+      ],
+    ]),
+  ];
 }
 
 /** @param {import('./parts.js').State} state */
