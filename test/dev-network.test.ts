@@ -8,12 +8,8 @@ import {
   type Operation,
   type Submission,
 } from '../src/chain/chain.ts';
-import {
-  DevActorError,
-  DevNetwork,
-  type DevNetworkOptions,
-  GENESIS_USER_USDC,
-} from '../src/chain/dev/dev-network.ts';
+import { DevActorError, DevNetwork, type DevNetworkOptions } from '../src/chain/dev/dev-network.ts';
+import { GENESIS_USER_USDC } from '../src/chain/dev/genesis.ts';
 import { decodeState, encodeState } from '../src/chain/dev/state.ts';
 import { addCounts, applyPage, emptyCounts } from '../src/indexer/apply.ts';
 import { type U64, U64_MAX } from '../src/internal/u64.ts';

@@ -1,15 +1,9 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { blake2b } from '@noble/hashes/blake2.js';
 import { Listeners } from '../../internal/listeners.ts';
 import { normalizeU64, type U64, U64_MAX } from '../../internal/u64.ts';
-import {
-  DEFAULT_PARAMETERS,
-  type ProtocolParameters,
-  pickParameters,
-  SecurityLevel,
-} from '../../protocol/constants.ts';
+import { type ProtocolParameters, pickParameters, SecurityLevel } from '../../protocol/constants.ts';
 import { commitmentFor, expectedAttesters, leafFor } from '../../protocol/proofs.ts';
 import { asciiArg, u64Arg, u64List, uintArg } from '../arguments.ts';
 import {
@@ -27,20 +21,27 @@ import {
   type Submission,
 } from '../chain.ts';
 import { gasFor, REFERENCE_GAS_PRICE } from './gas.ts';
+import { deriveAddress, GENESIS_SIGNER_SUI, genesis } from './genesis.ts';
+import {
+  type DevNodeAccount,
+  type DevStack,
+  type DevTicket,
+  readNodeAccount,
+  readStack,
+  readTicket,
+} from './inspect.ts';
 import { Ledger, type TransactionRecord } from './ledger.ts';
+import { prepareOperation } from './prepare.ts';
 import * as rules from './rules.ts';
 import {
   type AtomaDbObject,
   type CoinObject,
-  hex,
   key,
-  type ModelEntry,
   type NodeObject,
   type StackObject,
   type SystemObject,
   type TaskObject,
   type TicketObject,
-  unhex,
   type WorldObject,
 } from './state.ts';
 
@@ -56,27 +57,6 @@ import {
 
 export const DEV_NETWORK_FILE = 'dev-network.sqlite';
 const PAGE_SIZE = 500;
-
-/**
- * The user's USDC at genesis: 10^7 USDC at 6 decimals. Plenty, yet below the largest possible stack fee
- * (u64::MAX / 10^6, about 1.8e13), so EInsufficientBalance stays reachable.
- */
-export const GENESIS_USER_USDC = 10_000_000_000_000n;
-
-/**
- * The signer's SUI for gas until it has spent any: 100 SUI, in MIST (about 25,000 transactions at the dev
- * network's prices). The dev actors' transactions cost nobody anything.
- */
-export const GENESIS_SIGNER_SUI = 100_000_000_000n;
-
-/** The models in the genesis AtomaDb (add_node_to_model needs an existing model) and their echelons. */
-export const GENESIS_MODELS: readonly { name: string; echelons: readonly number[] }[] = [
-  { name: 'meta-llama/Llama-3.3-70B-Instruct', echelons: [1, 2] },
-  { name: 'Qwen/QwQ-32B', echelons: [1] },
-];
-
-/** The echelons' settlement timeout at genesis (legacy prompt flow; contracts.md §6). */
-const SETTLEMENT_TIMEOUT_MS = 60_000n;
 
 export interface DevNetworkOptions {
   dataDir: string;
@@ -103,39 +83,7 @@ export class DevActorError extends Error {
   }
 }
 
-/** A settlement ticket as the dev read helper shows it: the chain's view and the proof material. */
-export interface DevTicket extends ChainTicket {
-  num_claimed_compute_units: U64;
-  committed_stack_proof: Uint8Array;
-  stack_merkle_leaves_vector: Uint8Array;
-}
-
-export interface DevStack {
-  stack_small_id: U64;
-  owner: string;
-  task_small_id: U64;
-  selected_node_id: U64;
-  num_compute_units: U64;
-  price_per_one_million_compute_units: U64;
-  is_claimed: boolean;
-}
-
-/** A node's NodeEntry accounting and its badge. */
-export interface DevNodeAccount {
-  node_small_id: U64;
-  badge_id: string;
-  owner: string;
-  reputation_score: number;
-  available_fee_amount: U64;
-  last_fee_epoch: U64;
-  last_fee_epoch_amount: U64;
-  task_subscriptions: U64[];
-  model_subscriptions: { model_name: string; echelon_id: U64 }[];
-}
-
 const big = (value: bigint): U64 => normalizeU64(value);
-
-const ZERO_GAS: GasUsed = { computation_cost: 0, storage_cost: 0, storage_rebate: 0 };
 
 export class DevNetwork implements Chain {
   readonly network = 'dev' as const;
@@ -205,7 +153,7 @@ export class DevNetwork implements Chain {
 
   submit(operation: Operation, gas?: GasOptions): Promise<Submission> {
     return this.#serialized(() => {
-      const call = this.#prepare(operation);
+      const call = prepareOperation(operation);
       const { used, payment } = this.#chargeGas(operation.kind, call.items, gas);
       const nodeId = 'badge' in operation ? this.#ownedBadge(operation.badge) : undefined;
       return this.#execute(
@@ -225,7 +173,7 @@ export class DevNetwork implements Chain {
   /** Runs the operation on a copy of the state (see Ledger.simulate): its gas and its abort, nothing kept. */
   simulate(operation: Operation): Promise<Simulation> {
     return this.#serialized(() => {
-      const call = this.#prepare(operation);
+      const call = prepareOperation(operation);
       const nodeId = 'badge' in operation ? this.#ownedBadge(operation.badge) : undefined;
       const abort = this.#ledger.simulate({
         sender: this.signerAddress,
@@ -615,54 +563,17 @@ export class DevNetwork implements Chain {
 
   ticket(stackSmallId: U64): DevTicket | undefined {
     this.#assertOpen();
-    const t = this.#ledger.read<TicketObject>(key.ticket(BigInt(stackSmallId)));
-    if (!t) return undefined;
-    return {
-      stack_small_id: big(t.stack_small_id),
-      selected_node_id: big(t.selected_node_id),
-      num_claimed_compute_units: big(t.num_claimed_compute_units),
-      requested_attestation_nodes: t.requested_attestation_nodes.map(big),
-      already_attested_nodes: t.already_attested_nodes.map(big),
-      dispute_settled_at_epoch: big(t.dispute_settled_at_epoch),
-      committed_stack_proof: unhex(t.committed_stack_proof),
-      stack_merkle_leaves_vector: unhex(t.stack_merkle_leaves_vector),
-      is_in_dispute: t.is_in_dispute,
-    };
+    return readTicket(this.#ledger, stackSmallId);
   }
 
   stack(stackSmallId: U64): DevStack | undefined {
     this.#assertOpen();
-    const s = this.#ledger.read<StackObject>(key.stack(BigInt(stackSmallId)));
-    if (!s) return undefined;
-    return {
-      stack_small_id: big(s.small_id),
-      owner: s.owner,
-      task_small_id: big(s.task_small_id),
-      selected_node_id: big(s.selected_node_id),
-      num_compute_units: big(s.num_compute_units),
-      price_per_one_million_compute_units: big(s.price_per_one_million_compute_units),
-      is_claimed: s.is_claimed,
-    };
+    return readStack(this.#ledger, stackSmallId);
   }
 
   nodeAccount(nodeSmallId: U64): DevNodeAccount | undefined {
     this.#assertOpen();
-    const n = this.#ledger.read<NodeObject>(key.node(BigInt(nodeSmallId)));
-    if (!n) return undefined;
-    return {
-      node_small_id: big(n.small_id),
-      badge_id: n.badge.id,
-      owner: n.badge.owner,
-      reputation_score: n.entry.reputation_score,
-      available_fee_amount: big(n.entry.available_fee_amount),
-      last_fee_epoch: big(n.entry.last_fee_epoch),
-      last_fee_epoch_amount: big(n.entry.last_fee_epoch_amount),
-      task_subscriptions: n.badge.task_subscriptions.map(big),
-      model_subscriptions: n.badge.model_subscriptions.map((s) => ({
-        model_name: s.model_name,
-        echelon_id: big(s.echelon_id),
-      })),
-    };
+    return readNodeAccount(this.#ledger, nodeSmallId);
   }
 
   /** The subscriber iteration list of a task, stale ids included (contracts.md §3.3). */
@@ -824,74 +735,6 @@ export class DevNetwork implements Chain {
     return node;
   }
 
-  /** Parses an operation's arguments (refusing malformed ones before execution) into its entry function. */
-  #prepare(op: Operation): { items: number; run: (tx: rules.TxContext, nodeId: bigint) => void } {
-    switch (op.kind) {
-      case 'register_node':
-        return { items: 0, run: (tx) => void rules.registerNode(tx) };
-      case 'add_node_to_model': {
-        const model = asciiArg(op.model_name, 'model_name');
-        const echelon = u64Arg(op.echelon_id, 'echelon_id');
-        return { items: 0, run: (tx, node) => rules.addNodeToModel(tx, node, model, echelon) };
-      }
-      case 'subscribe_node_to_task':
-      case 'update_node_subscription': {
-        const task = u64Arg(op.task_small_id, 'task_small_id');
-        const price = u64Arg(op.price_per_one_million_compute_units, 'price_per_one_million_compute_units');
-        const fn =
-          op.kind === 'subscribe_node_to_task' ? rules.subscribeNodeToTask : rules.updateNodeSubscription;
-        return { items: 0, run: (tx, node) => fn(tx, node, task, price) };
-      }
-      case 'unsubscribe_node_from_task': {
-        const task = u64Arg(op.task_small_id, 'task_small_id');
-        return { items: 0, run: (tx, node) => rules.unsubscribeNodeFromTask(tx, node, task) };
-      }
-      case 'try_settle_stack': {
-        const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-        const claimed = u64Arg(op.num_claimed_compute_units, 'num_claimed_compute_units');
-        const proof = op.committed_stack_proof;
-        const leaf = op.stack_merkle_leaf;
-        return {
-          items: 0,
-          run: (tx, node) => void rules.trySettleStack(tx, node, stack, claimed, proof, leaf),
-        };
-      }
-      case 'submit_stack_settlement_attestation': {
-        const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-        const proof = op.committed_stack_proof;
-        const leaf = op.stack_merkle_leaf;
-        return {
-          items: 0,
-          run: (tx, node) => rules.submitStackSettlementAttestation(tx, node, stack, proof, leaf),
-        };
-      }
-      case 'start_attestation_dispute': {
-        const stack = u64Arg(op.stack_small_id, 'stack_small_id');
-        const commitment = op.attestation_commitment;
-        return { items: 0, run: (tx, node) => rules.startAttestationDispute(tx, node, stack, commitment) };
-      }
-      case 'claim_funds': {
-        const stacks = u64List(op.settled_ticket_ids, 'settled_ticket_ids');
-        return { items: stacks.length, run: (tx, node) => rules.claimFunds(tx, node, stacks) };
-      }
-      case 'claim_funds_for_stacks': {
-        const stacks = u64List(op.stack_small_ids, 'stack_small_ids');
-        const units = u64List(
-          op.num_compute_units_per_stack_to_claim,
-          'num_compute_units_per_stack_to_claim',
-        );
-        return {
-          items: stacks.length,
-          run: (tx, node) => rules.claimFundsForStacks(tx, node, stacks, units),
-        };
-      }
-      default: {
-        const unknown: { kind: string } = op;
-        throw new ChainRejectedError('invalid_argument', `unknown operation ${unknown.kind}`);
-      }
-    }
-  }
-
   /** The event source: the cursor is the global sequence number of the last event read. */
   #readPage(cursor: string | null): EventPage {
     this.#assertOpen();
@@ -921,66 +764,4 @@ export class DevNetwork implements Chain {
       parameters: pickParameters(this.#db()),
     };
   }
-}
-
-function deriveAddress(seed: string, label: string): string {
-  return `0x${hex(blake2b(new TextEncoder().encode(`${seed}:${label}`), { dkLen: 32 }))}`;
-}
-
-/** Publishes the package: the AtomaDb, the admin's AtomaManagerBadge, the models, the user's USDC. */
-function genesis(ledger: Ledger, random: (bound: number) => number): WorldObject {
-  const seed = randomBytes(32).toString('hex');
-  const world: WorldObject = {
-    seed,
-    package_id: deriveAddress(seed, 'package'),
-    db_id: '',
-    manager_badge_id: '',
-    admin_address: deriveAddress(seed, 'admin'),
-    user_address: deriveAddress(seed, 'user'),
-  };
-  const { submission } = ledger.execute({
-    sender: world.admin_address,
-    kind: 'publish',
-    input: {},
-    seed,
-    packageId: world.package_id,
-    gas: ZERO_GAS,
-    random,
-    body: (tx) => {
-      world.db_id = tx.newId();
-      world.manager_badge_id = tx.newId();
-      const models: ModelEntry[] = GENESIS_MODELS.map((m) => ({
-        id: tx.newId(),
-        name: m.name,
-        modality: 0n,
-        is_disabled: false,
-        echelons: m.echelons.map((e) => ({
-          id: BigInt(e),
-          settlement_timeout_ms: SETTLEMENT_TIMEOUT_MS,
-          input_fee_per_token: 1n,
-          output_fee_per_token: 1n,
-          relative_performance: 1n,
-          nodes: [],
-        })),
-      }));
-      const db: AtomaDbObject = {
-        id: world.db_id,
-        next_node_small_id: 1n,
-        next_task_small_id: 1n,
-        next_stack_small_id: 1n,
-        fee_treasury: 0n,
-        communal_treasury: 0n,
-        ...DEFAULT_PARAMETERS,
-        is_registration_disabled: false,
-        models,
-      };
-      tx.put(key.world, world);
-      tx.put(key.system, { epoch: 0n } satisfies SystemObject);
-      tx.put(key.db, db);
-      tx.put(key.coin(world.user_address), { balance: GENESIS_USER_USDC } satisfies CoinObject);
-      tx.emit('PublishedEvent', { db: world.db_id, manager_badge: world.manager_badge_id });
-    },
-  });
-  if (submission.status !== 'success') throw new Error('dev network genesis failed');
-  return world;
 }
