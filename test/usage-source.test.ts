@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createMetrics } from '../src/internal/metrics.ts';
 import type { U64 } from '../src/internal/u64.ts';
+import { Conditions } from '../src/operations/conditions.ts';
 import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { Store } from '../src/store/store.ts';
 import { AtomaState, READ_STACKS } from '../src/usage/atoma-state.ts';
-import { Conditions } from '../src/operations/conditions.ts';
 import { UsageMirror } from '../src/usage/mirror.ts';
 import { ATOMA_STATE_SCHEMA, type AtomaStateDatabase, createAtomaState } from './helpers/atoma-state.ts';
 import { captureLogger } from './helpers/capture-log.ts';
@@ -280,7 +280,11 @@ if (await postgresAvailable('the atoma-state usage source')) {
             await source.stop();
             source = mirror(store, empty.url).source;
             source.start();
-            await until(async () => source.status(), (s) => s.state === 'lost', 'lost after the restart');
+            await until(
+              async () => source.status(),
+              (s) => s.state === 'lost',
+              'lost after the restart',
+            );
             assert.deepEqual(await events(), [['usage_source_lost', 'no_table']]);
             // atoma-node creates its tables: the source comes back, and says so once.
             await withClient(empty.url, async (client) => {
