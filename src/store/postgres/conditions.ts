@@ -3,7 +3,7 @@ import type { PostgresDatabase } from './database.ts';
 import type { Statement } from './statements.ts';
 
 /**
- * The announced conditions on PostgreSQL (0015-node-conditions.sql): a change and its node event in one
+ * The announced conditions on PostgreSQL (0012-node-conditions.sql): a change and its node event in one
  * transaction. The row's lock orders two daemons that see the same change: the second finds it made and
  * records nothing.
  */

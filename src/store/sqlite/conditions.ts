@@ -2,7 +2,7 @@ import type { ConditionStore } from '../store.ts';
 import type { SqliteDatabase } from './database.ts';
 
 /**
- * The announced conditions on SQLite (0013-node-conditions.sql): a change and its node event in one
+ * The announced conditions on SQLite (0010-node-conditions.sql): a change and its node event in one
  * transaction. A condition starts by an upsert that changes only a row that does not hold, and ends by an
  * update of one that does; the event is recorded only when a row changed.
  */
