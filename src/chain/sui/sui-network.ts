@@ -3,13 +3,7 @@ import { ObjectError, type SuiClientTypes } from '@mysten/sui/client';
 import { GrpcTypes, RpcError, type RpcTransport, SuiGrpcClient } from '@mysten/sui/grpc';
 import type { Ed25519Keypair } from '@mysten/sui/keypairs/ed25519';
 import { Transaction, TransactionDataBuilder } from '@mysten/sui/transactions';
-import {
-  deriveDynamicFieldID,
-  fromBase64,
-  normalizeStructTag,
-  normalizeSuiAddress,
-  normalizeSuiObjectId,
-} from '@mysten/sui/utils';
+import { deriveDynamicFieldID, fromBase64, normalizeSuiObjectId } from '@mysten/sui/utils';
 import type { Logger } from 'pino';
 import { Mutex } from '../../internal/mutex.ts';
 import { normalizeU64, toU64, type U64 } from '../../internal/u64.ts';
@@ -22,24 +16,21 @@ import {
   ChainRejectedError,
   type ChainTicket,
   ChainUnavailableError,
-  type EventPage,
   type EventSource,
   type GasOptions,
   type GasUsed,
   type Operation,
-  type RawEvent,
   type Simulation,
   type Submission,
 } from '../chain.ts';
 import { decodeExecutionError } from './aborts.ts';
+import { type BadgeRef, BadgeRefs } from './badge-refs.ts';
 import { type Connected, checkFullnode, FullnodeConnection, SuiConfigError } from './connection.ts';
-import { EpochIndex, type Head } from './epochs.ts';
-import { parsedJsonFromBcs } from './event-bcs.ts';
-import { listDbEventsPage } from './event-pages.ts';
-import { type CoinRef, GasCoins, type ObjectRef } from './gas-coins.ts';
+import { SuiEventReader, type SuiIndexerLag } from './event-reader.ts';
+import { type CoinRef, GasCoins } from './gas-coins.ts';
 import { KeystoreError, loadKeystore } from './keystore.ts';
 import { addMoveCall, type MoveCall, moveCall, RANDOM_ID } from './move-calls.ts';
-import { executedEventJson, listedEventJson, ownedChanges, parseTicket, timestampMs } from './proto-json.ts';
+import { executedEventJson, ownedChanges, parseTicket, timestampMs } from './proto-json.ts';
 import type { SuiSettings } from './settings.ts';
 import { describeFailure, failureOf, markingFetch } from './transport.ts';
 
@@ -53,13 +44,15 @@ import { describeFailure, failureOf, markingFetch } from './transport.ts';
  *   coins, a budget from a simulation plus a margin under the configured cap; the caller's gas, gas_budget
  *   and gas_price override. Submissions run one at a time and the owned refs (badges, gas coins) follow
  *   each transaction's effects, so back-to-back transactions never reuse a version (no equivocation).
- * - Events: the db module's events, ascending, from the indexer's opaque cursor (the gRPC watermark).
+ * - Events: the db module's events, ascending, from the indexer's opaque cursor (the gRPC watermark), read
+ *   by event-reader.ts.
  *
  * Beside it: move-calls.ts (which db function and arguments each Operation becomes), gas-coins.ts (the
- * signer's SUI coins), proto-json.ts (the fullnode's answers in the daemon's shapes), transport.ts (how a
+ * signer's SUI coins), badge-refs.ts (its NodeBadges), proto-json.ts (the fullnode's answers in the daemon's shapes), transport.ts (how a
  * call failed), aborts.ts, event-bcs.ts and keystore.ts.
  */
 
+export { EVENT_PAGE_SIZE, type SuiIndexerLag } from './event-reader.ts';
 export { SuiConfigError };
 
 export const DEFAULT_GAS_BUDGET_CAP = 1_000_000_000n;
@@ -69,21 +62,10 @@ export const GAS_MARGIN_PERCENT = 20n;
 const MIN_BUDGET_UNITS = 2_000n;
 /** Sui's largest transaction budget (protocol max_tx_gas, 50 SUI): a simulation asks for no more. */
 const MAX_TX_GAS = 50_000_000_000n;
-/**
- * Events asked for a page (a fullnode clamps a larger limit to its own maximum). 200, not the SDK's 50:
- * each ListEvents call costs the daemon about half a millisecond in fetch and gRPC-web besides its events,
- * and at a live chain's 1,000 events/s 50 a page made 20 calls a second. Larger pages once held the loop
- * while the SDK decoded them (tens of ms at 1,000 with the text form); with 200 binary frames the stream's
- * read p99 did not grow (DECISIONS.md, "The Sui event source asks for 200 events a page").
- */
-export const EVENT_PAGE_SIZE = 200;
 const DEFAULT_TIMEOUT_MS = 15_000;
 const EXECUTE_ATTEMPTS = 3;
 const PARAMETERS_TTL_MS = 10_000;
 const GAS_PRICE_TTL_MS = 60_000;
-const LAG_TTL_MS = 2_000;
-/** How old the chain head may be when a page says the current epoch (an epoch lasts about a day). */
-const PAGE_EPOCH_TTL_MS = 5_000;
 const EXECUTED_PATHS = ['digest', 'effects', 'events', 'checkpoint', 'timestamp'];
 const OBJECT_ID = /^0x[0-9a-fA-F]{1,64}$/;
 const EMPTY_EXECUTED: GrpcTypes.ExecutedTransaction = { signatures: [], balanceChanges: [] };
@@ -94,24 +76,6 @@ export interface SuiNetworkOptions extends SuiSettings {
   transport?: RpcTransport | undefined;
   /** The deadline of one fullnode call in milliseconds (default 15 000; an execution gets four times it). */
   timeoutMs?: number | undefined;
-}
-
-/** How far the event source is behind the chain, for /ready and /status. */
-export interface SuiIndexerLag {
-  /** Whether the last page read reached the end of the db module's events. */
-  caught_up: boolean;
-  /**
-   * Seconds of chain time the source is behind: when caught up, the age of that last read; otherwise the
-   * head checkpoint's time minus that of the checkpoint of the last event read (null when not known yet).
-   */
-  seconds: number | null;
-  /** Checkpoints between the last event read and the chain head (null when caught up or not known). */
-  checkpoints: number | null;
-  head_checkpoint: U64;
-}
-
-interface BadgeRef extends ObjectRef {
-  node_small_id: U64;
 }
 
 interface Signed {
@@ -141,17 +105,14 @@ export class SuiNetwork implements Chain {
   readonly #connection: FullnodeConnection;
   readonly #lock = new Mutex();
   readonly #listeners = new Set<() => void>();
-  readonly #badges = new Map<string, BadgeRef>();
+  readonly #badges: BadgeRefs;
   readonly #coins: GasCoins;
   #gasPrice: { price: bigint; epoch: bigint; at: number } | undefined;
   #dbJson: { json: Record<string, unknown>; at: number } | undefined;
   #ticketsTable: string | undefined;
   #randomInitialSharedVersion: string | undefined;
   #pending: Signed | undefined;
-  #lastRead: { at: number; caughtUp: boolean; checkpoint: bigint | undefined } | undefined;
-  #lag: { value: SuiIndexerLag; at: number } | undefined;
-  readonly #checkpointTimes = new Map<bigint, number>();
-  readonly #epochs: EpochIndex;
+  readonly #reader: SuiEventReader;
   #closing: Promise<void> | undefined;
 
   private constructor(init: {
@@ -176,7 +137,7 @@ export class SuiNetwork implements Chain {
     this.#cap = init.cap;
     this.packageId = init.packageId;
     this.atomaDbId = init.atomaDbId;
-    this.events = { id: `sui:${init.packageId}`, readPage: (cursor) => this.#readPage(cursor) };
+    this.#badges = new BadgeRefs(init.address, (id, what) => this.#object(id, what));
     this.#coins = new GasCoins({
       owner: init.address,
       cap: init.cap,
@@ -184,11 +145,6 @@ export class SuiNetwork implements Chain {
         this.#read('list the gas coins', (signal) =>
           this.#client.listCoins({ owner: this.signerAddress, limit: 50, cursor, signal }),
         ),
-    });
-    this.#epochs = new EpochIndex({
-      head: () => this.#readHead(),
-      epochRange: (epoch) => this.#epochRange(epoch),
-      checkpointEpoch: (sequence) => this.#checkpointEpoch(sequence),
     });
     const target = {
       url: init.url,
@@ -203,6 +159,17 @@ export class SuiNetwork implements Chain {
       init.url,
       (connected) => this.#onConnected(connected),
     );
+    this.#reader = new SuiEventReader({
+      client: init.client,
+      connection: this.#connection,
+      read: (what, call) => this.#read(what, call),
+      parameters: () => this.parameters(),
+      // A new epoch has a new reference gas price.
+      onHead: ({ epoch }) => {
+        if (this.#gasPrice && this.#gasPrice.epoch !== epoch) this.#gasPrice = undefined;
+      },
+    });
+    this.events = { id: `sui:${init.packageId}`, readPage: (cursor) => this.#reader.readPage(cursor) };
   }
 
   /**
@@ -314,11 +281,7 @@ export class SuiNetwork implements Chain {
       }
       cursor = page.hasNextPage ? page.cursor : null;
     } while (cursor);
-    // Refs read outside the lock could be older than those the last transaction left: keep the newer.
-    for (const badge of badges) {
-      const known = this.#badges.get(badge.objectId);
-      if (!known || BigInt(known.version) < BigInt(badge.version)) this.#badges.set(badge.objectId, badge);
-    }
+    this.#badges.keep(badges);
     return badges
       .map((b) => ({ badge_id: b.objectId, node_small_id: b.node_small_id }))
       .sort((a, b) => (BigInt(a.node_small_id) < BigInt(b.node_small_id) ? -1 : 1));
@@ -382,154 +345,12 @@ export class SuiNetwork implements Chain {
     return this.#closing;
   }
 
-  // --- indexer lag -------------------------------------------------------------------------------------------
-
   /**
-   * How far the event source's last read is behind the chain head; undefined before its first read.
-   * Measures the source's read position, which the indexer commits right after reading.
+   * How far the event source's last read is behind the chain head; undefined before its first read
+   * (event-reader.ts).
    */
-  async lag(): Promise<SuiIndexerLag | undefined> {
-    const last = this.#lastRead;
-    if (!last) return undefined;
-    if (this.#lag && Date.now() - this.#lag.at < LAG_TTL_MS) return this.#lag.value;
-    const { checkpoint: head, timestampMs: headTime } = await this.#epochs.head(LAG_TTL_MS);
-    const headMs = headTime ?? Date.now();
-    let value: SuiIndexerLag;
-    if (last.caughtUp) {
-      value = {
-        caught_up: true,
-        seconds: Math.max(0, (Math.min(Date.now(), headMs) - last.at) / 1000),
-        checkpoints: null,
-        head_checkpoint: normalizeU64(head),
-      };
-    } else if (last.checkpoint === undefined) {
-      value = { caught_up: false, seconds: null, checkpoints: null, head_checkpoint: normalizeU64(head) };
-    } else {
-      const eventMs = await this.#checkpointTime(last.checkpoint);
-      value = {
-        caught_up: false,
-        seconds: eventMs === undefined ? null : Math.max(0, (headMs - eventMs) / 1000),
-        checkpoints: head > last.checkpoint ? Number(head - last.checkpoint) : 0,
-        head_checkpoint: normalizeU64(head),
-      };
-    }
-    this.#lag = { value, at: Date.now() };
-    return value;
-  }
-
-  // --- events ------------------------------------------------------------------------------------------------
-
-  async #readPage(cursor: string | null): Promise<EventPage> {
-    // The indexer backs off between failed reads: each read may check the connection again.
-    const { typePackage } = await this.#connection.get(true);
-    // Events whose type the db module declares: the same filter before and after a package upgrade. Their
-    // JSON rendering is asked for only when an event's BCS contents do not decode (event-pages.ts).
-    const list = (json: boolean) =>
-      this.#read('list the db events', (signal) =>
-        listDbEventsPage(this.#client, { typePackage, after: cursor, limit: EVENT_PAGE_SIZE, json, signal }),
-      );
-    const parse = (listed: Awaited<ReturnType<typeof list>>) =>
-      listed.events.map((event) => parsedJsonFromBcs(event.eventType, event.bcs));
-    let page = await list(false);
-    let parsed = parse(page);
-    if (parsed.includes(undefined)) {
-      page = await list(true);
-      parsed = parse(page);
-    }
-    const checkpointOf = (event: (typeof page.events)[number]) =>
-      event.checkpoint === null ? undefined : BigInt(event.checkpoint);
-    const epochs = await this.#epochs.epochsOf(
-      page.events.map(checkpointOf).filter((c): c is bigint => c !== undefined),
-    );
-    let current = (await this.#epochs.head(PAGE_EPOCH_TTL_MS)).epoch;
-    const events = page.events.map((event, i): RawEvent => {
-      const checkpoint = checkpointOf(event);
-      const epoch = checkpoint === undefined ? undefined : epochs.get(checkpoint);
-      if (epoch !== undefined && epoch > current) current = epoch;
-      return {
-        position: `sui:${event.transactionDigest}:${event.eventIndex}`,
-        raw: listedEventJson(event, parsed[i]),
-        epoch: epoch === undefined ? undefined : normalizeU64(epoch),
-        cursor: page.cursors[i] ?? undefined,
-      };
-    });
-    const last = page.events.at(-1)?.checkpoint;
-    this.#lag = undefined;
-    this.#lastRead = {
-      at: Date.now(),
-      caughtUp: !page.hasNextPage,
-      checkpoint: last === null || last === undefined ? this.#lastRead?.checkpoint : BigInt(last),
-    };
-    return {
-      events,
-      nextCursor: page.endCursor ?? cursor,
-      hasMore: page.hasNextPage,
-      epoch: normalizeU64(current),
-      parameters: await this.parameters(),
-    };
-  }
-
-  // --- the ledger: the head, epochs and checkpoints ------------------------------------------------------------
-
-  /** GetServiceInfo: the latest checkpoint and its epoch (a new epoch also has a new gas price). */
-  async #readHead(): Promise<Head> {
-    const { response } = await this.#read('read the chain head', (signal) =>
-      this.#client.ledgerService.getServiceInfo({}, { abort: signal }),
-    );
-    if (response.epoch === undefined || response.checkpointHeight === undefined)
-      throw new ChainUnavailableError('the fullnode did not report its latest checkpoint and epoch');
-    if (this.#gasPrice && this.#gasPrice.epoch !== response.epoch) this.#gasPrice = undefined;
-    return {
-      epoch: response.epoch,
-      checkpoint: response.checkpointHeight,
-      timestampMs: timestampMs(response.timestamp),
-    };
-  }
-
-  async #epochRange(epoch: bigint): Promise<{ first: bigint | undefined; last: bigint | undefined }> {
-    const { response } = await this.#read(`read epoch ${epoch}`, (signal) =>
-      this.#client.ledgerService.getEpoch(
-        { epoch, readMask: { paths: ['epoch', 'first_checkpoint', 'last_checkpoint'] } },
-        { abort: signal },
-      ),
-    );
-    return { first: response.epoch?.firstCheckpoint, last: response.epoch?.lastCheckpoint };
-  }
-
-  async #checkpointEpoch(sequence: bigint): Promise<bigint> {
-    const { response } = await this.#read(`read checkpoint ${sequence}`, (signal) =>
-      this.#client.ledgerService.getCheckpoint(
-        {
-          checkpointId: { oneofKind: 'sequenceNumber', sequenceNumber: sequence },
-          readMask: { paths: ['summary.epoch'] },
-        },
-        { abort: signal },
-      ),
-    );
-    const epoch = response.checkpoint?.summary?.epoch;
-    if (epoch === undefined)
-      throw new ChainUnavailableError(`the fullnode did not report the epoch of checkpoint ${sequence}`);
-    return epoch;
-  }
-
-  async #checkpointTime(sequence: bigint): Promise<number | undefined> {
-    const known = this.#checkpointTimes.get(sequence);
-    if (known !== undefined) return known;
-    const { response } = await this.#read('read a checkpoint', (signal) =>
-      this.#client.ledgerService.getCheckpoint(
-        {
-          checkpointId: { oneofKind: 'sequenceNumber', sequenceNumber: sequence },
-          readMask: { paths: ['summary.timestamp'] },
-        },
-        { abort: signal },
-      ),
-    );
-    const ms = timestampMs(response.checkpoint?.summary?.timestamp);
-    if (ms !== undefined) {
-      if (this.#checkpointTimes.size > 64) this.#checkpointTimes.clear();
-      this.#checkpointTimes.set(sequence, ms);
-    }
-    return ms;
+  lag(): Promise<SuiIndexerLag | undefined> {
+    return this.#reader.lag();
   }
 
   // --- submission --------------------------------------------------------------------------------------------
@@ -562,7 +383,7 @@ export class SuiNetwork implements Chain {
 
   /** The transaction of a call at given payment coins and budget, and the gas price it pays. */
   async #builder(call: MoveCall, gas: GasOptions, connected: Connected) {
-    const badge = call.badge ? await this.#badgeRef(call.badge, connected.typePackage) : undefined;
+    const badge = call.badge ? await this.#badges.ref(call.badge, connected.typePackage) : undefined;
     const randomVersion = call.random ? await this.#randomVersion() : undefined;
     const price = await this.#price(gas.gas_price);
     const build = (payment: CoinRef[], budget: bigint) => {
@@ -817,36 +638,13 @@ export class SuiNetwork implements Chain {
     }
     if (effects.epoch !== undefined && this.#gasPrice && this.#gasPrice.epoch !== effects.epoch)
       this.#gasPrice = undefined;
-    const registered = new Map<string, U64>();
-    for (const event of events as {
-      type?: string;
-      parsedJson?: { badge_id?: string; node_small_id?: { inner?: unknown } };
-    }[]) {
-      const smallId = toU64(event.parsedJson?.node_small_id?.inner);
-      if (
-        event.type?.endsWith('::db::NodeRegisteredEvent') &&
-        event.parsedJson?.badge_id &&
-        smallId !== undefined
-      ) {
-        registered.set(normalizeSuiObjectId(event.parsedJson.badge_id), smallId);
-      }
-    }
     const changes = ownedChanges(effects, this.signerAddress);
-    for (const { objectId, ref } of changes) {
-      if (!ref) {
-        this.#badges.delete(objectId);
-        continue;
-      }
-      const badge = this.#badges.get(objectId);
-      if (badge) this.#badges.set(objectId, { ...badge, ...ref });
-      const smallId = registered.get(objectId);
-      if (smallId !== undefined) this.#badges.set(objectId, { ...ref, node_small_id: smallId });
-    }
+    this.#badges.follow(changes, events);
     this.#coins.follow(changes, payment, effects.gasUsed);
   }
 
   #forgetRefs(): void {
-    this.#badges.clear();
+    this.#badges.forget();
     this.#coins.forget();
   }
 
@@ -855,47 +653,6 @@ export class SuiNetwork implements Chain {
   }
 
   // --- object refs and gas -------------------------------------------------------------------------------------
-
-  /** The badge at its current version; refused unless the signer owns it with that node id. */
-  async #badgeRef(badge: Badge, typePackage: string): Promise<BadgeRef> {
-    const wanted =
-      typeof badge?.badge_id === 'string' && OBJECT_ID.test(badge.badge_id)
-        ? normalizeSuiObjectId(badge.badge_id)
-        : undefined;
-    const notOwned = () =>
-      new ChainRejectedError(
-        'badge_not_owned',
-        `NodeBadge ${String(badge?.badge_id)} of node ${String(badge?.node_small_id)} is not owned by ${this.signerAddress}`,
-      );
-    if (!wanted) throw notOwned();
-    const smallId = toU64(badge.node_small_id);
-    const known = this.#badges.get(wanted);
-    if (known) {
-      if (smallId === undefined || BigInt(known.node_small_id) !== BigInt(smallId)) throw notOwned();
-      return known;
-    }
-    const object = await this.#object(wanted, 'read the NodeBadge');
-    const json = object?.json as { small_id?: { inner?: unknown } } | null | undefined;
-    const inner = toU64(json?.small_id?.inner);
-    if (
-      object?.owner.$kind !== 'AddressOwner' ||
-      normalizeSuiAddress(object.owner.AddressOwner) !== this.signerAddress ||
-      object.type !== normalizeStructTag(`${typePackage}::db::NodeBadge`) ||
-      inner === undefined ||
-      smallId === undefined ||
-      BigInt(inner) !== BigInt(smallId)
-    ) {
-      throw notOwned();
-    }
-    const ref: BadgeRef = {
-      objectId: wanted,
-      version: object.version,
-      digest: object.digest,
-      node_small_id: inner,
-    };
-    this.#badges.set(wanted, ref);
-    return ref;
-  }
 
   async #price(requested: U64 | undefined): Promise<bigint> {
     const { price: reference } = await this.#fetchGasPrice();
