@@ -36,7 +36,7 @@ import { metaRoutes } from './http/routes/meta.ts';
 import { opsRoutes } from './http/routes/ops.ts';
 import { readRoutes } from './http/routes/reads.ts';
 import { writeRoutes } from './http/routes/writes.ts';
-import { requiredScope } from './http/scopes.ts';
+import { declaredScope, requiredScope } from './http/scopes.ts';
 import { createGuard, identityOf, loggableUrl, type SecurityOptions } from './http/security.ts';
 import { installStrictParams } from './http/strict-params.ts';
 import type { LiveIndexer } from './indexer/run.ts';
@@ -118,6 +118,18 @@ function audited(request: FastifyRequest, status: number): boolean {
   return !read || scope === 'admin';
 }
 
+/** A route of the app as Fastify declares it. */
+export interface AppRoute {
+  method: string;
+  url: string;
+}
+const ROUTES = new WeakMap<object, AppRoute[]>();
+
+/** Every route the app serves (each method apart, HEAD included): the scope table's test walks them. */
+export function appRoutes(app: App): readonly AppRoute[] {
+  return ROUTES.get(app) ?? [];
+}
+
 /** Builds the HTTP application; it never listens by itself. */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const { config, store, logger, writes, dev } = deps;
@@ -160,7 +172,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addHook('onRoute', (route) => methods.add(route.method, route.url));
+  const routes: AppRoute[] = [];
+  ROUTES.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    methods.add(route.method, route.url);
+    for (const method of [route.method].flat()) {
+      routes.push({ method, url: route.url });
+      // The scope table is the one place a route's scope is said (src/http/scopes.ts); without one it is admin.
+      if (method !== 'OPTIONS' && declaredScope(method, route.url) === undefined) {
+        logger.warn(
+          { method, url: route.url },
+          'a route without a declared scope is admin only (src/http/scopes.ts)',
+        );
+      }
+    }
+  });
   app.setNotFoundHandler((request, reply) => {
     const { code, detail, options } = methodProblem(methods, request.method, request.url);
     return sendProblem(request, reply, code, detail, options);

@@ -32,6 +32,7 @@ const ROUTES: Record<string, RouteScope> = {
   'GET /docs/*': 'read',
   'GET /docs/json': 'read',
   'GET /docs/yaml': 'read',
+  'GET /docs/static/*': 'read',
   'GET /docs/static/index.html': 'read',
   'GET /docs/static/swagger-initializer.js': 'read',
   'GET /openapi.json': 'read',
