@@ -11,6 +11,7 @@ export interface CommandTable {
     autopilot: readonly CommandSpec[];
     live: readonly CommandSpec[];
     dev: readonly CommandSpec[];
+    access: readonly CommandSpec[];
   };
 }
 
@@ -89,6 +90,10 @@ function overview(groups: CommandTable['groups']): string {
     ],
     ['Live (what happens to the node, as it happens):', groups.live],
     ['Dev network actors (a daemon on --network dev only):', groups.dev],
+    [
+      'Access (admin: named tokens with a scope, the audit trail; `token rotate` replaces the file token):',
+      groups.access,
+    ],
   ];
   return [
     'Client commands: the same binary drives a running daemon through its HTTP API. It finds the daemon',
