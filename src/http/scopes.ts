@@ -22,58 +22,62 @@ export function grants(held: Scope, needed: RouteScope): boolean {
   return held === needed;
 }
 
-/** Routes by `METHOD url` as Fastify declares them (a GET route also answers HEAD, with its scope). */
-const ROUTES: Record<string, RouteScope> = {
-  // Reads.
-  'GET /': 'read',
-  'GET /console/*': 'read',
-  'GET /*': 'read',
-  'GET /docs': 'read',
-  'GET /docs/*': 'read',
-  'GET /docs/json': 'read',
-  'GET /docs/yaml': 'read',
-  'GET /docs/static/*': 'read',
-  'GET /docs/static/index.html': 'read',
-  'GET /docs/static/swagger-initializer.js': 'read',
-  'GET /openapi.json': 'read',
-  'GET /health': 'read',
-  'GET /ready': 'read',
-  'GET /status': 'read',
-  'GET /metrics': 'read',
-  'GET /events': 'read',
-  'GET /tasks': 'read',
-  'GET /network/nodes/:node_id': 'read',
-  'GET /subscriptions/nodes/:node_id': 'read',
-  'GET /stacks/nodes/:node_id': 'read',
-  'GET /stacks/stacks/nodes/:node_id': 'read',
-  'GET /claimed-stacks/nodes/:node_id': 'read',
-  'GET /claimed-stacks/claimed_stacks/nodes/:node_id': 'read',
-  'GET /attestation_disputes/against/nodes/:node_id': 'read',
-  'GET /attestation_disputes/own/nodes/:node_id': 'read',
-  'GET /earnings/nodes/:node_id': 'read',
-  'GET /nodes/badges': 'read',
-  'GET /autopilot': 'read',
-  // The inference server's usage reports.
-  'POST /stacks/:stack_small_id/usage': 'usage',
-  // The node's writes and the autopilot's controls.
-  'POST /nodes/register': 'write',
-  'POST /nodes/model-subscribe': 'write',
-  'POST /nodes/task-subscribe': 'write',
-  'POST /nodes/task-update-subscription': 'write',
-  'DELETE /nodes/task-unsubscribe': 'write',
-  'POST /nodes/try-settle-stacks': 'write',
-  'POST /nodes/try-settle-stacks/estimate': 'write',
-  'POST /nodes/submit-attestations': 'write',
-  'POST /nodes/claim-funds': 'write',
-  'POST /autopilot/run': 'write',
-  'POST /autopilot/resume': 'write',
-  // Who the caller is: any valid token.
-  'GET /whoami': 'token',
-  // The tokens and the audit trail.
-  'POST /tokens': 'admin',
-  'GET /tokens': 'admin',
-  'DELETE /tokens/:name': 'admin',
-  'GET /audit': 'admin',
+/** Routes by method, then url as Fastify declares it (a GET route also answers HEAD, with its scope). */
+const ROUTES: Record<string, Record<string, RouteScope>> = {
+  // Reads; who the caller is (any valid token); the tokens and the audit trail (admin).
+  GET: {
+    '/': 'read',
+    '/console/*': 'read',
+    '/*': 'read',
+    '/docs': 'read',
+    '/docs/*': 'read',
+    '/docs/json': 'read',
+    '/docs/yaml': 'read',
+    '/docs/static/*': 'read',
+    '/docs/static/index.html': 'read',
+    '/docs/static/swagger-initializer.js': 'read',
+    '/openapi.json': 'read',
+    '/health': 'read',
+    '/ready': 'read',
+    '/status': 'read',
+    '/metrics': 'read',
+    '/events': 'read',
+    '/tasks': 'read',
+    '/network/nodes/:node_id': 'read',
+    '/subscriptions/nodes/:node_id': 'read',
+    '/stacks/nodes/:node_id': 'read',
+    '/stacks/stacks/nodes/:node_id': 'read',
+    '/claimed-stacks/nodes/:node_id': 'read',
+    '/claimed-stacks/claimed_stacks/nodes/:node_id': 'read',
+    '/attestation_disputes/against/nodes/:node_id': 'read',
+    '/attestation_disputes/own/nodes/:node_id': 'read',
+    '/earnings/nodes/:node_id': 'read',
+    '/nodes/badges': 'read',
+    '/autopilot': 'read',
+    '/whoami': 'token',
+    '/tokens': 'admin',
+    '/audit': 'admin',
+  },
+  // The inference server's usage reports; the node's writes and the autopilot's controls; tokens (admin).
+  POST: {
+    '/stacks/:stack_small_id/usage': 'usage',
+    '/nodes/register': 'write',
+    '/nodes/model-subscribe': 'write',
+    '/nodes/task-subscribe': 'write',
+    '/nodes/task-update-subscription': 'write',
+    '/nodes/try-settle-stacks': 'write',
+    '/nodes/try-settle-stacks/estimate': 'write',
+    '/nodes/submit-attestations': 'write',
+    '/nodes/claim-funds': 'write',
+    '/autopilot/run': 'write',
+    '/autopilot/resume': 'write',
+    '/tokens': 'admin',
+  },
+  // A write, and a token's revocation (admin).
+  DELETE: {
+    '/nodes/task-unsubscribe': 'write',
+    '/tokens/:name': 'admin',
+  },
 };
 
 /** Whole areas that are admin, whatever their routes: the dev network's actors, the webhooks. */
@@ -82,7 +86,7 @@ const ADMIN_PREFIXES = ['/dev/', '/webhooks'];
 /** The scope a route declares, or undefined when it declares none (then it is refused as admin). */
 export function declaredScope(method: string, url: string): RouteScope | undefined {
   const m = method === 'HEAD' ? 'GET' : method;
-  const listed = ROUTES[`${m} ${url}`];
+  const listed = ROUTES[m]?.[url];
   if (listed !== undefined) return listed;
   if (ADMIN_PREFIXES.some((prefix) => url.startsWith(prefix))) return 'admin';
   return undefined;

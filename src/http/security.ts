@@ -230,7 +230,7 @@ export function createGuard(options: SecurityOptions, metrics: Metrics, tokens?:
       request,
       reply,
       'forbidden',
-      `the token is wrong (or unknown): use the token in ${options.tokenFile} (node-daemon token rotate replaces it) or one of node-daemon token list`,
+      `the API token is wrong: use the token in ${options.tokenFile} (node-daemon token rotate replaces it), or a named token of node-daemon token list`,
     );
   const admit = (
     request: FastifyRequest,
