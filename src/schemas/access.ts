@@ -59,7 +59,12 @@ export const WhoamiSchema = Type.Object({
 
 export const AuditQuerySchema = Type.Object(
   {
-    token: Type.Optional(Type.String({ maxLength: 64, description: "A token's name" })),
+    token_name: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: "A token's name (a parameter named token is refused: it looks like a token in the URL)",
+      }),
+    ),
     route: Type.Optional(
       Type.String({
         maxLength: 200,

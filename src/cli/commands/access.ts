@@ -171,7 +171,7 @@ export const ACCESS: CommandSpec[] = [
   {
     name: 'audit',
     route: 'GET /audit',
-    synopsis: '[--token NAME] [--route R] [--outcome ok|denied|failed] [--since T] [--until T]',
+    synopsis: '[--token-name NAME] [--route R] [--outcome ok|denied|failed] [--since T] [--until T]',
     summary: 'the audit trail: every write and admin request, refused ones too, newest first',
     description: [
       [
@@ -182,7 +182,7 @@ export const ACCESS: CommandSpec[] = [
       ],
     ],
     options: {
-      token: { type: 'string', arg: 'NAME', describe: "a token's name (api-token: the file token)" },
+      'token-name': { type: 'string', arg: 'NAME', describe: "a token's name (api-token: the file token)" },
       route: {
         type: 'string',
         arg: 'R',
@@ -199,13 +199,13 @@ export const ACCESS: CommandSpec[] = [
     examples: [
       'node-daemon audit',
       'node-daemon audit --outcome denied',
-      'node-daemon audit --token grafana --since 2026-12-01T00:00:00Z',
+      'node-daemon audit --token-name grafana --since 2026-12-01T00:00:00Z',
     ],
     async run(ctx) {
       const query = new URLSearchParams();
-      for (const name of ['token', 'route', 'outcome', 'since', 'until', 'limit', 'before']) {
+      for (const name of ['token-name', 'route', 'outcome', 'since', 'until', 'limit', 'before']) {
         const value = str(ctx, name);
-        if (value !== undefined) query.set(name, value);
+        if (value !== undefined) query.set(name.replace('-', '_'), value);
       }
       const text = query.toString();
       const reply = await read(ctx, {}, text === '' ? '' : `?${text}`);

@@ -153,7 +153,7 @@ export const accessRoutes: FastifyPluginAsyncTypebox<{
       const q = request.query;
       const limit = q.limit ?? DEFAULT_AUDIT_PAGE;
       const rows = await store.listAudit({
-        token: q.token,
+        token: q.token_name,
         route: q.route,
         method: q.method,
         outcome: q.outcome,
