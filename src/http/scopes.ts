@@ -99,5 +99,6 @@ export function requiredScope(method: string, url: string): RouteScope {
 
 /** The scopes that grant `needed`, for a problem's detail: `write or admin`. */
 export function scopesGranting(needed: RouteScope): string {
-  return SCOPES.filter((scope) => grants(scope, needed)).join(' or ');
+  const all = SCOPES.filter((scope) => grants(scope, needed));
+  return all.length === 1 ? all[0]! : `${all.slice(0, -1).join(', ')} or ${all.at(-1)}`;
 }

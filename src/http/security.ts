@@ -230,7 +230,7 @@ export function createGuard(options: SecurityOptions, metrics: Metrics, tokens?:
       request,
       reply,
       'forbidden',
-      `the API token is wrong: use the token in ${options.tokenFile} (node-daemon token rotate replaces it), or a named token of node-daemon token list`,
+      `the API token is wrong; use the token in ${options.tokenFile} (node-daemon token rotate replaces it), or a named token of node-daemon token list`,
     );
   const admit = (
     request: FastifyRequest,
@@ -305,7 +305,7 @@ export function createGuard(options: SecurityOptions, metrics: Metrics, tokens?:
           request,
           reply,
           'unauthorized',
-          `this request needs a token${scopeWords(needed)}: send Authorization: Bearer <the token in ${options.tokenFile}, or one of node-daemon token create>`,
+          `this request needs the API token${scopeWords(needed)}: send Authorization: Bearer <the token in ${options.tokenFile}>`,
           { 'www-authenticate': 'Bearer' },
         );
       }
@@ -380,5 +380,5 @@ function isScopeText(scope: string): scope is Scope {
 }
 
 function scopeWords(needed: RouteScope): string {
-  return needed === 'token' ? '' : ` with scope ${scopesGranting(needed)}`;
+  return needed === 'token' ? '' : ` (or a named token with scope ${scopesGranting(needed)})`;
 }
