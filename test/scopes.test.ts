@@ -141,6 +141,30 @@ describe('scopes, route by route', () => {
     }
   });
 
+  it('a route nobody declared is closed: refused as admin, and the walk above names it', async () => {
+    const d = await devDaemon({ auth: 'all' });
+    try {
+      // A route added the way a new feature would add one, without a line in src/http/scopes.ts.
+      d.app.post('/undeclared-for-the-test', async () => ({ ok: true }));
+      assert.equal(declaredScope('POST', '/undeclared-for-the-test'), undefined);
+      assert.ok(
+        appRoutes(d.app).some((r) => r.url === '/undeclared-for-the-test'),
+        'the walk sees it',
+      );
+      const writer = await createToken(d, 'write');
+      const res = await d.app.inject({
+        method: 'POST',
+        url: '/undeclared-for-the-test',
+        headers: { authorization: `Bearer ${writer}` },
+      });
+      assert.equal(res.statusCode, 403);
+      assert.equal(res.json().code, 'insufficient_scope');
+      assert.equal((await d.post('/undeclared-for-the-test')).statusCode, 200, 'an admin token passes');
+    } finally {
+      await d.close();
+    }
+  });
+
   it('grants: admin everything, write all but admin, read and usage only their own', () => {
     assert.ok(grants('admin', 'admin'));
     assert.ok(grants('write', 'usage') && grants('write', 'read') && !grants('write', 'admin'));
