@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
+  type FastifyRequest,
   LogController,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
@@ -12,6 +13,7 @@ import Fastify, {
 } from 'fastify';
 import type { Chain } from './chain/chain.ts';
 import type { Config } from './config.ts';
+import { AuditTrail, answerFacts, openApiRoute } from './http/audit.ts';
 import {
   createClientErrorHandler,
   createConnectHandler,
@@ -25,6 +27,7 @@ import { installJsonBody, u64Keyword } from './http/json-body.ts';
 import { finishDocument } from './http/openapi.ts';
 import { ReadTurns } from './http/read-turns.ts';
 import { ResponseCache } from './http/response-cache.ts';
+import { accessRoutes } from './http/routes/access.ts';
 import { autopilotRoutes } from './http/routes/autopilot.ts';
 import { consoleRoutes, isConsolePath } from './http/routes/console.ts';
 import { devRoutes } from './http/routes/dev.ts';
@@ -33,7 +36,8 @@ import { metaRoutes } from './http/routes/meta.ts';
 import { opsRoutes } from './http/routes/ops.ts';
 import { readRoutes } from './http/routes/reads.ts';
 import { writeRoutes } from './http/routes/writes.ts';
-import { createGuard, loggableUrl, type SecurityOptions } from './http/security.ts';
+import { declaredScope, requiredScope } from './http/scopes.ts';
+import { createGuard, identityOf, loggableUrl, type SecurityOptions } from './http/security.ts';
 import { installStrictParams } from './http/strict-params.ts';
 import type { LiveIndexer } from './indexer/run.ts';
 import { createMetrics, type Metrics } from './internal/metrics.ts';
@@ -78,6 +82,8 @@ export interface AppDeps {
   turns?: ReadTurns | undefined;
   /** How long a request may take to arrive whole (REQUEST_TIMEOUT_MS); tests shorten it. */
   requestTimeoutMs?: number | undefined;
+  /** Days the audit trail keeps its entries (--audit-retention-days); 90 unless set. */
+  auditRetentionDays?: number | undefined;
 }
 
 /** Largest request body any endpoint accepts. */
@@ -93,6 +99,35 @@ export const KEEP_ALIVE_TIMEOUT_MS = 10_000;
  */
 function timeoutCheckInterval(requestTimeoutMs: number): number {
   return Math.max(10, Math.min(1000, Math.floor(requestTimeoutMs / 20)));
+}
+
+const FACTS = Symbol('audit facts');
+type AuditedRequest = FastifyRequest & { [FACTS]?: ReturnType<typeof answerFacts> };
+
+/**
+ * Whether a request goes into the audit trail: every write and every admin request (GET /tokens, /audit),
+ * refused or not, but a usage report only when refused: accepted ones are the usage itself, recorded in
+ * the store, and at the inference server's rate they would be nearly all of the trail (DECISIONS.md).
+ */
+function audited(request: FastifyRequest, status: number): boolean {
+  const route = request.routeOptions.url;
+  const read = request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS';
+  if (route === undefined) return !read;
+  const scope = requiredScope(request.method, route);
+  if (scope === 'usage') return status >= 400;
+  return !read || scope === 'admin';
+}
+
+/** A route of the app as Fastify declares it. */
+export interface AppRoute {
+  method: string;
+  url: string;
+}
+const ROUTES = new WeakMap<object, AppRoute[]>();
+
+/** Every route the app serves (each method apart, HEAD included): the scope table's test walks them. */
+export function appRoutes(app: App): readonly AppRoute[] {
+  return ROUTES.get(app) ?? [];
 }
 
 /** Builds the HTTP application; it never listens by itself. */
@@ -137,7 +172,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addHook('onRoute', (route) => methods.add(route.method, route.url));
+  const routes: AppRoute[] = [];
+  ROUTES.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    methods.add(route.method, route.url);
+    for (const method of [route.method].flat()) {
+      routes.push({ method, url: route.url });
+      // The scope table is the one place a route's scope is said (src/http/scopes.ts); without one it is admin.
+      if (method !== 'OPTIONS' && declaredScope(method, route.url) === undefined) {
+        logger.warn(
+          { method, url: route.url },
+          'a route without a declared scope is admin only (src/http/scopes.ts)',
+        );
+      }
+    }
+  });
   app.setNotFoundHandler((request, reply) => {
     const { code, detail, options } = methodProblem(methods, request.method, request.url);
     return sendProblem(request, reply, code, detail, options);
@@ -147,7 +196,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const headProblem = createHeadCheck(app.server);
   // One onRequest and one onResponse hook, synchronous: they run on every request.
   // The console's page and files are public code: under --auth all it loads, then asks for the token.
-  const guard = createGuard({ ...deps.security, isPublic: isConsolePath }, metrics);
+  const guard = createGuard({ ...deps.security, isPublic: isConsolePath }, metrics, store);
+  // Every write and admin request, refused ones too, is recorded (src/http/audit.ts).
+  const audit = new AuditTrail(store, logger, deps.auditRetentionDays);
+  audit.start();
+  app.addHook('onClose', () => audit.close());
   // Read turns are short while writes arrive (read-turns.ts): the hook below tells them.
   const turns = deps.turns ?? new ReadTurns();
   let closing = false;
@@ -170,16 +223,53 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       sendProblem(request, reply, malformed.code, malformed.detail, malformed.options);
       return;
     }
-    if (guard.check(request, reply)) return;
+    const checked = guard.check(request, reply);
+    if (checked === true) return;
     // While requests are served, an indexer that catches up does so in short transactions (indexer/run.ts);
     // refused ones (no token, shed, malformed) do not slow it.
-    deps.indexer?.requestArrived();
-    done();
+    if (checked === false) {
+      deps.indexer?.requestArrived();
+      done();
+      return;
+    }
+    // A named token: its lookup in the store decides.
+    checked.then(
+      (answered) => {
+        if (answered) return;
+        deps.indexer?.requestArrived();
+        done();
+      },
+      (error: Error) => done(error),
+    );
+  });
+  // What the audit keeps of an answer (its problem's code, the transaction), read as it is sent.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (audited(request, reply.statusCode)) {
+      (request as AuditedRequest)[FACTS] = answerFacts(payload, reply.getHeader('content-type'));
+    }
+    done(null, payload);
   });
   const requestCounters = new Map<string, { inc(): void }>();
   const durations = new Map<string, { observe(seconds: number): void }>();
   app.addHook('onResponse', (request, reply, done) => {
     guard.release(request);
+    if (audited(request, reply.statusCode)) {
+      const route = request.routeOptions.url;
+      const facts = (request as AuditedRequest)[FACTS];
+      audit.record({
+        at: Date.now(),
+        token_name: identityOf(request)?.name ?? null,
+        method: request.method,
+        route:
+          route === undefined ? loggableUrl(request.url).split('?')[0]!.slice(0, 200) : openApiRoute(route),
+        request_id: String(request.id),
+        status: reply.statusCode,
+        problem_code: facts?.problem_code ?? null,
+        tx_digest: facts?.tx_digest ?? null,
+        gas_used: facts?.gas_used ?? null,
+        idempotent_replay: reply.getHeader('idempotent-replayed') === 'true',
+      });
+    }
     const route = request.routeOptions.url ?? 'unmatched';
     const key = `${request.method} ${route}`;
     let counter = requestCounters.get(`${key} ${reply.statusCode}`);
@@ -250,6 +340,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'events', description: 'What happens to the node, live (Server-Sent Events)' },
         { name: 'writes' },
         { name: 'dev network', description: 'Only on the embedded dev network' },
+        { name: 'access', description: 'Scoped API tokens, who the caller is, and the audit trail' },
         { name: 'meta' },
       ],
     },
@@ -285,6 +376,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     nodeSmallIds: config.nodeSmallIds,
   });
   await app.register(autopilotRoutes, { autopilot: deps.autopilot, network: config.network });
+  await app.register(accessRoutes, { store, auth: deps.security.auth });
   if (deps.events) {
     await app.register(eventRoutes, {
       hub: deps.events,

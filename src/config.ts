@@ -58,6 +58,8 @@ export interface CommonConfig {
   readonly indexerBatchEvents: number;
   /** Node events (GET /events) are kept this many days. */
   readonly eventsRetentionDays: number;
+  /** The audit trail (GET /audit) keeps its entries this many days. */
+  readonly auditRetentionDays: number;
   /** What the autopilot does, and when it judges an action worth it. */
   readonly autopilot: AutopilotSettings;
   /** atoma-node's config.toml the settings were read from, if any (absolute). */
@@ -484,6 +486,14 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 7,
   },
   {
+    key: 'auditRetentionDays',
+    flag: 'audit-retention-days',
+    env: 'NODE_DAEMON_AUDIT_RETENTION_DAYS',
+    describe: 'days the audit trail (GET /audit: every write and admin request) keeps its entries',
+    parse: integer(1, 3650),
+    defaultValue: () => 90,
+  },
+  {
     key: 'indexerBatchEvents',
     flag: 'indexer-batch-events',
     env: 'NODE_DAEMON_INDEXER_BATCH_EVENTS',
@@ -753,6 +763,7 @@ function assemble(
     readyMaxLag: settings.readyMaxLag,
     indexerBatchEvents: settings.indexerBatchEvents,
     eventsRetentionDays: settings.eventsRetentionDays,
+    auditRetentionDays: settings.auditRetentionDays,
     autopilot: Object.freeze({
       mode: settings.autopilotMode,
       settleFill: settings.autopilotSettleFill,

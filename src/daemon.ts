@@ -286,6 +286,7 @@ export async function buildDaemonApp(config: Config, services: Services, logger:
     autopilot: services.autopilot,
     events: services.events,
     usageSource: services.usageSource,
+    auditRetentionDays: config.auditRetentionDays,
     security: {
       auth: config.auth,
       tokenFile: token.file,

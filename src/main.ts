@@ -4,6 +4,7 @@ import { parseOptions } from './cli/parse.ts';
 import type { OptionSpec } from './cli/spec.ts';
 import { CONFIG_FLAG, type Config, loadConfig, SETTINGS } from './config.ts';
 import type { Daemon } from './daemon.ts';
+import { parseDuration } from './internal/duration.ts';
 import { CliError, ExitCode } from './internal/exit-codes.ts';
 import { keepRequestsYoung } from './internal/heap.ts';
 import { VERSION } from './internal/version.ts';
@@ -24,6 +25,8 @@ const SETTING_OPTIONS: Record<string, OptionSpec> = Object.fromEntries([
   ]),
   [CONFIG_FLAG.flag, { type: 'string', arg: 'FILE', describe: 'JSON file of settings' }],
   ['help', { type: 'boolean', short: 'h', describe: 'the help' }],
+  ['grace', { type: 'string', arg: 'D', describe: 'token rotate: how long the old token stays valid (10m)' }],
+  ['now', { type: 'boolean', describe: 'token rotate: refuse the old token at once' }],
   ['version', { type: 'boolean', describe: 'the version' }],
 ]);
 
@@ -37,7 +40,10 @@ const HELP = `node-daemon ${VERSION}: the Atoma node operator's local daemon
 Usage:
   node-daemon start [settings]          run the daemon (HTTP API on 127.0.0.1:3001)
   node-daemon replay FILE [settings]    apply a JSON-lines file of Sui events to the store, then exit
-  node-daemon token rotate [settings]   replace the API token (<data dir>/api-token)
+  node-daemon token rotate [--grace D | --now] [settings]
+                                        replace the API token (<data dir>/api-token); the old one stays
+                                        valid for --grace (10m), or not at all with --now
+  node-daemon token create|list|revoke  named tokens with a scope (ask the running daemon; see below)
   node-daemon db migrate|status         apply or list the PostgreSQL migrations (DATABASE_URL)
   node-daemon help                      this text
   node-daemon --version
@@ -235,22 +241,50 @@ async function db(config: Config, args: string[]): Promise<number> {
   }
 }
 
-async function token(config: Config, args: string[]): Promise<number> {
-  if (args.length !== 1 || args[0] !== 'rotate')
-    throw new CliError('usage: node-daemon token rotate [--data-dir DIR]');
-  const { rotateToken } = await import('./http/security.ts');
+async function token(config: Config, args: string[], flags: RotateFlags): Promise<number> {
+  if (args.length !== 1 || args[0] !== 'rotate') {
+    throw new CliError(
+      'usage: node-daemon token rotate [--grace D | --now] [--data-dir DIR]; token create|list|revoke ask the running daemon',
+    );
+  }
+  const { DEFAULT_ROTATE_GRACE_MS, rotateToken } = await import('./http/security.ts');
+  if (flags.now && flags.grace !== undefined)
+    throw new CliError('token rotate takes --grace D or --now, not both');
+  let graceMs = DEFAULT_ROTATE_GRACE_MS;
+  if (flags.now) graceMs = 0;
+  else if (flags.grace !== undefined) {
+    const parsed = parseDuration(flags.grace);
+    if (parsed === undefined) {
+      throw new CliError(
+        `--grace must be a duration such as 90s, 10m or 1h (0 cuts at once); got ${JSON.stringify(flags.grace)}`,
+      );
+    }
+    graceMs = parsed;
+  }
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const file = rotateToken(config.dataDir);
+  const now = Date.now();
+  const file = rotateToken(config.dataDir, graceMs, now);
+  const old =
+    graceMs === 0
+      ? 'the old one is refused at once'
+      : `the old one stays valid until ${new Date(now + graceMs).toISOString()} (${Math.round(graceMs / 1000)} s; --now cuts at once)`;
   process.stdout.write(
-    `replaced the API token in ${file}; a running daemon uses the new one within a second\n`,
+    `replaced the API token in ${file}; a running daemon uses the new one within a second, and ${old}\n`,
   );
   return ExitCode.ok;
+}
+
+interface RotateFlags {
+  grace?: string | undefined;
+  now?: boolean | undefined;
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   // The client commands parse their own flags (--json, --url, ...).
   const [first, ...rest] = argv;
-  if (first !== undefined && CLIENT_COMMANDS.includes(first)) {
+  // `token rotate` works on the data directory's file; `token create|list|revoke` are the daemon's routes.
+  const localToken = first === 'token' && (rest[0] === 'rotate' || rest[0] === undefined);
+  if (first !== undefined && CLIENT_COMMANDS.includes(first) && !localToken) {
     return runClient(first, rest, env, { stdout: process.stdout, stderr: process.stderr });
   }
   if (first === 'help' && rest[0] !== undefined && CLIENT_COMMANDS.includes(rest[0])) {
@@ -261,7 +295,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
   if (first !== undefined && !first.startsWith('-') && !DAEMON_COMMANDS.includes(first)) {
     throw new CliError(unknownCommand(first, DAEMON_COMMANDS));
   }
-  const { command, args, flags } = parse(argv);
+  const { command, args, flags: parsedFlags } = parse(argv);
+  const { grace, now, ...flags } = parsedFlags;
+  if (command !== 'token' && (grace !== undefined || now !== undefined)) {
+    throw new CliError(`--grace and --now are options of token rotate, not of ${command}`);
+  }
   switch (command) {
     case 'help':
       process.stdout.write(`${HELP}\n\n${clientHelp()}\n`);
@@ -276,7 +314,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<numb
     case 'replay':
       return replay(loadConfig(flags, env), args);
     case 'token':
-      return token(loadConfig(flags, env), args);
+      return token(loadConfig(flags, env), args, {
+        grace: typeof grace === 'string' ? grace : undefined,
+        now: now === true,
+      });
     case 'db':
       return db(loadConfig(flags, env), args);
     default:

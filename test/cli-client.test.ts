@@ -1246,7 +1246,10 @@ describe('client help', () => {
     assert.match(overview, /Examples:\n {2}node-daemon /);
     assert.match(overview, /Exit codes: 0 ok; 1 unexpected failure; 2 usage/);
     for (const command of [
-      ...CLIENT_COMMANDS.filter((c) => c !== 'dev'),
+      ...CLIENT_COMMANDS.filter((c) => c !== 'dev' && c !== 'token'),
+      'token create',
+      'token list',
+      'token revoke',
       'dev task create',
       'dev stack buy',
       'dev epoch',

@@ -978,7 +978,8 @@ async function runAll(port: number, cases: Case[]): Promise<Failure[]> {
 
 /** What the read endpoints answer, for the node ids that exist and one that does not. */
 async function snapshot(d: DevDaemon, doc: Document): Promise<Record<string, string>> {
-  const volatile = new Set(['/status', '/metrics', '/health', '/ready', '/events']);
+  // The audit trail records every refusal by design: it is what changes, not what must not.
+  const volatile = new Set(['/status', '/metrics', '/health', '/ready', '/events', '/audit']);
   const reads: Record<string, string> = {};
   for (const op of operations(doc)) {
     if (op.write || volatile.has(op.path)) continue;

@@ -109,16 +109,11 @@ describe('authentication', () => {
     }
   });
 
-  it('keeps an existing token, and `token rotate` replaces it for the running daemon', async () => {
+  it('keeps an existing token, and `token rotate` replaces it for the running daemon after a grace it states (--now: at once)', async () => {
     const d = await daemonApp();
     try {
       assert.equal(loadOrCreateToken(d.dir).created, false);
       assert.equal(readFileSync(join(d.dir, TOKEN_FILE), 'utf8').trim(), d.token);
-      const rotated = await run(['token', 'rotate', '--data-dir', d.dir]);
-      assert.equal(rotated.code, 0, rotated.stderr);
-      const fresh = readFileSync(join(d.dir, TOKEN_FILE), 'utf8').trim();
-      assert.notEqual(fresh, d.token);
-      await new Promise((resolve) => setTimeout(resolve, 1100));
       const call = (token: string) =>
         d.app.inject({
           method: 'POST',
@@ -126,8 +121,31 @@ describe('authentication', () => {
           payload: {},
           headers: { authorization: `Bearer ${token}` },
         });
-      assert.equal((await call(d.token)).statusCode, 403, 'the old token stops working');
-      assert.equal((await call(fresh)).statusCode, 200);
+      const rotated = await run(['token', 'rotate', '--data-dir', d.dir]);
+      assert.equal(rotated.code, 0, rotated.stderr);
+      assert.match(rotated.stdout, /the old one stays valid until \S+ \(600 s; --now cuts at once\)/);
+      const fresh = readFileSync(join(d.dir, TOKEN_FILE), 'utf8').trim();
+      assert.notEqual(fresh, d.token);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      assert.equal((await call(d.token)).statusCode, 200, 'the old token works during the grace');
+      assert.equal((await call(fresh)).statusCode, 200, 'and so does the new one');
+      // A grace that has passed: the old one is refused.
+      const short = await run(['token', 'rotate', '--data-dir', d.dir, '--grace', '1s']);
+      assert.equal(short.code, 0, short.stderr);
+      const third = readFileSync(join(d.dir, TOKEN_FILE), 'utf8').trim();
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      assert.equal((await call(third)).statusCode, 200);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.equal((await call(fresh)).statusCode, 403, 'the old token stops working once its grace ends');
+      const cut = await run(['token', 'rotate', '--data-dir', d.dir, '--now']);
+      assert.equal(cut.code, 0, cut.stderr);
+      assert.match(cut.stdout, /the old one is refused at once/);
+      const fourth = readFileSync(join(d.dir, TOKEN_FILE), 'utf8').trim();
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      assert.equal((await call(third)).statusCode, 403, '--now: the old token stops working at once');
+      assert.equal((await call(fourth)).statusCode, 200);
+      const both = await run(['token', 'rotate', '--data-dir', d.dir, '--now', '--grace', '1m']);
+      assert.equal(both.code, 2);
     } finally {
       await d.close();
     }

@@ -1998,6 +1998,80 @@ export function storeContract(
       });
     });
 
+    it('keeps named tokens by hash: a live name is taken, a revoked one is given again, and the last use moves', async () => {
+      const token = (name: string, hash: string, expiresAt: number | null = null) => ({
+        name,
+        scope: 'read',
+        hash,
+        createdAt: 1000,
+        expiresAt,
+      });
+      assert.equal(await store.createToken(token('grafana', 'a'.repeat(64), 5000)), 'created');
+      assert.equal(await store.createToken(token('grafana', 'b'.repeat(64))), 'exists');
+      const found = await store.findToken('a'.repeat(64));
+      assert.deepEqual(found, {
+        name: 'grafana',
+        scope: 'read',
+        created_at: 1000,
+        expires_at: 5000,
+        last_used_at: null,
+        revoked_at: null,
+      });
+      assert.equal(await store.findToken('b'.repeat(64)), undefined);
+      await store.touchToken('grafana', 2000);
+      assert.equal((await store.findToken('a'.repeat(64)))?.last_used_at, 2000);
+      assert.equal(await store.revokeToken('grafana', 3000), true);
+      assert.equal(await store.revokeToken('grafana', 3001), false, 'revoked once');
+      assert.equal(await store.revokeToken('nobody', 3000), false);
+      assert.equal((await store.findToken('a'.repeat(64)))?.revoked_at, 3000);
+      assert.equal(
+        await store.createToken(token('grafana', 'c'.repeat(64))),
+        'created',
+        'a revoked name is free',
+      );
+      assert.equal(await store.findToken('a'.repeat(64)), undefined, 'the old token is gone with it');
+      assert.deepEqual(
+        (await store.listTokens()).map((t) => [t.name, t.revoked_at, t.expires_at]),
+        [['grafana', null, null]],
+      );
+    });
+
+    it('keeps the audit trail: newest first, filtered, paged, pruned', async () => {
+      const entry = (at: number, status: number, token: string | null, route = '/nodes/claim-funds') => ({
+        at,
+        token_name: token,
+        method: 'POST',
+        route,
+        request_id: `r${at}`,
+        status,
+        problem_code: status >= 400 ? 'x' : null,
+        tx_digest: status < 400 ? `d${at}` : null,
+        gas_used: status < 400 ? '18446744073709551615' : null,
+        idempotent_replay: at === 4,
+      });
+      await store.appendAudit([entry(1, 401, null), entry(2, 403, 'reader'), entry(3, 200, 'claims')]);
+      await store.appendAudit([entry(4, 200, 'claims'), entry(5, 400, 'claims', '/nodes/register')]);
+      const all = await store.listAudit({ limit: 10 });
+      assert.deepEqual(
+        all.map((e) => e.at),
+        [5, 4, 3, 2, 1],
+      );
+      assert.equal(all[1]?.idempotent_replay, true);
+      assert.equal(all[1]?.gas_used, '18446744073709551615');
+      assert.equal(all[4]?.token_name, null);
+      const at = async (query: Parameters<Store['listAudit']>[0]) =>
+        (await store.listAudit(query)).map((e) => e.at);
+      assert.deepEqual(await at({ limit: 10, token: 'claims' }), [5, 4, 3]);
+      assert.deepEqual(await at({ limit: 10, outcome: 'denied' }), [2, 1]);
+      assert.deepEqual(await at({ limit: 10, outcome: 'failed' }), [5]);
+      assert.deepEqual(await at({ limit: 10, outcome: 'ok' }), [4, 3]);
+      assert.deepEqual(await at({ limit: 10, route: '/nodes/register' }), [5]);
+      assert.deepEqual(await at({ limit: 10, since: 2, until: 4 }), [3, 2]);
+      assert.deepEqual(await at({ limit: 2, before: all[1]!.id }), [3, 2]);
+      assert.equal(await store.pruneAudit(3), 2);
+      assert.deepEqual(await at({ limit: 10 }), [5, 4, 3]);
+    });
+
     it('refuses work once closed', async () => {
       await store.close();
       await assert.rejects(store.listTasks(), { name: 'StoreError', code: 'store_closed' });

@@ -11,6 +11,7 @@ export interface CommandTable {
     autopilot: readonly CommandSpec[];
     live: readonly CommandSpec[];
     dev: readonly CommandSpec[];
+    access: readonly CommandSpec[];
   };
 }
 
@@ -61,12 +62,24 @@ function commandList(specs: readonly CommandSpec[]): string[] {
   });
 }
 
+/** What each group of subcommands is, for its help. */
+const GROUP_TEXT: Record<string, string[]> = {
+  dev: [
+    "The embedded dev network's other actors: an admin creating tasks, peer nodes, users buying stacks,",
+    'epochs. Only on a daemon running --network dev (the default); elsewhere the daemon answers 404.',
+  ],
+  token: [
+    'Named API tokens with a scope (read, usage, write, admin), kept hashed by the daemon: admin requests,',
+    'sent with an admin token (the file token by default). `node-daemon token rotate [--grace D | --now]`',
+    "replaces the data directory's file token (a daemon command, see node-daemon --help).",
+  ],
+};
+
 function groupHelp(prefix: string, specs: readonly CommandSpec[]): string {
   return [
     `Usage: node-daemon ${prefix} COMMAND [arguments] [options]`,
     '',
-    "The embedded dev network's other actors: an admin creating tasks, peer nodes, users buying stacks,",
-    'epochs. Only on a daemon running --network dev (the default); elsewhere the daemon answers 404.',
+    ...(GROUP_TEXT[prefix.split(' ')[0]!] ?? GROUP_TEXT.dev!),
     '',
     'Commands:',
     ...commandList(specs),
@@ -89,6 +102,10 @@ function overview(groups: CommandTable['groups']): string {
     ],
     ['Live (what happens to the node, as it happens):', groups.live],
     ['Dev network actors (a daemon on --network dev only):', groups.dev],
+    [
+      'Access (admin: named tokens with a scope, the audit trail; `token rotate` replaces the file token):',
+      groups.access,
+    ],
   ];
   return [
     'Client commands: the same binary drives a running daemon through its HTTP API. It finds the daemon',

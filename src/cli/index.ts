@@ -1,5 +1,6 @@
 import { CliError } from '../internal/exit-codes.ts';
 import { seconds, usageError } from './args.ts';
+import { ACCESS } from './commands/access.ts';
 import { AUTOPILOT } from './commands/autopilot.ts';
 import { DEV } from './commands/dev.ts';
 import { READS } from './commands/reads.ts';
@@ -23,13 +24,21 @@ import { didYouMean } from './suggest.ts';
 export { ClientExitCode } from './exit-codes.ts';
 
 /** Every client command, in the order of the help; the groups are the overview's sections. */
-export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...AUTOPILOT, ...WATCH, ...DEV];
+export const COMMANDS: readonly CommandSpec[] = [
+  ...READS,
+  ...WRITES,
+  ...AUTOPILOT,
+  ...WATCH,
+  ...DEV,
+  ...ACCESS,
+];
 export const GROUPS: CommandTable['groups'] = {
   reads: READS,
   writes: WRITES,
   autopilot: AUTOPILOT,
   live: WATCH,
   dev: DEV,
+  access: ACCESS,
 };
 
 /**

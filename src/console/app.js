@@ -4,6 +4,7 @@ import { h, replace } from './dom.js';
 import { EventFeed } from './events.js';
 import { describeEvent } from './feed.js';
 import { formatUsdc, shortId } from './format.js';
+import { auditView, tokensView } from './views/access.js';
 import { activityView } from './views/activity.js';
 import { autopilotView } from './views/autopilot.js';
 import { disputesView } from './views/disputes.js';
@@ -111,6 +112,7 @@ export const state = {
   errors: {},
   feed: loadFeed(),
   stream: { state: 'connecting', detail: '' },
+  access: null,
 };
 
 function loadFeed() {
@@ -158,8 +160,13 @@ export const ctx = {
     );
     return badge ? { node_badge_id: badge.badge_id } : {};
   },
-  // Writes act on the signer's badges only, so the views offer them only then (reads of any node are public).
+  mayWrite() {
+    return state.access === null || state.access.scope === 'write' || state.access.scope === 'admin';
+  },
+  // Writes act on the signer's badges only, so the views offer them only then (reads of any node are public),
+  // and only to a token that may write.
   ownsNode() {
+    if (!ctx.mayWrite()) return false;
     const badges = state.data.status?.badges;
     if (!Array.isArray(badges) || state.node === null) return true;
     return badges.some((/** @type {any} */ b) => String(b.node_small_id) === state.node);
@@ -219,6 +226,8 @@ const views = {
   subscriptions: subscriptionsView(ctx),
   autopilot: autopilotView(ctx),
   activity: activityView(ctx),
+  tokens: tokensView(ctx),
+  audit: auditView(ctx),
 };
 /** @typedef {keyof typeof views} ViewName */
 const NAMES = /** @type {ViewName[]} */ (Object.keys(views));
@@ -472,8 +481,35 @@ function modal(name, submitted, cancelled) {
 }
 setTokenPrompt(askToken);
 
+/**
+ * Asks the daemon which token the console holds (GET /whoami), and shows what its scope allows: the admin
+ * views (Tokens, Audit) to an admin token only, the write buttons to a write or admin token only.
+ */
+async function loadAccess() {
+  // Without a token there is nothing to ask (a 401 would be a failed load in the browser's console): the
+  // scope is unknown, and a write asks for the token.
+  if (!token.get()) state.access = null;
+  else
+    try {
+      const who = await get('/whoami');
+      state.access = { name: who.name, scope: who.scope };
+    } catch {
+      state.access = null;
+    }
+  document.body.dataset.scope = state.access?.scope ?? '';
+  for (const link of document.querySelectorAll('nav.views [data-scope="admin"]')) {
+    if (link instanceof HTMLElement) link.hidden = state.access?.scope !== 'admin';
+  }
+  const who = byId('whoami');
+  who.textContent = state.access ? `${state.access.name ?? 'no token'} · ${state.access.scope}` : '';
+  who.hidden = state.access === null;
+  for (const name of NAMES) stale.add(name);
+  render(current);
+}
+
 token.onChange(() => {
   renderHeader();
+  void loadAccess();
   if (token.get()) {
     // Reads refused for want of the token can be asked again, and the stream can reconnect.
     if (Object.values(state.errors).some((e) => e && (e.status === 401 || e.status === 403))) refresh(ALL);
@@ -580,6 +616,7 @@ const first = location.hash.slice(1);
 show(isView(first) ? /** @type {ViewName} */ (first) : 'overview', false);
 renderHeader();
 refresh(ALL);
+void loadAccess();
 feed.start();
 setInterval(() => {
   if (document.visibilityState !== 'visible') return;

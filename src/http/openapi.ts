@@ -2,6 +2,7 @@ import type { Static, TObject, TSchema } from 'typebox';
 import type { Network } from '../config.ts';
 import { ERRORS, type ErrorCode } from '../problems/catalog.ts';
 import { ProblemSchema } from '../schemas/ops.ts';
+import { type RouteScope, requiredScope } from './scopes.ts';
 import type { AuthMode } from './security.ts';
 
 /**
@@ -15,6 +16,9 @@ export interface DocumentOptions {
   network: Network;
 }
 
+/** The extension that says which token scope an operation needs (scopes.ts). */
+const REQUIRED_SCOPE = 'x-required-scope';
+
 /** The name of the API token's security scheme in the document. */
 const TOKEN_SCHEME = 'apiToken';
 
@@ -26,9 +30,25 @@ const OPEN_PATHS = new Set(['/health', '/ready']);
 
 /** Whether the guard (security.ts) asks this request for the token. */
 function needsToken(auth: AuthMode, method: string, path: string): boolean {
-  if (auth === 'none' || OPEN_PATHS.has(path) || method === 'OPTIONS') return false;
+  if (auth === 'none' || method === 'OPTIONS') return false;
+  const scope = requiredScope(method, fastifyUrl(path));
+  if (scope === 'admin' || scope === 'token') return true;
+  if (OPEN_PATHS.has(path)) return false;
   return auth === 'all' || (method !== 'GET' && method !== 'HEAD');
 }
+
+/** `/stacks/{stack_small_id}/usage` → `/stacks/:stack_small_id/usage`, as scopes.ts keys its routes. */
+function fastifyUrl(path: string): string {
+  return path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+const SCOPE_LINES: Record<RouteScope, string> = {
+  read: 'Scope: read (or write, admin).',
+  usage: 'Scope: usage (or write, admin).',
+  write: 'Scope: write (or admin).',
+  admin: 'Scope: admin; it always needs a token.',
+  token: 'Scope: any valid token.',
+};
 
 interface ResponseObject {
   description: string;
@@ -37,7 +57,9 @@ interface ResponseObject {
   [extension: `x-${string}`]: unknown;
 }
 interface OperationObject {
+  description?: string;
   security?: Record<string, string[]>[];
+  [REQUIRED_SCOPE]?: RouteScope;
   parameters?: { in: string; name?: string }[];
   [CONDITIONAL]?: boolean;
   requestBody?: unknown;
@@ -207,7 +229,9 @@ export function finishDocument(document: object, options: DocumentOptions): void
         scheme: 'bearer',
         description:
           'The API token, sent as `Authorization: Bearer <token>`: the content of `<data dir>/api-token` ' +
-          '(created on first start; `node-daemon token rotate` replaces it). ' +
+          '(an admin token, created on first start; `node-daemon token rotate` replaces it), or a named token ' +
+          'of `node-daemon token create` with a scope: read, usage, write or admin. Each operation says the ' +
+          'scope it needs in `x-required-scope`; admin operations always need a token. ' +
           (options.auth === 'all'
             ? 'This daemon runs with --auth all: every request but /health and /ready needs it.'
             : 'This daemon runs with --auth writes: every write (POST, DELETE) needs it.'),
@@ -223,9 +247,12 @@ export function finishDocument(document: object, options: DocumentOptions): void
       codes.add('invalid_parameter');
       if (operation.requestBody) codes.add('invalid_body');
       if (method !== 'get' && method !== 'head') for (const code of WITH_BODY) codes.add(code);
+      const scope = requiredScope(method.toUpperCase(), fastifyUrl(path));
+      operation[REQUIRED_SCOPE] = scope;
+      operation.description = [operation.description, SCOPE_LINES[scope]].filter(Boolean).join('\n\n');
       if (needsToken(options.auth, method.toUpperCase(), path)) {
         operation.security = [{ [TOKEN_SCHEME]: [] }];
-        codes.add('unauthorized').add('forbidden');
+        codes.add('unauthorized').add('forbidden').add('insufficient_scope');
       }
       addProblems(operation, codes);
     }

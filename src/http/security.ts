@@ -1,10 +1,12 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Metrics } from '../internal/metrics.ts';
+import type { TokenStore } from '../store/store.ts';
 import { sendProblem } from './errors.ts';
+import { grants, type RouteScope, requiredScope, type Scope, scopesGranting } from './scopes.ts';
 
 /** The API token's file in the data directory. */
 export const TOKEN_FILE = 'api-token';
@@ -32,38 +34,96 @@ export function loadOrCreateToken(dataDir: string): { file: string; created: boo
   return { file, created: true };
 }
 
-/** Replaces the token atomically (a running daemon picks the new one up within a second). */
-export function rotateToken(dataDir: string): string {
+/** The file token replaced by `token rotate`, and until when it is still accepted (ms since the epoch). */
+export const PREVIOUS_TOKEN_FILE = 'api-token.previous';
+
+/** How long `token rotate` keeps the old file token valid unless told (--grace, --now). */
+export const DEFAULT_ROTATE_GRACE_MS = 10 * 60 * 1000;
+
+/**
+ * Replaces the token atomically (a running daemon picks the new one up within a second). The old one
+ * stays valid for graceMs (written with its end to api-token.previous), so clients that hold it can move
+ * over; 0 cuts it at once.
+ */
+export function rotateToken(dataDir: string, graceMs = 0, nowMs = Date.now()): string {
   const file = join(dataDir, TOKEN_FILE);
-  const temporary = `${file}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
-  renameSync(temporary, file);
+  const previous = join(dataDir, PREVIOUS_TOKEN_FILE);
+  const old = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
+  const write = (target: string, text: string) => {
+    const temporary = `${target}.${process.pid}.tmp`;
+    writeFileSync(temporary, text, { mode: 0o600 });
+    renameSync(temporary, target);
+  };
+  // The old token's grace first: there is no moment when neither the old nor the new one is accepted.
+  if (graceMs > 0 && old !== '') write(previous, `${old}\n${nowMs + graceMs}\n`);
+  else rmSync(previous, { force: true });
+  write(file, `${randomBytes(32).toString('base64url')}\n`);
   return file;
 }
 
-/** The current token, re-read when the file changes (checked at most once a second). */
-class TokenFile {
+/** A token file's digest, re-read when the file changes (checked at most once a second). */
+class WatchedFile {
   readonly #file: string;
-  #digest: Buffer | undefined;
   #mtimeMs = -1;
   #checkedAt = 0;
+  #lines: string[] = [];
 
   constructor(file: string) {
     this.#file = file;
   }
 
-  /** Compares in constant time (over fixed-length digests, so the token length leaks nothing either). */
-  matches(candidate: string): boolean {
-    const now = Date.now();
+  lines(now: number): string[] {
     if (now - this.#checkedAt > 1000) {
       this.#checkedAt = now;
       const stat = statSync(this.#file, { throwIfNoEntry: false });
-      if (stat && stat.mtimeMs !== this.#mtimeMs) {
+      if (!stat) {
+        this.#lines = [];
+        this.#mtimeMs = -1;
+      } else if (stat.mtimeMs !== this.#mtimeMs) {
         this.#mtimeMs = stat.mtimeMs;
-        this.#digest = sha256(readFileSync(this.#file, 'utf8').trim());
+        this.#lines = readFileSync(this.#file, 'utf8')
+          .split('\n')
+          .map((line) => line.trim());
       }
     }
-    return this.#digest !== undefined && timingSafeEqual(this.#digest, sha256(candidate));
+    return this.#lines;
+  }
+}
+
+/**
+ * The file token (<data dir>/api-token, an admin token named api-token), and the one `token rotate`
+ * replaced while its grace lasts (api-token.previous: the token, then until when).
+ */
+class TokenFile {
+  readonly #current: WatchedFile;
+  readonly #previous: WatchedFile;
+  #digest: Buffer | undefined;
+  #digestOf: string | undefined;
+  #previousDigest: Buffer | undefined;
+  #previousOf: string | undefined;
+
+  constructor(file: string) {
+    this.#current = new WatchedFile(file);
+    this.#previous = new WatchedFile(`${file}.previous`);
+  }
+
+  /** Compares in constant time (over fixed-length digests, so the token length leaks nothing either). */
+  matches(candidate: string): boolean {
+    const now = Date.now();
+    const [current] = this.#current.lines(now);
+    if (current !== this.#digestOf) {
+      this.#digestOf = current;
+      this.#digest = current ? sha256(current) : undefined;
+    }
+    const digest = sha256(candidate);
+    if (this.#digest !== undefined && timingSafeEqual(this.#digest, digest)) return true;
+    const [previous, until] = this.#previous.lines(now);
+    if (!previous || !(Number(until) > now)) return false;
+    if (previous !== this.#previousOf) {
+      this.#previousOf = previous;
+      this.#previousDigest = sha256(previous);
+    }
+    return this.#previousDigest !== undefined && timingSafeEqual(this.#previousDigest, digest);
   }
 }
 
@@ -114,11 +174,27 @@ function hostRefusal(seen: string, boundHost: string): string {
  * on every request).
  */
 const COUNTED = Symbol('counted in flight');
-type MarkedRequest = FastifyRequest & { [COUNTED]?: boolean };
+/** The token a request was admitted (or refused for scope) with. */
+const IDENTITY = Symbol('token identity');
+type MarkedRequest = FastifyRequest & { [COUNTED]?: boolean; [IDENTITY]?: TokenIdentity };
+
+/** Who sent a request: the name and scope of its token (never the token). */
+export interface TokenIdentity {
+  name: string;
+  scope: Scope;
+}
+
+/** The token a request was checked with; undefined when it sent none (or it was not needed or wrong). */
+export function identityOf(request: FastifyRequest): TokenIdentity | undefined {
+  return (request as MarkedRequest)[IDENTITY];
+}
 
 export interface RequestGuard {
-  /** Runs the guards; true when it has answered the request (which must then go no further). */
-  check(request: FastifyRequest, reply: FastifyReply): boolean;
+  /**
+   * Runs the guards; true when it has answered the request (which must then go no further). A named
+   * token is looked up in the store: then the answer comes as a promise.
+   */
+  check(request: FastifyRequest, reply: FastifyReply): boolean | Promise<boolean>;
   /** Call once the request is over (answered or aborted): it no longer counts as in flight. */
   release(request: FastifyRequest): void;
 }
@@ -129,7 +205,7 @@ export interface RequestGuard {
  * writes (and reads with auth=all): 401 when missing, 403 when wrong. Synchronous: they run on every
  * request, so they cost no promise.
  */
-export function createGuard(options: SecurityOptions, metrics: Metrics): RequestGuard {
+export function createGuard(options: SecurityOptions, metrics: Metrics, tokens?: TokenStore): RequestGuard {
   const token = new TokenFile(options.tokenFile);
   const allowed = new Set(
     ['localhost', '127.0.0.1', '[::1]', options.boundHost, ...options.allowedHosts].map((h) =>
@@ -147,6 +223,29 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
   ) => {
     sendProblem(request, reply, code, detail, headers ? { headers } : {});
     return true;
+  };
+  const lastTouched = new Map<string, number>();
+  const wrong = (request: FastifyRequest, reply: FastifyReply) =>
+    deny(
+      request,
+      reply,
+      'forbidden',
+      `the API token is wrong; use the token in ${options.tokenFile} (node-daemon token rotate replaces it), or a named token of node-daemon token list`,
+    );
+  const admit = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    identity: TokenIdentity,
+    needed: RouteScope,
+  ): boolean => {
+    (request as MarkedRequest)[IDENTITY] = identity;
+    if (grants(identity.scope, needed)) return false;
+    return deny(
+      request,
+      reply,
+      'insufficient_scope',
+      `this request needs a token with scope ${scopesGranting(needed)}; the token ${identity.name} has scope ${identity.scope} (node-daemon token create --scope ${needed === 'token' ? 'read' : needed} makes one)`,
+    );
   };
   return {
     release(request) {
@@ -188,31 +287,98 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
         );
       }
       const path = url.slice(0, query > -1 ? query : undefined);
+      if (options.auth === 'none' || request.method === 'OPTIONS') return false;
       // The router ignores a trailing slash (/health/ is /health), and so does this check.
       const open = OPEN_PATHS.has(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path);
-      if (options.auth === 'none' || open || request.method === 'OPTIONS') return false;
+      const route = request.routeOptions.url;
+      // A path no route has (404, 405) needs any valid token where a request of its method would.
+      const needed: RouteScope = route === undefined ? 'token' : requiredScope(request.method, route);
       const isRead = request.method === 'GET' || request.method === 'HEAD';
-      if (isRead && (options.auth === 'writes' || options.isPublic?.(path))) return false;
+      // Admin routes, and who the caller is, always need a token; reads only with --auth all.
+      const always = needed === 'admin' || (needed === 'token' && route !== undefined);
+      if (!always && (open || (isRead && (options.auth === 'writes' || options.isPublic?.(path))))) {
+        return false;
+      }
       const header = request.headers.authorization;
       if (header === undefined) {
         return deny(
           request,
           reply,
           'unauthorized',
-          `this request needs the API token: send Authorization: Bearer <the token in ${options.tokenFile}>`,
+          `this request needs the API token${scopeWords(needed)}: send Authorization: Bearer <the token in ${options.tokenFile}>`,
           { 'www-authenticate': 'Bearer' },
         );
       }
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (!match || !token.matches(match[1]!)) {
+      if (!match) {
+        // A raw token (or another scheme) is a common slip: say what is missing, not that it is wrong.
         return deny(
           request,
           reply,
-          'forbidden',
-          `the API token is wrong; use the token in ${options.tokenFile} (node-daemon token rotate replaces it)`,
+          'unauthorized',
+          /^\S+$/.test(header.trim())
+            ? 'the Authorization header lacks the Bearer scheme: send Authorization: Bearer <token> (the word Bearer, a space, then the token)'
+            : 'the Authorization header must use the Bearer scheme: send Authorization: Bearer <token>',
+          { 'www-authenticate': 'Bearer' },
         );
       }
-      return false;
+      const presented = match[1]!;
+      if (token.matches(presented)) return admit(request, reply, FILE_IDENTITY, needed);
+      if (!presented.startsWith(NAMED_TOKEN_PREFIX) || tokens === undefined) return wrong(request, reply);
+      return tokens.findToken(tokenHash(presented)).then((row) => {
+        if (row === undefined || !isScopeText(row.scope)) return wrong(request, reply);
+        const now = Date.now();
+        if (row.revoked_at !== null) {
+          return deny(
+            request,
+            reply,
+            'forbidden',
+            `the token ${row.name} was revoked; use another (node-daemon token list), or create one with node-daemon token create`,
+          );
+        }
+        if (row.expires_at !== null && row.expires_at <= now) {
+          return deny(
+            request,
+            reply,
+            'forbidden',
+            `the token ${row.name} expired at ${new Date(row.expires_at).toISOString()}; create another with node-daemon token create`,
+          );
+        }
+        // Last use is written at most once a minute per token and process, off the request's path.
+        const touched = lastTouched.get(row.name) ?? row.last_used_at ?? 0;
+        if (now - touched >= TOUCH_INTERVAL_MS) {
+          lastTouched.set(row.name, now);
+          tokens.touchToken(row.name, now).catch(() => lastTouched.delete(row.name));
+        }
+        return admit(request, reply, { name: row.name, scope: row.scope }, needed);
+      });
     },
   };
+}
+
+/** The file token's identity: an admin token named after its file. */
+const FILE_IDENTITY: TokenIdentity = Object.freeze({ name: TOKEN_FILE, scope: 'admin' });
+
+/** The beginning of every named token (node-daemon token create), so that others cost no lookup. */
+export const NAMED_TOKEN_PREFIX = 'ndt_';
+
+/** A token's last use is recorded at most this often (per token, per process). */
+const TOUCH_INTERVAL_MS = 60_000;
+
+/** The hex sha256 of a token's text: what the store keeps and looks it up by. */
+export function tokenHash(token: string): string {
+  return hash('sha256', token, 'hex');
+}
+
+/** A new named token's text: the prefix and 32 random bytes. */
+export function newNamedToken(): string {
+  return `${NAMED_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+}
+
+function isScopeText(scope: string): scope is Scope {
+  return scope === 'read' || scope === 'usage' || scope === 'write' || scope === 'admin';
+}
+
+function scopeWords(needed: RouteScope): string {
+  return needed === 'token' ? '' : ` (or a named token with scope ${scopesGranting(needed)})`;
 }

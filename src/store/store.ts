@@ -517,6 +517,82 @@ export interface Coordination {
   withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
 }
 
+/** A named API token as the store keeps it: never its text, only the sha256 of it (TokenStore). */
+export interface ApiTokenRow {
+  name: string;
+  /** read, usage, write or admin (http/scopes.ts). */
+  scope: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+/** A new named token: its name, scope, the hex sha256 of its text, and when it expires (ms, or null). */
+export interface NewApiToken {
+  name: string;
+  scope: string;
+  hash: string;
+  createdAt: number;
+  expiresAt: number | null;
+}
+
+/** The named API tokens (http/tokens.ts), shared by every daemon on a PostgreSQL database. */
+export interface TokenStore {
+  /** Adds a token; 'exists' when a token of that name is live (a revoked one's name is taken again). */
+  createToken(token: NewApiToken): Promise<'created' | 'exists'>;
+  /** The token whose text hashes to `hash`, revoked and expired ones included (the caller judges). */
+  findToken(hash: string): Promise<ApiTokenRow | undefined>;
+  /** Every token, by name. */
+  listTokens(): Promise<ApiTokenRow[]>;
+  /** Revokes a live token; false when there is none of that name (or it is revoked already). */
+  revokeToken(name: string, nowMs: number): Promise<boolean>;
+  /** Records that a token was used (callers do so at most once a minute per token). */
+  touchToken(name: string, nowMs: number): Promise<void>;
+}
+
+/** One audited request (a write or an admin request, refused or not): never a token, only its name. */
+export interface AuditEntry {
+  at: number;
+  token_name: string | null;
+  method: string;
+  /** The route as OpenAPI writes it (`/stacks/{stack_small_id}/usage`), or the path when none matched. */
+  route: string;
+  request_id: string;
+  status: number;
+  problem_code: string | null;
+  tx_digest: string | null;
+  /** The transaction's gas (MIST, a u64 in decimal) when the answer says it. */
+  gas_used: string | null;
+  /** The answer was an Idempotency-Key's replay of an earlier one. */
+  idempotent_replay: boolean;
+}
+
+export interface AuditRow extends AuditEntry {
+  id: number;
+}
+
+/** What GET /audit asks: newest first, before an id (paging), with optional filters. */
+export interface AuditQuery {
+  token?: string | undefined;
+  route?: string | undefined;
+  method?: string | undefined;
+  /** ok: status < 400; denied: 401 or 403; failed: any other status >= 400. */
+  outcome?: 'ok' | 'denied' | 'failed' | undefined;
+  since?: number | undefined;
+  until?: number | undefined;
+  before?: number | undefined;
+  limit: number;
+}
+
+/** The audit trail (http/audit.ts writes it in batches, off the requests' path). */
+export interface AuditStore {
+  appendAudit(entries: readonly AuditEntry[]): Promise<void>;
+  listAudit(query: AuditQuery): Promise<AuditRow[]>;
+  /** Deletes the entries older than `beforeMs`; answers how many. */
+  pruneAudit(beforeMs: number): Promise<number>;
+}
+
 /** The daemon's state, whichever engine holds it: every role, and the engine's own facts. */
 export interface Store
   extends IndexerStore,
@@ -527,7 +603,9 @@ export interface Store
     NodeEventStore,
     ConditionStore,
     IdempotencyStore,
-    Coordination {
+    Coordination,
+    TokenStore,
+    AuditStore {
   readonly engine: 'sqlite' | 'postgres';
   /** Where the data lives, safe to print (no password). */
   readonly location: string;

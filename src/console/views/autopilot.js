@@ -90,13 +90,19 @@ export function autopilotView(ctx) {
               { class: 'actions' },
               h(
                 'button',
-                { type: 'button', 'data-key': 'pilot-run', onclick: run },
+                { type: 'button', 'data-key': 'pilot-run', onclick: run, hidden: !ctx.mayWrite() },
                 a.mode === 'on' ? 'Run a pass now' : 'Plan now',
               ),
               a.state === 'halted'
                 ? h(
                     'button',
-                    { type: 'button', class: 'primary', 'data-key': 'pilot-resume', onclick: resume },
+                    {
+                      type: 'button',
+                      class: 'primary',
+                      'data-key': 'pilot-resume',
+                      onclick: resume,
+                      hidden: !ctx.mayWrite(),
+                    },
                     'Resume',
                   )
                 : null,

@@ -17,6 +17,8 @@ import { formatTime } from '../format.js';
  * @property {Record<string, import('../api.js').ApiProblem | undefined>} errors the last failure of each resource
  * @property {ReturnType<typeof import('../feed.js').describeEvent>[]} feed newest first
  * @property {{ state: string, detail: string }} stream
+ * @property {{ name: string | null, scope: string } | null} access
+ *   the console's token as GET /whoami names it (null while unknown: no token, or not asked yet)
  */
 
 /**
@@ -33,7 +35,10 @@ import { formatTime } from '../format.js';
  * @property {() => { node_badge_id?: string }} badge
  *   the badge of the node shown, for a write about it; {} (the signer's first badge) when unknown
  * @property {() => boolean} ownsNode
- *   whether the node shown is one of the signer's (true while the badges are not known yet)
+ *   whether the node shown is one of the signer's (true while the badges are not known yet), and the
+ *   console's token may write (false for a read or usage token)
+ * @property {() => boolean} mayWrite
+ *   whether the console's token may write: true for write and admin, and while its scope is unknown
  * @property {(node: string) => void} showNode shows another node
  */
 

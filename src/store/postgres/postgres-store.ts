@@ -1,4 +1,5 @@
 import type { Store } from '../store.ts';
+import { postgresAccess } from './access.ts';
 import { postgresAutopilot } from './autopilot.ts';
 import { postgresConditions } from './conditions.ts';
 import { postgresCoordination } from './coordination.ts';
@@ -43,6 +44,7 @@ export class PostgresStore {
       ...postgresNodeEvents(db),
       ...postgresConditions(db),
       ...postgresIdempotency(db),
+      ...postgresAccess(db),
       ...postgresCoordination(db),
       close: () => db.close(),
     };

@@ -1,4 +1,5 @@
 import type { Coordination, Store } from '../store.ts';
+import { sqliteAccess } from './access.ts';
 import { sqliteAutopilot } from './autopilot.ts';
 import { sqliteConditions } from './conditions.ts';
 import { SqliteDatabase, type SqliteStoreOptions } from './database.ts';
@@ -39,6 +40,7 @@ export class SqliteStore {
       ...sqliteNodeEvents(db),
       ...sqliteConditions(db),
       ...sqliteIdempotency(db),
+      ...sqliteAccess(db),
       ...coordination(db),
       close: () => db.close(),
     };
