@@ -135,6 +135,7 @@ interface Settings extends Omit<CommonConfig, 'usageSource' | 'notices'> {
   readonly autopilotSettleIdle: number;
   readonly autopilotMinClaim: bigint;
   readonly autopilotMaxGas: bigint;
+  readonly autopilotMaxGasPerDay: bigint;
   readonly gasWarningMist: bigint;
 }
 
@@ -532,6 +533,15 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 50_000_000n,
   },
   {
+    key: 'autopilotMaxGasPerDay',
+    flag: 'autopilot-max-gas-per-day',
+    env: 'NODE_DAEMON_AUTOPILOT_MAX_GAS_PER_DAY',
+    describe: 'autopilot: in any 24 hours, sign transactions whose gas adds up to at most this (MIST)',
+    parse: u64Setting('MIST (1000000000 is 1 SUI)'),
+    // A busy day of a large node, with room (docs/EARNINGS.md, "The daily gas cap").
+    defaultValue: () => 50_000_000_000n,
+  },
+  {
     key: 'gasWarningMist',
     flag: 'gas-warning-mist',
     env: 'NODE_DAEMON_GAS_WARNING_MIST',
@@ -759,6 +769,7 @@ function assemble(
       settleIdleSeconds: settings.autopilotSettleIdle,
       minClaim: settings.autopilotMinClaim,
       maxGas: settings.autopilotMaxGas,
+      maxGasPerDay: settings.autopilotMaxGasPerDay,
     }),
     atomaConfig: settings.atomaConfig,
     nodeSmallIds: settings.nodeSmallIds,

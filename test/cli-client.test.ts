@@ -351,7 +351,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   const pilot = await table(['autopilot']);
   assert.match(
     pilot,
-    /^mode: +dry-run: it plans and records what it would do, and submits nothing\nstate: +(idle|running a pass)\nepoch: +0\nsettles: +a stack once its usage reaches 95\.0% of its units, or 1h after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((.+ ago|now)\), started by \w+; planned only/,
+    /^mode: +dry-run: it plans and records what it would do, and submits nothing\nstate: +(idle|running a pass)\nepoch: +0\nsettles: +a stack once its usage reaches 95\.0% of its units, or 1h after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\ngas budget: +50\.000000000 SUI left of 50\.000000000 SUI a day \(--autopilot-max-gas-per-day\), nothing spent in 24 hours\nlast pass: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((.+ ago|now)\), started by \w+; planned only/,
   );
   assert.match(pilot, /\n\nWhat it would do now:\nACTION +NODE +STACKS +WILL +NODE FEE +GAS +REASON\n/);
   const fee2 = usdc(nodeFee(950n, 1_500_000n, SAMPLING));
@@ -1035,6 +1035,14 @@ describe('client commands against a stand-in server', () => {
       state: 'halted',
       halted_reason: '3 contract aborts in a row, the last: EStackInDispute',
       policy: { settle_fill: 0.9, settle_idle_seconds: 5400, min_claim: 1000000, max_gas: 50000000 },
+      gas_budget: {
+        per_day: 8000000,
+        spent: 5995760,
+        remaining: 2004240,
+        paused: true,
+        needed: 3976000,
+        frees_at: '2026-11-25T22:26:47.734Z',
+      },
       epoch: 4,
       last_pass: {
         at: '2026-11-24T22:26:47.734Z',
@@ -1067,7 +1075,7 @@ describe('client commands against a stand-in server', () => {
     const text = ok(await inProcess(['autopilot', '--url', url]), ['autopilot']);
     assert.match(
       text,
-      /^mode: +on: it settles, attests and claims by itself\nstate: +halted: 3 contract aborts in a row, the last: EStackInDispute; `node-daemon autopilot resume` lets it act again\nepoch: +4\nsettles: +a stack once its usage reaches 90\.0% of its units, or 1h 30m after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +2026-11-24T22:26:47Z \(.+ ago\), started by indexer; acted: 2 transactions \(12\.5 ms\)\nnext pass: +when the chain or the usage changes\n\n/,
+      /^mode: +on: it settles, attests and claims by itself\nstate: +halted: 3 contract aborts in a row, the last: EStackInDispute; `node-daemon autopilot resume` lets it act again\nepoch: +4\nsettles: +a stack once its usage reaches 90\.0% of its units, or 1h 30m after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\ngas budget: +paused: 0\.002004240 SUI left of 0\.008000000 SUI a day \(--autopilot-max-gas-per-day\), the next action needs 0\.003976000 SUI; it frees up 2026-11-25T22:26:47Z .*\nlast pass: +2026-11-24T22:26:47Z \(.+ ago\), started by indexer; acted: 2 transactions \(12\.5 ms\)\nnext pass: +when the chain or the usage changes\n\n/,
     );
     assert.ok(
       text.endsWith(

@@ -1643,6 +1643,7 @@ export function storeContract(
         reason: 'filled to 96% (threshold 95%)',
         node_fee_amount: null,
         gas_estimate: 2_000_000,
+        gas_used: null,
         tx_digests: [],
         error: null,
       };
@@ -1672,6 +1673,41 @@ export function storeContract(
         [second],
       );
       assert.equal((await store.listAutopilotActions({ limit: 1 })).length, 1);
+    });
+
+    it("records the gas an autopilot action used, and lists the actions that spend gas since a time (the daily cap's question)", async () => {
+      const base = {
+        updated_at: 1,
+        kind: 'settle' as const,
+        node_small_id: 3,
+        stack_small_ids: [9],
+        status: 'pending' as const,
+        reason: 'filled',
+        node_fee_amount: null,
+        gas_estimate: 3_976_000,
+        gas_used: null,
+        tx_digests: [],
+        error: null,
+      };
+      const spent = await store.insertAutopilotAction({ ...base, at: 1000 });
+      await store.insertAutopilotAction({ ...base, at: 2000, status: 'skipped' });
+      const pending = await store.insertAutopilotAction({ ...base, at: 3000 });
+      await store.insertAutopilotAction({ ...base, at: 500 });
+      const change = { status: 'succeeded' as const, tx_digests: ['d'], error: null, updated_at: 4 };
+      await store.updateAutopilotAction(spent, { ...change, gas_used: ABOVE_SAFE });
+      // A later change without the figure keeps it.
+      await store.updateAutopilotAction(spent, change);
+      const rows = await store.listAutopilotSpending(1000);
+      assert.deepEqual(rows, [
+        { at: 1000, node_small_id: 3, status: 'succeeded', gas_estimate: 3_976_000, gas_used: ABOVE_SAFE },
+        { at: 3000, node_small_id: 3, status: 'pending', gas_estimate: 3_976_000, gas_used: null },
+      ]);
+      const pendingIds = (await store.listAutopilotActions({ limit: 10, pending: true })).map((a) => a.id);
+      assert.ok(pendingIds.includes(pending) && !pendingIds.includes(spent));
+      await store.insertAutopilotAction({ ...base, at: 5000, status: 'failed', gas_used: 7 });
+      assert.deepEqual(await store.listAutopilotSpending(3001), [
+        { at: 5000, node_small_id: 3, status: 'failed', gas_estimate: 3_976_000, gas_used: 7 },
+      ]);
     });
 
     it('records node events with gap-free ids in commit order, and reads them filtered', async () => {
@@ -1928,6 +1964,7 @@ export function storeContract(
         reason: 'worth it',
         node_fee_amount: U64_MAX,
         gas_estimate: null,
+        gas_used: null,
         tx_digests: [],
         error: null,
       });

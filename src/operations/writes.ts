@@ -2,6 +2,7 @@ import type {
   Badge,
   Chain,
   GasOptions,
+  GasUsed,
   MoveAbort,
   Operation,
   Simulation,
@@ -142,13 +143,22 @@ export class Writes {
     operation: Operation,
     gas: GasOptions,
     what: string,
+    meter?: GasMeter,
   ): Promise<{ submission: Submission; indexed: boolean }> {
-    const { result, indexed } = await this.#submitter.run(
-      what,
-      () => this.#chain.submit(operation, gas),
-      (submission) => [submission],
-    );
-    return { submission: result, indexed };
+    try {
+      const { result, indexed } = await this.#submitter.run(
+        what,
+        () => this.#chain.submit(operation, gas),
+        (submission) => [submission],
+      );
+      meter?.(netGas(result.gas_used));
+      return { submission: result, indexed };
+    } catch (error) {
+      // A transaction that executed and aborted was paid for too.
+      const used = error instanceof ProblemError ? error.extensions.gas_used : undefined;
+      if (meter && used) meter(netGas(used as GasUsed));
+      throw error;
+    }
   }
 
   #one({ submission, indexed }: { submission: Submission; indexed: boolean }): TxResult {
@@ -263,11 +273,11 @@ export class Writes {
    * running request hash. 200 when at least one settled; a problem carrying every stack's reason when
    * none could be.
    */
-  trySettle(input: TrySettleRequest): Promise<MultiTxResult> {
+  trySettle(input: TrySettleRequest, meter?: GasMeter): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       const { planned, skips } = await this.#planSettlements(input);
       if (planned.length === 0) throw nothingToDo('nothing_to_settle', 'settled', skips);
-      return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack');
+      return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack', meter);
     });
   }
 
@@ -418,7 +428,7 @@ export class Writes {
    * built from its record of the stack's requests. Stacks it was not asked to attest, or has no record
    * of, get a per-stack error and no transaction.
    */
-  submitAttestations(input: SubmitAttestationsRequest): Promise<MultiTxResult> {
+  submitAttestations(input: SubmitAttestationsRequest, meter?: GasMeter): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       let badges = await this.#actingBadges(undefined);
       if (input.node_small_id !== undefined) {
@@ -491,6 +501,7 @@ export class Writes {
         skipped,
         input,
         'submit_stack_settlement_attestation',
+        meter,
       );
     });
   }
@@ -503,7 +514,7 @@ export class Writes {
    * claimed stack says the node's fee and the buyer's refund; so does the total. 200 when at least one
    * claim went through; a problem carrying every stack's reason when none did.
    */
-  claimFunds(input: ClaimFundsRequest): Promise<ClaimResult> {
+  claimFunds(input: ClaimFundsRequest, meter?: GasMeter): Promise<ClaimResult> {
     return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
       const epoch = await this.#chain.currentEpoch();
@@ -590,6 +601,7 @@ export class Writes {
           failure: (claim, failed) =>
             claim.ids.map((id) => ({ stack_small_id: id, status: 'failed', ...failed })),
         },
+        meter,
       );
       const sum = (field: 'node_fee_amount' | 'user_refund_amount') =>
         normalizeU64(done.reduce((total, r) => total + BigInt(r[field] ?? 0), 0n));
@@ -778,25 +790,34 @@ export class Writes {
     skips: StackResult[],
     gas: GasOptions,
     what: string,
+    meter?: GasMeter,
   ): Promise<MultiTxResult> {
     const extra = (plan: Planned) =>
       plan.num_claimed_compute_units === undefined
         ? {}
         : { num_claimed_compute_units: plan.num_claimed_compute_units };
     const transactions = planned.map((plan) => ({ ...plan, what }));
-    const { results, digests, indexed } = await this.#submitEach(requested, skips, transactions, gas, what, {
-      success: (plan, submission) => [
-        {
-          stack_small_id: plan.stack_small_id,
-          status: 'success',
-          tx_digest: submission.digest,
-          ...extra(plan),
-        },
-      ],
-      failure: (plan, failed) => [
-        { stack_small_id: plan.stack_small_id, status: 'failed', ...extra(plan), ...failed },
-      ],
-    });
+    const { results, digests, indexed } = await this.#submitEach(
+      requested,
+      skips,
+      transactions,
+      gas,
+      what,
+      {
+        success: (plan, submission) => [
+          {
+            stack_small_id: plan.stack_small_id,
+            status: 'success',
+            tx_digest: submission.digest,
+            ...extra(plan),
+          },
+        ],
+        failure: (plan, failed) => [
+          { stack_small_id: plan.stack_small_id, status: 'failed', ...extra(plan), ...failed },
+        ],
+      },
+      meter,
+    );
     return { tx_digests: digests, results, indexed };
   }
 
@@ -818,13 +839,14 @@ export class Writes {
       /** The results of the stacks a transaction that failed was for. */
       failure: (transaction: T, failed: Failure) => StackResult[];
     },
+    meter?: GasMeter,
   ): Promise<{ results: StackResult[]; done: StackResult[]; digests: string[]; indexed: boolean }> {
     const results: StackResult[] = [...skips];
     const digests: string[] = [];
     let indexed = true;
     for (const transaction of transactions) {
       try {
-        const result = await this.#submit(transaction.operation, gas, transaction.what);
+        const result = await this.#submit(transaction.operation, gas, transaction.what, meter);
         digests.push(result.submission.digest);
         indexed &&= result.indexed;
         results.push(...(await outcome.success(transaction, result.submission)));
@@ -942,4 +964,13 @@ function groupByBadge<T extends { badge: Badge; id: U64 }>(items: T[]): Map<Badg
   const groups = new Map<Badge, U64[]>();
   for (const item of items) groups.set(item.badge, [...(groups.get(item.badge) ?? []), item.id]);
   return groups;
+}
+
+/** Told the gas each transaction of a write used (MIST, net of the storage rebate): the autopilot's daily cap. */
+export type GasMeter = (mist: bigint) => void;
+
+/** What a transaction cost the signer: computation and storage less the storage rebate, never below 0. */
+export function netGas(gas: GasUsed): bigint {
+  const net = BigInt(gas.computation_cost) + BigInt(gas.storage_cost) - BigInt(gas.storage_rebate);
+  return net > 0n ? net : 0n;
 }

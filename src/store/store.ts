@@ -11,7 +11,7 @@ import type {
   StackSettlementTicket,
   Task,
 } from '../schemas/model.ts';
-import type { AutopilotAction } from './autopilot-actions.ts';
+import type { AutopilotAction, AutopilotSpending } from './autopilot-actions.ts';
 import type { NewNodeEvent, NodeEventQuery, NodeEventRow } from './node-events.ts';
 
 export type UsageOutcome =
@@ -434,10 +434,12 @@ export interface AutopilotStore {
   updateAutopilotAction(
     id: number,
     change: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error' | 'updated_at'> &
-      Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
+      Partial<Pick<AutopilotAction, 'node_fee_amount' | 'gas_used'>>,
   ): Promise<void>;
   /** The most recent actions, newest first; with pending, only those whose outcome is not recorded. */
   listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]>;
+  /** The actions decided at or after `since` (ms) that spent or may spend gas (pending, succeeded, failed), oldest first. */
+  listAutopilotSpending(since: number): Promise<AutopilotSpending[]>;
 }
 
 /** The node events of GET /events (node-events.ts). */

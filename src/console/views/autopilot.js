@@ -85,6 +85,14 @@ export function autopilotView(ctx) {
             a.halted_reason
               ? h('p', { class: 'outcome failure' }, h('strong', null, 'Halted'), ': ', a.halted_reason)
               : null,
+            a.gas_budget?.paused
+              ? h(
+                  'p',
+                  { class: 'outcome failure', 'data-key': 'pilot-gas-paused' },
+                  h('strong', null, 'Paused'),
+                  `: the next action (${formatUnits(a.gas_budget.needed, 9)} SUI of gas) would pass the daily gas budget; it frees up at ${formatTime(a.gas_budget.frees_at, true)}`,
+                )
+              : null,
             h(
               'div',
               { class: 'actions' },
@@ -118,6 +126,20 @@ export function autopilotView(ctx) {
               ['or idle for', formatDuration(a.policy.settle_idle_seconds)],
               ['Claim batches from', formatUsdc(a.policy.min_claim)],
               ['Gas at most', `${formatUnits(a.policy.max_gas, 9)} SUI`],
+              ...(a.gas_budget
+                ? [
+                    [
+                      'Gas budget left',
+                      `${formatUnits(a.gas_budget.remaining, 9)} of ${formatUnits(a.gas_budget.per_day, 9)} SUI a day`,
+                    ],
+                    [
+                      'It frees up',
+                      a.gas_budget.frees_at
+                        ? formatTime(a.gas_budget.frees_at, true)
+                        : 'nothing spent in 24 hours',
+                    ],
+                  ]
+                : []),
             ]),
           ),
         ),

@@ -46,5 +46,6 @@ export function postgresAutopilot(db: PostgresDatabase): AutopilotStore {
       (await db.rows(options.pending ? S.pendingActions : S.actions, [options.limit])).map(
         rows.autopilotAction,
       ),
+    listAutopilotSpending: async (since) => (await db.rows(S.spending, [since])).map(rows.autopilotSpending),
   };
 }

@@ -35,5 +35,6 @@ export function sqliteAutopilot(db: SqliteDatabase): AutopilotStore {
       const statement = options.pending ? r.pendingActions : r.actions;
       return db.guard(() => statement.all(options.limit).map(rows.autopilotAction));
     },
+    listAutopilotSpending: async (since) => db.guard(() => r.spending.all(since).map(rows.autopilotSpending)),
   };
 }

@@ -130,6 +130,8 @@ export function readStatements(db: DatabaseSync) {
     claimable: db.prepare(AUTOPILOT_QUERIES.claimable),
     requests: db.prepare(AUTOPILOT_QUERIES.requests),
     actions: db.prepare('SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT ?'),
+    spending: db.prepare(`SELECT at, node_small_id, status, gas_estimate, gas_used FROM autopilot_actions
+      WHERE at >= ? AND status IN ('pending', 'succeeded', 'failed') ORDER BY at`),
     pendingActions: db.prepare(
       "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT ?",
     ),
@@ -223,11 +225,12 @@ export function writeStatements(db: DatabaseSync) {
         parameters = coalesce(excluded.parameters, parameters), updated_at = excluded.updated_at`),
     insertAction:
       db.prepare(`INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
-      status, reason, node_fee_amount, gas_estimate, tx_digests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      status, reason, node_fee_amount, gas_estimate, tx_digests, error, gas_used)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       RETURNING *`),
     updateAction:
       db.prepare(`UPDATE autopilot_actions SET status = ?, tx_digests = ?, error = ?, updated_at = ?,
-      node_fee_amount = coalesce(?, node_fee_amount) WHERE id = ? RETURNING *`),
+      node_fee_amount = coalesce(?, node_fee_amount), gas_used = coalesce(?, gas_used) WHERE id = ? RETURNING *`),
     firstEventSince: db.prepare('SELECT id FROM node_events WHERE at >= ? ORDER BY id LIMIT 1'),
     newestEventId: db.prepare('SELECT max(id) AS id FROM node_events'),
     pruneEvents: db.prepare('DELETE FROM node_events WHERE id < ?'),
