@@ -126,20 +126,7 @@ export function autopilotView(ctx) {
               ['or idle for', formatDuration(a.policy.settle_idle_seconds)],
               ['Claim batches from', formatUsdc(a.policy.min_claim)],
               ['Gas at most', `${formatUnits(a.policy.max_gas, 9)} SUI`],
-              ...(a.gas_budget
-                ? [
-                    [
-                      'Gas budget left',
-                      `${formatUnits(a.gas_budget.remaining, 9)} of ${formatUnits(a.gas_budget.per_day, 9)} SUI a day`,
-                    ],
-                    [
-                      'It frees up',
-                      a.gas_budget.frees_at
-                        ? formatTime(a.gas_budget.frees_at, true)
-                        : 'nothing spent in 24 hours',
-                    ],
-                  ]
-                : []),
+              ...gasBudgetFacts(a.gas_budget),
             ]),
           ),
         ),
@@ -173,4 +160,17 @@ export function autopilotView(ctx) {
       );
     },
   };
+}
+
+/**
+ * The daily gas cap's facts: what is left, and when it frees up (none from a daemon without it).
+ * @param {any} budget
+ * @returns {[string, string][]}
+ */
+function gasBudgetFacts(budget) {
+  if (!budget) return [];
+  return [
+    ['Gas budget left', `${formatUnits(budget.remaining, 9)} of ${formatUnits(budget.per_day, 9)} SUI a day`],
+    ['It frees up', budget.frees_at ? formatTime(budget.frees_at, true) : 'nothing spent in 24 hours'],
+  ];
 }
