@@ -80,6 +80,8 @@ export interface AppDeps {
   requestTimeoutMs?: number | undefined;
 }
 
+/** The longest path parameter the router takes (find-my-way's default); a longer one is invalid_parameter. */
+const MAX_PARAM_LENGTH = 100;
 /** Largest request body any endpoint accepts. */
 export const BODY_LIMIT = 1024 * 1024;
 /** A request must arrive whole within this time. */
@@ -123,7 +125,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // One debug line per request (the onResponse hook below) instead of Fastify's two info lines.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Requests that arrive while the daemon drains get our problem body (the hook below), not Fastify's.
     return503OnClosing: false,
     // Parameters are parsed strictly by strict-params.ts; bodies keep their JSON types; unknown fields fail.
@@ -133,6 +135,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
+      // The router refuses a path parameter past its length (maxParamLength, 100) without naming it.
+      const long =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? methods.longParameter(request.method, request.url, MAX_PARAM_LENGTH)
+          : undefined;
+      if (long) {
+        sendProblem(
+          request,
+          reply,
+          'invalid_parameter',
+          `path parameter ${long.name} is ${long.length} characters long; give at most ${MAX_PARAM_LENGTH}`,
+          { parameter: long.name },
+        );
+        return;
+      }
       sendProblem(request, reply, 'bad_request', `the request could not be routed: ${error.message}`);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -16,7 +16,7 @@ import { describeAbort } from '../protocol/aborts.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
-import { commitmentFor, EMPTY_HASH, expectedAttesters, leafFor } from '../protocol/proofs.ts';
+import { commitmentFor, EMPTY_HASH, expectedAttesters, leafFor, MAX_LEAF_SLOT } from '../protocol/proofs.ts';
 import type { Stack } from '../schemas/model.ts';
 import type {
   ClaimFundsRequest,
@@ -387,6 +387,7 @@ export class Writes {
       }
       const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
       const filled = await this.#attesterSlotsFilled(stack, k);
+      if (filled > MAX_LEAF_SLOT) throw slotsUnsupported(k, filled, `settle stack ${id}`);
       planned.push({
         stack_small_id: id,
         num_claimed_compute_units: claimed,
@@ -478,6 +479,8 @@ export class Writes {
           continue;
         }
         const index = slots.indexOf(u64ToString(badge.node_small_id));
+        const last = Math.max(index + 1, slots.length);
+        if (last > MAX_LEAF_SLOT) throw slotsUnsupported(k, last, `attest stack ${id}`);
         planned.push({
           stack_small_id: id,
           operation: {
@@ -964,6 +967,14 @@ function groupByBadge<T extends { badge: Badge; id: U64 }>(items: T[]): Map<Badg
   const groups = new Map<Badge, U64[]>();
   for (const item of items) groups.set(item.badge, [...(groups.get(item.badge) ?? []), item.id]);
   return groups;
+}
+
+/** A proof or leaf that needs a slot a one-byte leaf index cannot name: refused before anything is signed. */
+function slotsUnsupported(k: number, slot: number, what: string): ProblemError {
+  return refuse(
+    'attester_slots_unsupported',
+    `cannot ${what}: the chain's cross_validation_extra_nodes_count is ${k}, and its proof needs attester slot ${slot}, above ${MAX_LEAF_SLOT}: a leaf's slot index is one byte (as atoma-node derives it); nothing was signed`,
+  );
 }
 
 /** Told the gas each transaction of a write used (MIST, net of the storage rebate): the autopilot's daily cap. */

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import type { Chain } from '../src/chain/chain.ts';
+import { createLogger } from '../src/internal/logger.ts';
+import { Mutex } from '../src/internal/mutex.ts';
+import { Submitter } from '../src/operations/submit.ts';
+import { Writes } from '../src/operations/writes.ts';
+import { ERRORS, ProblemError } from '../src/problems/catalog.ts';
+import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+
+/** The loose ends of issue 51: each answered with a problem that says what to change, never a 500. */
+
+type Json = Record<string, unknown>;
+
+function ok(res: LightMyRequestResponse): Json {
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json() as Json;
+}
+
+async function withDaemon(run: (d: DevDaemon) => Promise<void>): Promise<void> {
+  const d = await devDaemon({});
+  try {
+    await run(d);
+  } finally {
+    await d.close();
+  }
+}
+
+describe('loose ends', () => {
+  it('answers a path parameter over 100 characters with invalid_parameter naming it', () =>
+    withDaemon(async (d) => {
+      const long = '9'.repeat(120);
+      const res = await d.get(`/stacks/nodes/${long}`);
+      assert.equal(res.statusCode, 400, res.body);
+      const body = res.json() as Json;
+      assert.equal(body.code, 'invalid_parameter');
+      assert.equal(body.parameter, 'node_id');
+      assert.match(String(body.detail), /^path parameter node_id is 120 characters long; give at most 100$/);
+      // At the limit it is routed, and judged as a number like any other.
+      const at = await d.get(`/stacks/nodes/${'9'.repeat(100)}`);
+      assert.equal((at.json() as Json).code, 'invalid_parameter');
+      assert.equal((at.json() as Json).parameter, 'node_id');
+      assert.doesNotMatch(String((at.json() as Json).detail), /characters long/);
+    }));
+
+  it('refuses a JSON body declared in a charset other than UTF-8 with a 415 naming it', () =>
+    withDaemon(async (d) => {
+      for (const contentType of [
+        'application/json; charset=latin1',
+        'application/json;charset="ISO-8859-1"',
+        'application/json; charset=utf-16',
+      ]) {
+        const res = await d.post('/nodes/register', '{}', { 'content-type': contentType });
+        assert.equal(res.statusCode, 415, `${contentType}: ${res.body}`);
+        const body = res.json() as Json;
+        assert.equal(body.code, 'unsupported_media_type');
+        assert.equal(body.parameter, 'content-type');
+        const named = /charset=("?)([^";]+)\1/.exec(contentType)![2]!;
+        assert.ok(String(body.detail).includes(`charset=${named}`), String(body.detail));
+      }
+      // UTF-8, however it is spelt, and no charset at all, are read.
+      ok(await d.post('/nodes/register', '{}', { 'content-type': 'application/json; charset=UTF-8' }));
+      ok(await d.post('/nodes/register', '{}', { 'content-type': 'application/json;charset="utf8"' }));
+      ok(await d.post('/nodes/register', '{}', { 'content-type': 'application/json' }));
+    }));
+
+  it('refuses to settle or attest when the chain asks for an attester slot above 255 (k >= 256): a 400, not a 500', () =>
+    withDaemon(async (d) => {
+      ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: 0 }));
+      ok(await d.post('/nodes/register'));
+      ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
+      const bought = ok(
+        await d.post('/dev/stacks', {
+          task_small_id: 1,
+          num_compute_units: 1000,
+          price_per_one_million_compute_units: 2_000_000,
+          selected_node_id: 1,
+        }),
+      );
+      const stack = bought.stack_small_id as number;
+      ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 1000 }));
+      // Test double at the chain's boundary: a network whose admin set k (cross_validation_extra_nodes_count)
+      // to 300; everything else is the real dev network.
+      const dev = d.services.chain!;
+      const chain = new Proxy(dev, {
+        get(target, name) {
+          if (name === 'parameters') {
+            return async () => ({ ...(await target.parameters()), cross_validation_extra_nodes_count: 300 });
+          }
+          const value = Reflect.get(target, name, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      }) as Chain;
+      const log = createLogger('silent');
+      const writes = new Writes({
+        chain,
+        store: d.services.store,
+        submitter: new Submitter({ indexer: d.services.indexer!, indexWaitMs: 5000, log }),
+        lock: new Mutex(),
+      });
+      for (const attempt of [
+        () => writes.trySettle({ stack_small_ids: [stack] }),
+        () => writes.estimateSettle({ stack_small_ids: [stack] }),
+      ]) {
+        await assert.rejects(attempt(), (error: unknown) => {
+          assert.ok(error instanceof ProblemError, String(error));
+          assert.equal(error.code, 'attester_slots_unsupported');
+          assert.equal(ERRORS[error.code].status, 400);
+          assert.match(error.message, /cross_validation_extra_nodes_count is 300.*slot 300, above 255/);
+          return true;
+        });
+      }
+      assert.equal(await d.services.store.getTicket(stack), undefined, 'nothing was signed');
+    }));
+});
