@@ -22,6 +22,7 @@ import {
 } from './http/client-errors.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
+import { installLingeringClose } from './http/linger.ts';
 import { finishDocument } from './http/openapi.ts';
 import { ReadTurns } from './http/read-turns.ts';
 import { ResponseCache } from './http/response-cache.ts';
@@ -232,6 +233,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Bodies are JSON only (anything else is a 415), with exact integers.
   installJsonBody(app);
   installErrorHandler(app);
+  installLingeringClose(app);
   installStrictParams(app);
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Chain } from '../src/chain/chain.ts';
@@ -8,6 +10,8 @@ import { Submitter } from '../src/operations/submit.ts';
 import { Writes } from '../src/operations/writes.ts';
 import { ERRORS, ProblemError } from '../src/problems/catalog.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+import { startDaemon } from './helpers/process.ts';
+import { tempDir } from './helpers/tmp.ts';
 
 /** The loose ends of issue 51: each answered with a problem that says what to change, never a 500. */
 
@@ -113,4 +117,37 @@ describe('loose ends', () => {
       }
       assert.equal(await d.services.store.getTicket(stack), undefined, 'nothing was signed');
     }));
+
+  it("lets Node's own fetch read its 413 every time: the rest of a refused body is read and dropped, not reset", async () => {
+    const tmp = tempDir();
+    const daemon = await startDaemon(['--data-dir', tmp.dir, '--network', 'dev']);
+    try {
+      const token = readFileSync(join(tmp.dir, 'api-token'), 'utf8').trim();
+      const outcomes: string[] = [];
+      for (const mib of [1.5, 4]) {
+        const body = `{"stack_small_ids":[${'1,'.repeat((mib * 1024 * 1024) / 2)}1]}`;
+        for (let i = 0; i < 10; i++) {
+          try {
+            const res = await fetch(`${daemon.url}/nodes/claim-funds`, {
+              method: 'POST',
+              body,
+              headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+            });
+            outcomes.push(`${res.status} ${((await res.json()) as Json).code}`);
+          } catch (error) {
+            outcomes.push(
+              `${(error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message}`,
+            );
+          }
+        }
+      }
+      assert.deepEqual(outcomes, Array(20).fill('413 payload_too_large'));
+      // The connections that read the rest go on serving.
+      assert.equal((await fetch(`${daemon.url}/health`)).status, 200);
+    } finally {
+      daemon.child.kill('SIGTERM');
+      await daemon.exited;
+      await tmp.remove();
+    }
+  });
 });
