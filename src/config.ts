@@ -842,6 +842,9 @@ function suiSettings(settings: Settings, from: Partial<Record<Key, string>>): Su
     atomaDbId,
     atomaDbInitialSharedVersion: version === undefined ? undefined : BigInt(version),
     keystore: settings.suiKeystore,
+    keystoreSource:
+      from.suiKeystore ??
+      'the default of --sui-keystore, as neither NODE_DAEMON_SUI_KEYSTORE nor a config file set it',
     address: settings.suiAddress,
     gasBudgetCap: BigInt(settings.suiGasBudgetCap),
     usdcPackageId: settings.suiUsdcPackageId,

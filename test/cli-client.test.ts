@@ -231,7 +231,13 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     await table(['register']),
     /^registered node 3\nbadge: +0x[0-9a-f]{64}\ntransaction: +\w+\ngas: +\d+ MIST/,
   );
-  assert.equal((await parsed(['register'])).node_small_id, 4);
+  // A signer with a badge registers another only when asked: a second node costs gas.
+  const again = await refused(
+    ['register'],
+    /^node-daemon: the signer already holds a NodeBadge \(node 3\); registering mints another node, which costs gas: run `node-daemon register --another` if that is what you want$/,
+  );
+  assert.equal(again.stdout, '');
+  assert.equal((await parsed(['register', '--another'])).node_small_id, 4);
   assert.match(
     await table(['badges']),
     /\nNODE {2}BADGE ID\n {3}3 {2}0x[0-9a-f]{4}…[0-9a-f]{4}\n {3}4 {2}0x/,
@@ -588,7 +594,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     /^node-daemon: .*EFieldDoesNotExist.*transaction \w{43,44}/,
   );
   await refused(
-    ['register', '--token', 'not-the-token'],
+    ['register', '--another', '--token', 'not-the-token'],
     /API token is wrong.*\(this client sent the token from --token\)$/,
   );
 
@@ -819,7 +825,7 @@ describe('client commands against a stand-in server', () => {
       assert.equal(seen[4]?.authorization, 'Bearer file-token');
 
       send(403, problem(403, 'forbidden', 'the API token is wrong'));
-      const wrong = await inProcess(['register', '--url', url, '--token', 'sekrit-token']);
+      const wrong = await inProcess(['register', '--another', '--url', url, '--token', 'sekrit-token']);
       assert.equal(wrong.code, 4);
       assert.equal(
         line(wrong),
@@ -1222,7 +1228,7 @@ describe('client commands against a stand-in server', () => {
     send(503, problem(503, 'chain_unavailable', 'the chain is out of reach', { request_id: 'req-9' }), {
       'retry-after': '3',
     });
-    const failing = await inProcess(['register', '--url', url]);
+    const failing = await inProcess(['register', '--another', '--url', url]);
     assert.equal(failing.code, 5);
     assert.equal(
       line(failing),
@@ -1238,7 +1244,16 @@ describe('client commands against a stand-in server', () => {
     );
 
     answer = () => {}; // never answers
-    const slow = await inProcess(['register', '--url', url, '--timeout', '0.3', '--idempotency-key', 'k-1']);
+    const slow = await inProcess([
+      'register',
+      '--another',
+      '--url',
+      url,
+      '--timeout',
+      '0.3',
+      '--idempotency-key',
+      'k-1',
+    ]);
     assert.equal(slow.code, 5);
     assert.match(
       line(slow),

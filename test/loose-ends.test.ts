@@ -150,4 +150,42 @@ describe('loose ends', () => {
       await tmp.remove();
     }
   });
+
+  it('retires an attestation request whose window closed: said once, then out of every later pass', async () => {
+    const d = await devDaemon({ 'dev-sampling-probability': '1', autopilot: 'dry-run' });
+    try {
+      // Only our node serves the sampling-consensus task, so the contract can only sample our node.
+      ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: 2 }));
+      ok(await d.post('/nodes/register'));
+      ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
+      const bought = ok(
+        await d.post('/dev/stacks', {
+          task_small_id: 1,
+          num_compute_units: 1000,
+          price_per_one_million_compute_units: 2_000_000,
+          selected_node_id: 1,
+        }),
+      );
+      const stack = bought.stack_small_id as number;
+      ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 1000 }));
+      ok(await d.post('/nodes/try-settle-stacks', { stack_small_ids: [stack] }));
+      assert.equal((await d.services.store.listAttestationRequests(1)).length, 1, 'asked to attest');
+      ok(await d.post('/dev/epoch'));
+      ok(await d.post('/dev/epoch'));
+      ok(await d.post('/autopilot/run'));
+      assert.deepEqual(await d.services.store.listAttestationRequests(1), [], 'no longer read');
+      const attests = (result: Json) =>
+        (result.plan as Json[]).filter(
+          (p) => p.action === 'attest' && (p.stack_small_ids as number[])[0] === stack,
+        );
+      assert.deepEqual(attests(ok(await d.post('/autopilot/run'))), []);
+      const recorded = (ok(await d.get('/autopilot')).recent_actions as Json[]).filter(
+        (a) => a.action === 'attest' && a.status === 'skipped',
+      );
+      assert.equal(recorded.length, 1, 'the closed window was said once');
+      assert.match(String(recorded[0]!.reason), /attestation window closed with epoch 1/);
+    } finally {
+      await d.close();
+    }
+  });
 });

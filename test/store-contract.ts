@@ -1584,6 +1584,9 @@ export function storeContract(
       });
       assert.deepEqual(await store.listAttestationRequests(1), [], 'one attestation answers both slots');
       assert.equal((await store.listAttestationRequests(3)).length, 1);
+      // Retired (it can never be attested): node 3's request is gone, and only node 3's.
+      await store.retireAttestationRequests(3, [7, 99]);
+      assert.deepEqual(await store.listAttestationRequests(3), []);
     });
 
     it('owes no attestation for a ticket once it is claimed, attested or not', async () => {

@@ -27,12 +27,17 @@ export function installLingeringClose(app: FastifyInstance): void {
     const req = request.raw;
     // A refused head (no Host, a malformed header) keeps its close: what follows it cannot be trusted.
     const refusedBody = reading.has(request) && reply.statusCode >= 400;
-    if (refusedBody && !req.complete && !req.destroyed && reply.getHeader('connection') === 'close') {
+    if (refusedBody && unread(req) && reply.getHeader('connection') === 'close') {
       reply.removeHeader('connection');
       drain(req);
     }
     done(null, payload);
   });
+}
+
+/** Whether the request's body is still arriving on a real connection (not one app.inject makes up). */
+function unread(req: IncomingMessage): boolean {
+  return !req.complete && !req.readableEnded && !req.destroyed && typeof req.socket?.destroy === 'function';
 }
 
 /** Reads and drops the rest of the request's body; closes the connection past the bound or the time. */

@@ -121,6 +121,8 @@ interface GasPause {
 interface Planned extends PlanItem {
   operation?: Operation;
   badge?: Badge;
+  /** An attestation that can never be made (the stack in dispute, the window closed): retired after its pass. */
+  dead?: true;
 }
 
 interface Pass {
@@ -369,6 +371,8 @@ export class Autopilot {
       }
     }
     await this.#settleGasPause(pause, actions.length > 0, now);
+    // Requests that can never be attested were said once (above); no later pass reads them again.
+    if (this.#settings.mode !== 'off' && !this.#standby) await this.#retire(plan);
     this.#passFailures.recovered({ trigger }, 'autopilot passes run again');
     this.#lastPass = {
       at: new Date(now).toISOString(),
@@ -380,6 +384,18 @@ export class Autopilot {
     this.#metrics.autopilotPassDuration.observe((performance.now() - started) / 1000);
     await this.#scheduleNext(now, waiting);
     return { plan, actions };
+  }
+
+  async #retire(plan: Planned[]): Promise<void> {
+    const byNode = new Map<string, { node: U64; stacks: U64[] }>();
+    for (const item of plan) {
+      if (!item.dead) continue;
+      const key = u64ToString(item.node_small_id);
+      const entry = byNode.get(key) ?? { node: item.node_small_id, stacks: [] };
+      entry.stacks.push(...item.stack_small_ids);
+      byNode.set(key, entry);
+    }
+    for (const { node, stacks } of byNode.values()) await this.#store.retireAttestationRequests(node, stacks);
   }
 
   /** The next timer: an idle stack crossing its threshold, a pending record to resolve, a back-off. */
@@ -627,10 +643,11 @@ export class Autopilot {
         badge,
       };
       if (request.is_in_dispute) {
-        plan.push({ ...item, reason: 'the stack is in dispute: an attestation would abort' });
+        plan.push({ ...item, dead: true, reason: 'the stack is in dispute: an attestation would abort' });
       } else if (epoch !== null && request.until_epoch !== null && epoch > request.until_epoch) {
         plan.push({
           ...item,
+          dead: true,
           reason: `the attestation window closed with epoch ${request.until_epoch}: an attestation would abort`,
         });
       } else if (!request.has_record) {
@@ -1102,7 +1119,7 @@ function pausedReason(reason: string, pause: GasPause, settings: AutopilotSettin
 }
 
 function view(item: Planned): PlanItem {
-  const { operation: _operation, badge: _badge, ...plain } = item;
+  const { operation: _operation, badge: _badge, dead: _dead, ...plain } = item;
   return plain;
 }
 

@@ -429,6 +429,11 @@ export interface AutopilotStore {
   listClaimable(nodeSmallId: U64, epoch: U64): Promise<ClaimableTicket[]>;
   /** The attestations asked of the node that it has not submitted. */
   listAttestationRequests(nodeSmallId: U64): Promise<AttestationRequest[]>;
+  /**
+   * Takes the node's requests of these stacks out of the open ones, for good: their tickets can never be
+   * attested (in dispute, or past the attestation window), so no later pass reads them again.
+   */
+  retireAttestationRequests(nodeSmallId: U64, stackSmallIds: readonly U64[]): Promise<void>;
   /** Records an autopilot action (and its node event); returns its id. */
   insertAutopilotAction(action: Omit<AutopilotAction, 'id'>): Promise<number>;
   updateAutopilotAction(

@@ -285,6 +285,8 @@ export const S = statements({
     r AS (INSERT INTO attestation_requests (stack_small_id, slot, node_small_id)
       SELECT * FROM unnest($9::numeric[], $10::int[], $11::numeric[]) ON CONFLICT DO NOTHING)
     UPDATE stacks SET in_settle_period = true WHERE stack_small_id = ANY($1::numeric[])`,
+  retireRequests:
+    'DELETE FROM attestation_requests WHERE node_small_id = $1 AND stack_small_id = $2 AND NOT attested',
   requestAttested: `UPDATE attestation_requests SET attested = true
     WHERE stack_small_id = $1 AND node_small_id = $2`,
   stackTerms: `SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = $1`,

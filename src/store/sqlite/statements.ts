@@ -216,6 +216,9 @@ export function writeStatements(db: DatabaseSync) {
       'UPDATE attestation_requests SET attested = 1 WHERE stack_small_id = ? AND node_small_id = ?',
     ),
     closeRequests: db.prepare('DELETE FROM attestation_requests WHERE stack_small_id = ?'),
+    retireRequests: db.prepare(
+      'DELETE FROM attestation_requests WHERE node_small_id = ? AND stack_small_id = ? AND attested = 0',
+    ),
     stackTerms: db.prepare(`SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     putReward: db.prepare(`INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
       VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
