@@ -10,7 +10,7 @@ import { Submitter } from '../src/operations/submit.ts';
 import { Writes } from '../src/operations/writes.ts';
 import { ERRORS, ProblemError } from '../src/problems/catalog.ts';
 import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
-import { startDaemon } from './helpers/process.ts';
+import { run, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
 /** The loose ends of issue 51: each answered with a problem that says what to change, never a 500. */
@@ -186,6 +186,31 @@ describe('loose ends', () => {
       assert.match(String(recorded[0]!.reason), /attestation window closed with epoch 1/);
     } finally {
       await d.close();
+    }
+  });
+
+  it('refuses a second daemon on a data dir whatever its network: sui and none, as dev (one line, exit 3)', async () => {
+    const tmp = tempDir();
+    const first = await startDaemon(['--data-dir', tmp.dir, '--network', 'none']);
+    try {
+      const sui = [
+        ...['--network', 'sui', '--sui-url', 'http://127.0.0.1:9', '--sui-package-id', '0x5'],
+        ...['--sui-atoma-db-id', '0x6', '--sui-keystore', join(tmp.dir, 'no.keystore')],
+      ];
+      for (const network of [['--network', 'none'], sui]) {
+        const second = await run(['start', '--port', '0', '--data-dir', tmp.dir, ...network]);
+        assert.equal(second.code, 3, second.stderr);
+        const lines = second.stderr.trim().split('\n');
+        assert.equal(lines.length, 1, second.stderr);
+        assert.match(
+          lines[0]!,
+          new RegExp(`the data dir .* is in use by node-daemon pid ${first.child.pid}`),
+        );
+      }
+    } finally {
+      first.child.kill('SIGTERM');
+      await first.exited;
+      await tmp.remove();
     }
   });
 });
