@@ -1713,6 +1713,33 @@ export function storeContract(
       ]);
     });
 
+    it("records only the scoped nodes' events and everyone's once scoped, every node's again when not", async () => {
+      const before = (await store.nodeEventBounds()).newest;
+      await store.scopeNodeEvents([3, ABOVE_SAFE]);
+      try {
+        await store.appendNodeEvents([
+          { type: 'stack_assigned', node_small_id: 3, data: { n: 1 } },
+          { type: 'stack_assigned', node_small_id: 4, data: { n: 2 } },
+          { type: 'task_added', node_small_id: null, data: { n: 3 } },
+          { type: 'dispute_opened', node_small_id: 5, other_node_small_id: ABOVE_SAFE, data: { n: 4 } },
+          { type: 'dispute_opened', node_small_id: 5, other_node_small_id: 6, data: { n: 5 } },
+        ]);
+      } finally {
+        await store.scopeNodeEvents(null);
+      }
+      await store.appendNodeEvents([{ type: 'stack_assigned', node_small_id: 4, data: { n: 6 } }]);
+      const kept = await store.listNodeEvents({ after: before, limit: 100, nodes: null, types: null });
+      assert.deepEqual(
+        kept.map((e) => (JSON.parse(e.data) as { n: number }).n),
+        [1, 3, 4, 6],
+      );
+      assert.deepEqual(
+        kept.map((e) => e.id),
+        [before + 1, before + 2, before + 3, before + 4],
+        'the ids stay gap-free',
+      );
+    });
+
     it('records node events with gap-free ids in commit order, and reads them filtered', async () => {
       assert.deepEqual(await store.nodeEventBounds(), { oldest: null, newest: 0 });
       let told = 0;

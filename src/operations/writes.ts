@@ -59,6 +59,7 @@ export class Writes {
   readonly #submitter: Submitter;
   readonly #lock: Mutex;
   readonly #usage = new Listeners();
+  readonly #badgesRead = new Listeners();
   readonly #usageSource: WritesDeps['usageSource'];
   #badges: Badge[] | undefined;
 
@@ -104,8 +105,14 @@ export class Writes {
       } catch (error) {
         throw problemFromError(error) ?? error;
       }
+      this.#badgesRead.emit();
     }
     return this.#badges;
+  }
+
+  /** Calls back each time the signer's badges were read from the chain (at first, after a registration). */
+  onBadges(listener: () => void): () => void {
+    return this.#badgesRead.on(listener);
   }
 
   /** The badge a request acts with: the one it names, else the signer's first (lowest small id). */

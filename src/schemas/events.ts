@@ -10,7 +10,7 @@ export const EventsQuerySchema = Type.Object(
     node_id: Type.Optional(
       Type.String({
         description:
-          "The nodes whose events to stream: small ids separated by commas, or `all`. Default: the signer's own nodes. Events about no node (tasks, the indexer) always come.",
+          "The nodes whose events to stream: small ids separated by commas, or `all` (every node the store keeps: the operator's nodes; another node's events are not recorded). Default: the signer's own nodes. Events about no node (tasks, the indexer) always come.",
         examples: ['4', '4,7', 'all'],
       }),
     ),

@@ -451,6 +451,11 @@ export interface AutopilotStore {
 export interface NodeEventStore {
   /** Records node events in a transaction of their own (those no other change carries: the indexer's state). */
   appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void>;
+  /**
+   * From now on, records only the events of these nodes (the operator's) and everyone's (no node); null,
+   * the default: every node's. Set by the daemon as its nodes become known (docs/NODE-EVENTS.md).
+   */
+  scopeNodeEvents(nodes: readonly U64[] | null): Promise<void>;
   /** Node events after an id, ascending, filtered. */
   listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]>;
   /**
