@@ -252,7 +252,7 @@ export const WATCH: CommandSpec[] = [
         arg: 'N',
         describe: 'only these nodes (repeat it, or N,N); default: the signer\u2019s',
       },
-      all: { type: 'boolean', describe: 'every node\u2019s events' },
+      all: { type: 'boolean', describe: 'the events of every node the store keeps (node_id=all)' },
       types: { type: 'string', arg: 'T,T', describe: `only these event types: ${TYPES.join(', ')}` },
       after: {
         type: 'string',
