@@ -24,6 +24,7 @@ import {
 } from './http/client-errors.ts';
 import { installErrorHandler, sendProblem } from './http/errors.ts';
 import { installJsonBody, u64Keyword } from './http/json-body.ts';
+import { installLingeringClose } from './http/linger.ts';
 import { finishDocument } from './http/openapi.ts';
 import { ReadTurns } from './http/read-turns.ts';
 import { ResponseCache } from './http/response-cache.ts';
@@ -86,6 +87,8 @@ export interface AppDeps {
   auditRetentionDays?: number | undefined;
 }
 
+/** The longest path parameter the router takes (find-my-way's default); a longer one is invalid_parameter. */
+const MAX_PARAM_LENGTH = 100;
 /** Largest request body any endpoint accepts. */
 export const BODY_LIMIT = 1024 * 1024;
 /** A request must arrive whole within this time. */
@@ -158,7 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // One debug line per request (the onResponse hook below) instead of Fastify's two info lines.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     // Requests that arrive while the daemon drains get our problem body (the hook below), not Fastify's.
     return503OnClosing: false,
     // Parameters are parsed strictly by strict-params.ts; bodies keep their JSON types; unknown fields fail.
@@ -168,6 +171,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     frameworkErrors: (error, request, reply) => {
       reply.header('x-request-id', request.id);
+      // The router refuses a path parameter past its length (maxParamLength, 100) without naming it.
+      const long =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? methods.longParameter(request.method, request.url, MAX_PARAM_LENGTH)
+          : undefined;
+      if (long) {
+        sendProblem(
+          request,
+          reply,
+          'invalid_parameter',
+          `path parameter ${long.name} is ${long.length} characters long; give at most ${MAX_PARAM_LENGTH}`,
+          { parameter: long.name },
+        );
+        return;
+      }
       sendProblem(request, reply, 'bad_request', `the request could not be routed: ${error.message}`);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -305,6 +323,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Bodies are JSON only (anything else is a 415), with exact integers.
   installJsonBody(app);
   installErrorHandler(app);
+  installLingeringClose(app);
   installStrictParams(app);
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {

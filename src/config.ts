@@ -137,6 +137,7 @@ interface Settings extends Omit<CommonConfig, 'usageSource' | 'notices'> {
   readonly autopilotSettleIdle: number;
   readonly autopilotMinClaim: bigint;
   readonly autopilotMaxGas: bigint;
+  readonly autopilotMaxGasPerDay: bigint;
   readonly gasWarningMist: bigint;
 }
 
@@ -542,6 +543,15 @@ export const SETTINGS: readonly Setting[] = [
     defaultValue: () => 50_000_000n,
   },
   {
+    key: 'autopilotMaxGasPerDay',
+    flag: 'autopilot-max-gas-per-day',
+    env: 'NODE_DAEMON_AUTOPILOT_MAX_GAS_PER_DAY',
+    describe: 'autopilot: in any 24 hours, sign transactions whose gas adds up to at most this (MIST)',
+    parse: u64Setting('MIST (1000000000 is 1 SUI)'),
+    // A busy day of a large node, with room (docs/EARNINGS.md, "The daily gas cap").
+    defaultValue: () => 50_000_000_000n,
+  },
+  {
     key: 'gasWarningMist',
     flag: 'gas-warning-mist',
     env: 'NODE_DAEMON_GAS_WARNING_MIST',
@@ -770,6 +780,7 @@ function assemble(
       settleIdleSeconds: settings.autopilotSettleIdle,
       minClaim: settings.autopilotMinClaim,
       maxGas: settings.autopilotMaxGas,
+      maxGasPerDay: settings.autopilotMaxGasPerDay,
     }),
     atomaConfig: settings.atomaConfig,
     nodeSmallIds: settings.nodeSmallIds,
@@ -842,6 +853,9 @@ function suiSettings(settings: Settings, from: Partial<Record<Key, string>>): Su
     atomaDbId,
     atomaDbInitialSharedVersion: version === undefined ? undefined : BigInt(version),
     keystore: settings.suiKeystore,
+    keystoreSource:
+      from.suiKeystore ??
+      'the default of --sui-keystore, as neither NODE_DAEMON_SUI_KEYSTORE nor a config file set it',
     address: settings.suiAddress,
     gasBudgetCap: BigInt(settings.suiGasBudgetCap),
     usdcPackageId: settings.suiUsdcPackageId,

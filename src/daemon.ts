@@ -150,6 +150,15 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     nodeClaims: usageSource,
   });
   poke = () => autopilot.poke('usage');
+  // The store records the events of the operator's nodes and everyone's, not every node's: on a busy network
+  // the others' would end --events-retention-days within minutes (docs/NODE-EVENTS.md, "Whose events").
+  const scopeEvents = () =>
+    ownNodes(config.nodeSmallIds, writes, true).then(
+      (nodes) => store.scopeNodeEvents(nodes.length === 0 ? null : nodes),
+      () => undefined,
+    );
+  const stopScope = writes.onBadges(() => void scopeEvents());
+  await scopeEvents();
   const stopUsage = writes.onUsage(() => autopilot.poke('usage'));
   autopilot.start();
   const watch = new ConditionWatch({
@@ -177,6 +186,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     async close() {
       stopDemo();
       stopUsage();
+      stopScope();
       watch.stop();
       await usageSource?.stop();
       events.close();

@@ -140,6 +140,11 @@ describe("parsing in the client's own words", () => {
     ],
     [['subscribe', '2', '--price', '5x'], /^--price must be an integer amount .*; got "5x";/],
     [
+      ['update-subscription', '1', '--price', '0'],
+      /^--price must be greater than 0: an integer amount .*; got "0"; see node-daemon update-subscription --help$/,
+    ],
+    [['subscribe', '1', '--price', '0usdc'], /^--price must be greater than 0: .*; got "0usdc";/],
+    [
       ['usage', '12', '-3'],
       /^UNITS cannot be negative: it must be an integer from 0 to 2\^64 - 1; got "-3";/,
     ],

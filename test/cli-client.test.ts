@@ -231,7 +231,13 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     await table(['register']),
     /^registered node 3\nbadge: +0x[0-9a-f]{64}\ntransaction: +\w+\ngas: +\d+ MIST/,
   );
-  assert.equal((await parsed(['register'])).node_small_id, 4);
+  // A signer with a badge registers another only when asked: a second node costs gas.
+  const again = await refused(
+    ['register'],
+    /^node-daemon: the signer already holds a NodeBadge \(node 3\); registering mints another node, which costs gas: run `node-daemon register --another` if that is what you want$/,
+  );
+  assert.equal(again.stdout, '');
+  assert.equal((await parsed(['register', '--another'])).node_small_id, 4);
   assert.match(
     await table(['badges']),
     /\nNODE {2}BADGE ID\n {3}3 {2}0x[0-9a-f]{4}…[0-9a-f]{4}\n {3}4 {2}0x/,
@@ -351,7 +357,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
   const pilot = await table(['autopilot']);
   assert.match(
     pilot,
-    /^mode: +dry-run: it plans and records what it would do, and submits nothing\nstate: +(idle|running a pass)\nepoch: +0\nsettles: +a stack once its usage reaches 95\.0% of its units, or 1h after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((.+ ago|now)\), started by \w+; planned only/,
+    /^mode: +dry-run: it plans and records what it would do, and submits nothing\nstate: +(idle|running a pass)\nepoch: +0\nsettles: +a stack once its usage reaches 95\.0% of its units, or 1h after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\ngas budget: +50\.000000000 SUI left of 50\.000000000 SUI a day \(--autopilot-max-gas-per-day\), nothing spent in 24 hours\nlast pass: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \((.+ ago|now)\), started by \w+; planned only/,
   );
   assert.match(pilot, /\n\nWhat it would do now:\nACTION +NODE +STACKS +WILL +NODE FEE +GAS +REASON\n/);
   const fee2 = usdc(nodeFee(950n, 1_500_000n, SAMPLING));
@@ -588,7 +594,7 @@ async function scenario(d: Daemon, cli: Runner, setup: Runner): Promise<void> {
     /^node-daemon: .*EFieldDoesNotExist.*transaction \w{43,44}/,
   );
   await refused(
-    ['register', '--token', 'not-the-token'],
+    ['register', '--another', '--token', 'not-the-token'],
     /API token is wrong.*\(this client sent the token from --token\)$/,
   );
 
@@ -819,7 +825,7 @@ describe('client commands against a stand-in server', () => {
       assert.equal(seen[4]?.authorization, 'Bearer file-token');
 
       send(403, problem(403, 'forbidden', 'the API token is wrong'));
-      const wrong = await inProcess(['register', '--url', url, '--token', 'sekrit-token']);
+      const wrong = await inProcess(['register', '--another', '--url', url, '--token', 'sekrit-token']);
       assert.equal(wrong.code, 4);
       assert.equal(
         line(wrong),
@@ -1035,6 +1041,14 @@ describe('client commands against a stand-in server', () => {
       state: 'halted',
       halted_reason: '3 contract aborts in a row, the last: EStackInDispute',
       policy: { settle_fill: 0.9, settle_idle_seconds: 5400, min_claim: 1000000, max_gas: 50000000 },
+      gas_budget: {
+        per_day: 8000000,
+        spent: 5995760,
+        remaining: 2004240,
+        paused: true,
+        needed: 3976000,
+        frees_at: '2026-11-25T22:26:47.734Z',
+      },
       epoch: 4,
       last_pass: {
         at: '2026-11-24T22:26:47.734Z',
@@ -1067,7 +1081,7 @@ describe('client commands against a stand-in server', () => {
     const text = ok(await inProcess(['autopilot', '--url', url]), ['autopilot']);
     assert.match(
       text,
-      /^mode: +on: it settles, attests and claims by itself\nstate: +halted: 3 contract aborts in a row, the last: EStackInDispute; `node-daemon autopilot resume` lets it act again\nepoch: +4\nsettles: +a stack once its usage reaches 90\.0% of its units, or 1h 30m after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\nlast pass: +2026-11-24T22:26:47Z \(.+ ago\), started by indexer; acted: 2 transactions \(12\.5 ms\)\nnext pass: +when the chain or the usage changes\n\n/,
+      /^mode: +on: it settles, attests and claims by itself\nstate: +halted: 3 contract aborts in a row, the last: EStackInDispute; `node-daemon autopilot resume` lets it act again\nepoch: +4\nsettles: +a stack once its usage reaches 90\.0% of its units, or 1h 30m after its last usage\nclaims: +a batch once its node fees reach 1\.000000 USDC\ngas: +acts only when a transaction's estimated gas is at most 0\.050000000 SUI\ngas budget: +paused: 0\.002004240 SUI left of 0\.008000000 SUI a day \(--autopilot-max-gas-per-day\), the next action needs 0\.003976000 SUI; it frees up 2026-11-25T22:26:47Z .*\nlast pass: +2026-11-24T22:26:47Z \(.+ ago\), started by indexer; acted: 2 transactions \(12\.5 ms\)\nnext pass: +when the chain or the usage changes\n\n/,
     );
     assert.ok(
       text.endsWith(
@@ -1214,7 +1228,7 @@ describe('client commands against a stand-in server', () => {
     send(503, problem(503, 'chain_unavailable', 'the chain is out of reach', { request_id: 'req-9' }), {
       'retry-after': '3',
     });
-    const failing = await inProcess(['register', '--url', url]);
+    const failing = await inProcess(['register', '--another', '--url', url]);
     assert.equal(failing.code, 5);
     assert.equal(
       line(failing),
@@ -1230,7 +1244,16 @@ describe('client commands against a stand-in server', () => {
     );
 
     answer = () => {}; // never answers
-    const slow = await inProcess(['register', '--url', url, '--timeout', '0.3', '--idempotency-key', 'k-1']);
+    const slow = await inProcess([
+      'register',
+      '--another',
+      '--url',
+      url,
+      '--timeout',
+      '0.3',
+      '--idempotency-key',
+      'k-1',
+    ]);
     assert.equal(slow.code, 5);
     assert.match(
       line(slow),

@@ -233,6 +233,7 @@ describe('conditions', () => {
           mode: 'on',
           settleFill: 0.95,
           settleIdleSeconds: 3600,
+          maxGasPerDay: 50_000_000_000n,
           minClaim: 1n,
           maxGas: 50_000_000n,
         },

@@ -81,6 +81,20 @@ describe('configuration', () => {
     assert.equal('sui' in loadConfig({}, {}), false);
   });
 
+  it('says which setting named the Sui keystore, for the message when it is missing', () => {
+    const base = {
+      network: 'sui',
+      'sui-url': 'https://f:443',
+      'sui-package-id': '0x5',
+      'sui-atoma-db-id': '0x6',
+    };
+    const fromFlag = loadConfig({ ...base, 'sui-keystore': '/k/flag.keystore' }, {});
+    const fromEnv = loadConfig(base, { NODE_DAEMON_SUI_KEYSTORE: '/k/env.keystore' });
+    assert.ok(fromFlag.network === 'sui' && fromEnv.network === 'sui');
+    assert.equal(fromFlag.sui.keystoreSource, '--sui-keystore');
+    assert.equal(fromEnv.sui.keystoreSource, 'NODE_DAEMON_SUI_KEYSTORE');
+  });
+
   it('resolves the data directory to an absolute path', () => {
     assert.equal(loadConfig({ 'data-dir': 'rel/dir' }, {}).dataDir, join(process.cwd(), 'rel/dir'));
   });

@@ -1584,6 +1584,9 @@ export function storeContract(
       });
       assert.deepEqual(await store.listAttestationRequests(1), [], 'one attestation answers both slots');
       assert.equal((await store.listAttestationRequests(3)).length, 1);
+      // Retired (it can never be attested): node 3's request is gone, and only node 3's.
+      await store.retireAttestationRequests(3, [7, 99]);
+      assert.deepEqual(await store.listAttestationRequests(3), []);
     });
 
     it('owes no attestation for a ticket once it is claimed, attested or not', async () => {
@@ -1643,6 +1646,7 @@ export function storeContract(
         reason: 'filled to 96% (threshold 95%)',
         node_fee_amount: null,
         gas_estimate: 2_000_000,
+        gas_used: null,
         tx_digests: [],
         error: null,
       };
@@ -1672,6 +1676,68 @@ export function storeContract(
         [second],
       );
       assert.equal((await store.listAutopilotActions({ limit: 1 })).length, 1);
+    });
+
+    it("records the gas an autopilot action used, and lists the actions that spend gas since a time (the daily cap's question)", async () => {
+      const base = {
+        updated_at: 1,
+        kind: 'settle' as const,
+        node_small_id: 3,
+        stack_small_ids: [9],
+        status: 'pending' as const,
+        reason: 'filled',
+        node_fee_amount: null,
+        gas_estimate: 3_976_000,
+        gas_used: null,
+        tx_digests: [],
+        error: null,
+      };
+      const spent = await store.insertAutopilotAction({ ...base, at: 1000 });
+      await store.insertAutopilotAction({ ...base, at: 2000, status: 'skipped' });
+      const pending = await store.insertAutopilotAction({ ...base, at: 3000 });
+      await store.insertAutopilotAction({ ...base, at: 500 });
+      const change = { status: 'succeeded' as const, tx_digests: ['d'], error: null, updated_at: 4 };
+      await store.updateAutopilotAction(spent, { ...change, gas_used: ABOVE_SAFE });
+      // A later change without the figure keeps it.
+      await store.updateAutopilotAction(spent, change);
+      const rows = await store.listAutopilotSpending(1000);
+      assert.deepEqual(rows, [
+        { at: 1000, node_small_id: 3, status: 'succeeded', gas_estimate: 3_976_000, gas_used: ABOVE_SAFE },
+        { at: 3000, node_small_id: 3, status: 'pending', gas_estimate: 3_976_000, gas_used: null },
+      ]);
+      const pendingIds = (await store.listAutopilotActions({ limit: 10, pending: true })).map((a) => a.id);
+      assert.ok(pendingIds.includes(pending) && !pendingIds.includes(spent));
+      await store.insertAutopilotAction({ ...base, at: 5000, status: 'failed', gas_used: 7 });
+      assert.deepEqual(await store.listAutopilotSpending(3001), [
+        { at: 5000, node_small_id: 3, status: 'failed', gas_estimate: 3_976_000, gas_used: 7 },
+      ]);
+    });
+
+    it("records only the scoped nodes' events and everyone's once scoped, every node's again when not", async () => {
+      const before = (await store.nodeEventBounds()).newest;
+      await store.scopeNodeEvents([3, ABOVE_SAFE]);
+      try {
+        await store.appendNodeEvents([
+          { type: 'stack_assigned', node_small_id: 3, data: { n: 1 } },
+          { type: 'stack_assigned', node_small_id: 4, data: { n: 2 } },
+          { type: 'task_added', node_small_id: null, data: { n: 3 } },
+          { type: 'dispute_opened', node_small_id: 5, other_node_small_id: ABOVE_SAFE, data: { n: 4 } },
+          { type: 'dispute_opened', node_small_id: 5, other_node_small_id: 6, data: { n: 5 } },
+        ]);
+      } finally {
+        await store.scopeNodeEvents(null);
+      }
+      await store.appendNodeEvents([{ type: 'stack_assigned', node_small_id: 4, data: { n: 6 } }]);
+      const kept = await store.listNodeEvents({ after: before, limit: 100, nodes: null, types: null });
+      assert.deepEqual(
+        kept.map((e) => (JSON.parse(e.data) as { n: number }).n),
+        [1, 3, 4, 6],
+      );
+      assert.deepEqual(
+        kept.map((e) => e.id),
+        [before + 1, before + 2, before + 3, before + 4],
+        'the ids stay gap-free',
+      );
     });
 
     it('records node events with gap-free ids in commit order, and reads them filtered', async () => {
@@ -1928,6 +1994,7 @@ export function storeContract(
         reason: 'worth it',
         node_fee_amount: U64_MAX,
         gas_estimate: null,
+        gas_used: null,
         tx_digests: [],
         error: null,
       });

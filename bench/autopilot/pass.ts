@@ -30,6 +30,7 @@ export function autopilotOver(store: Store): Autopilot {
       mode: 'dry-run',
       settleFill: SETTLE_FILL,
       settleIdleSeconds: IDLE_SECONDS,
+      maxGasPerDay: 50_000_000_000n,
       minClaim: 1_000_000n,
       maxGas: 50_000_000n,
     },

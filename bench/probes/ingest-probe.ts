@@ -16,6 +16,7 @@ import { once } from 'node:events';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { pino } from 'pino';
 import { applyPage } from '../../src/indexer/apply.ts';
 import { FileEventSource } from '../../src/indexer/file-source.ts';
@@ -26,17 +27,20 @@ import { asTheDaemonHasIt, freshSqlite, PAGE_SIZE } from '../ingest.ts';
 import { DEFAULT_SERVER_URL, ThrowawayDatabases } from '../postgres.ts';
 
 const NAME = 'bench/probes/ingest-probe.ts';
-const HELP = `Usage: node bench/probes/ingest-probe.ts [EVENTS] [--stacks] [--postgres] [--replay]
+const HELP = `Usage: node bench/probes/ingest-probe.ts [EVENTS] [--stacks] [--postgres] [--replay] [--own-node N]
 
 The indexer's apply rate in wall and in CPU seconds: EVENTS (default 200000) of the mixed stream into a fresh
 store through applyPage.
   --stacks    StackCreatedEvent only instead of the mixed stream
   --postgres  into a throwaway database of the local PostgreSQL server (read the wall figure there)
-  --replay    through node-daemon replay's path (a JSON-lines file, FileEventSource and catchUp)`;
+  --replay    through node-daemon replay's path (a JSON-lines file, FileEventSource and catchUp)
+  --own-node  record node events of this node (and everyone's) only, as a daemon with that node does;
+              on SQLite it then prints the store's bytes and the node events' share of them`;
 const { values: flags, positionals } = benchArgsAndOperands(NAME, HELP, {
   stacks: { type: 'boolean', default: false },
   postgres: { type: 'boolean', default: false },
   replay: { type: 'boolean', default: false },
+  'own-node': { type: 'string' },
 });
 const events = Number(positionals[0] ?? 200_000);
 if (!Number.isInteger(events) || events < 1 || positionals.length > 1) {
@@ -50,6 +54,8 @@ const { store: opened, dispose } = pg ? await dbs.fresh() : await freshSqlite();
 // The replay command opens its store bare; the daemon's indexer has its calls timed into the metrics.
 const store = replay ? opened : asTheDaemonHasIt(opened);
 const log = pino({ level: 'silent' });
+const ownNode = flags['own-node'];
+if (ownNode !== undefined) await store.scopeNodeEvents([Number(ownNode)]);
 /** What one timed span cost: wall time, the process's CPU and the main thread's. */
 class Spent {
   wallNs = 0n;
@@ -101,8 +107,25 @@ try {
       `${Math.round(events / (spent.cpuUs / 1e6))} ev/s of CPU in ${replay ? 'catchUp' : 'applyPage'} ` +
       `(${Math.round(events / (spent.mainUs / 1e6))} ev/s of the main thread's)`,
   );
+  if (!pg) console.log(storeBytes(store.location));
 } finally {
   await dispose();
   await dbs.dropAll();
   if (file !== undefined) rmSync(join(file, '..'), { recursive: true, force: true });
+}
+
+/** The SQLite store's bytes in use (pages less the free list), and the node events' (table and indexes). */
+function storeBytes(file: string): string {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    const one = (sql: string) => Number(Object.values(db.prepare(sql).get() ?? {})[0]);
+    const used = (one('PRAGMA page_count') - one('PRAGMA freelist_count')) * one('PRAGMA page_size');
+    const events = one(
+      "SELECT sum(pgsize) FROM dbstat WHERE name = 'node_events' OR name IN (SELECT name FROM sqlite_master WHERE tbl_name = 'node_events' AND type = 'index')",
+    );
+    const rows = one('SELECT count(*) FROM node_events');
+    return `store ${used} bytes, of which node events ${events} bytes (${((100 * events) / used).toFixed(1)} %, ${rows} rows)`;
+  } finally {
+    db.close();
+  }
 }

@@ -82,10 +82,12 @@ export function priceArg(command: string, raw: string, what = '--price'): U64 {
   const value = usdc
     ? toU64(BigInt(usdc[1]!) * 1_000_000n + BigInt((usdc[2] ?? '').padEnd(6, '0')))
     : parseU64(text);
-  if (value === undefined) {
-    const rule =
-      "an integer amount in USDC's smallest unit (1000000 is 1 USDC; at most 2^64 - 1) or an amount like 1.5usdc";
-    throw usageError(command, mustBe(what, rule, raw));
+  const rule =
+    "an integer amount in USDC's smallest unit (1000000 is 1 USDC; at most 2^64 - 1) or an amount like 1.5usdc";
+  if (value === undefined) throw usageError(command, mustBe(what, rule, raw));
+  // The contract takes no free price: said here in the option's name, not the API's field's.
+  if (BigInt(value) === 0n) {
+    throw usageError(command, `${what} must be greater than 0: ${rule}; got ${JSON.stringify(raw)}`);
   }
   return value;
 }

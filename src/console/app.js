@@ -73,6 +73,8 @@ const AFFECTS = /** @type {Record<string, Resource[]>} */ ({
   signer_gas_restored: ['status'],
   autopilot_halted: ['autopilot'],
   autopilot_resumed: ['autopilot'],
+  autopilot_gas_budget_spent: ['autopilot'],
+  autopilot_gas_budget_restored: ['autopilot'],
   autopilot_failing: ['autopilot'],
   autopilot_recovered: ['autopilot'],
   subscribed_task_deprecated: ['tasks', 'subscriptions'],

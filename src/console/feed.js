@@ -108,6 +108,14 @@ export function describeEvent(e) {
       };
     case 'autopilot_halted':
       return { ...base, tone: 'bad', text: `Autopilot halted: ${e.reason}` };
+    case 'autopilot_gas_budget_spent':
+      return {
+        ...base,
+        tone: 'bad',
+        text: `Autopilot paused: its daily gas budget of ${formatCoin('SUI', e.budget_mist)} is spent; it frees up at ${e.frees_at}`,
+      };
+    case 'autopilot_gas_budget_restored':
+      return { ...base, tone: 'good', text: 'Autopilot acts again: its daily gas budget has room' };
     case 'autopilot_resumed':
       return {
         ...base,

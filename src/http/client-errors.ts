@@ -29,6 +29,8 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as 
 /** A mirror of the route table: which methods a path takes, to tell 405 from 404. */
 export class MethodTable {
   readonly #routes = FindMyWay({ ignoreTrailingSlash: true });
+  /** The same routes without the router's limit on a parameter's length, to name the parameter past it. */
+  readonly #unlimited = FindMyWay({ ignoreTrailingSlash: true, maxParamLength: Number.MAX_SAFE_INTEGER });
   readonly #any = new Set<string>();
 
   add(methods: string | string[], url: string): void {
@@ -36,7 +38,18 @@ export class MethodTable {
       this.#any.add(method);
       // With ignoreTrailingSlash, /a and /a/ are one route to the mirror too.
       if (!this.#routes.find(method, url)) this.#routes.on(method, url, () => undefined);
+      if (!this.#unlimited.find(method, url)) this.#unlimited.on(method, url, () => undefined);
     }
+  }
+
+  /** The path parameter of the route `target` takes that is longer than `max` characters, if any. */
+  longParameter(method: string, target: string, max: number): { name: string; length: number } | undefined {
+    const path = target.split('?')[0] ?? target;
+    const found = this.#unlimited.find(method.toUpperCase() as (typeof METHODS)[number], path);
+    for (const [name, value] of Object.entries(found?.params ?? {})) {
+      if (typeof value === 'string' && value.length > max) return { name, length: value.length };
+    }
+    return undefined;
   }
 
   /** The methods a path takes; for a target that is no path (`*`, CONNECT's host:port), those of any route. */

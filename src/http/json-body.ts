@@ -24,6 +24,19 @@ export function installJsonBody(app: FastifyInstance): void {
       );
       return;
     }
+    // JSON is UTF-8 (RFC 8259): a body declared in another charset would be read as something it is not.
+    const charset = charsetOf(request.headers['content-type']);
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      done(
+        new ProblemError(
+          'unsupported_media_type',
+          `the body is declared charset=${charset}; JSON bodies are UTF-8: send it as UTF-8 with Content-Type: application/json (or charset=utf-8)`,
+          { parameter: 'content-type' },
+        ),
+        undefined,
+      );
+      return;
+    }
     const text = String(body);
     if (text.trim() === '') {
       done(
@@ -41,6 +54,12 @@ export function installJsonBody(app: FastifyInstance): void {
       );
     }
   });
+}
+
+/** The charset parameter of a Content-Type header, unquoted; undefined when it has none. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  const match = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType ?? '');
+  return match ? (match[1] ?? match[2] ?? '') : undefined;
 }
 
 /** The Ajv keyword `u64: true`: a non-negative safe integer, or a bigint up to 2^64 - 1. */

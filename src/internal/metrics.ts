@@ -121,6 +121,11 @@ export function createMetrics() {
       help: '1 while the autopilot is halted after repeated contract aborts (POST /autopilot/resume)',
       registers,
     }),
+    autopilotGasBudgetRemaining: new Gauge({
+      name: 'node_daemon_autopilot_gas_budget_remaining_mist',
+      help: "What is left of the autopilot's --autopilot-max-gas-per-day over the last 24 hours, MIST",
+      registers,
+    }),
     autopilotPassDuration: new Histogram({
       name: 'node_daemon_autopilot_pass_duration_seconds',
       help: 'Time of one autopilot pass: planning, and the transactions it submitted',

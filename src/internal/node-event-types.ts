@@ -24,6 +24,8 @@ export const NODE_EVENT_TYPES = [
   'autopilot_resumed',
   'autopilot_failing',
   'autopilot_recovered',
+  'autopilot_gas_budget_spent',
+  'autopilot_gas_budget_restored',
   'subscribed_task_deprecated',
 ] as const;
 export type NodeEventType = (typeof NODE_EVENT_TYPES)[number];

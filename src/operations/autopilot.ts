@@ -11,7 +11,7 @@ import type { LiveIndexer } from '../indexer/run.ts';
 import { backoffDelay } from '../internal/backoff.ts';
 import { FailureLog } from '../internal/failure-log.ts';
 import type { Metrics } from '../internal/metrics.ts';
-import { normalizeU64, type U64 } from '../internal/u64.ts';
+import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
 import { ProblemError } from '../problems/catalog.ts';
 import { describeAbort } from '../protocol/aborts.ts';
 import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
@@ -25,7 +25,7 @@ import type { AutopilotStore, Coordination, Lease, ReadStore } from '../store/st
 type AutopilotStoreRoles = AutopilotStore & ReadStore & Coordination;
 
 import type { Conditions } from './conditions.ts';
-import type { Writes } from './writes.ts';
+import type { GasMeter, Writes } from './writes.ts';
 
 /**
  * The autopilot: the node's clerk. When the indexer applies new events (a new epoch, a settlement, an
@@ -55,7 +55,12 @@ export interface AutopilotSettings {
   readonly minClaim: bigint;
   /** Act only when a transaction's estimated gas stays at or under this (MIST). */
   readonly maxGas: bigint;
+  /** In any 24 hours, sign transactions whose gas adds up to at most this (MIST). */
+  readonly maxGasPerDay: bigint;
 }
+
+/** The window of the daily gas cap. */
+export const GAS_WINDOW_MS = 86_400_000;
 
 /** Most stacks one claim transaction carries (a pure vector argument stays far under Sui's limits). */
 export const MAX_BATCH = 500;
@@ -94,11 +99,30 @@ export interface AutopilotDeps {
   nodeClaims?: NodeClaims | undefined;
   /** Where its halts and failures are announced as conditions (absent: they are only logged). */
   conditions?: Conditions | undefined;
+  /** The time (ms), Date.now unless a test moves it. */
+  clock?: (() => number) | undefined;
+}
+
+/** The daily gas cap now: what the last 24 hours spent, what is left, and when it frees up. */
+interface GasBudget {
+  spent: bigint;
+  remaining: bigint;
+  /** Oldest first: what each counted action spent, and when. */
+  entries: { at: number; gas: bigint }[];
+}
+
+/** A pause for the daily gas cap: the action that would pass it, and when it fits again. */
+interface GasPause {
+  needed: bigint;
+  spent: bigint;
+  freesAt: number;
 }
 
 interface Planned extends PlanItem {
   operation?: Operation;
   badge?: Badge;
+  /** An attestation that can never be made (the stack in dispute, the window closed): retired after its pass. */
+  dead?: true;
 }
 
 interface Pass {
@@ -118,7 +142,8 @@ export class Autopilot {
   /** Failed passes, said once per reason. */
   readonly #passFailures: FailureLog;
   readonly #conditions: Conditions | undefined;
-  readonly #startedAt = Date.now();
+  readonly #clock: () => number;
+  readonly #startedAt: number;
   /** The last recorded skip or dry-run plan per key, so that a decision is recorded once, not every pass. */
   readonly #remembered = new Map<string, string>();
   /** Actions this process is submitting now (their pending records are not a crash's). */
@@ -126,6 +151,7 @@ export class Autopilot {
   #lease: Lease | undefined;
   #standby = false;
   #halted: string | undefined;
+  #gasPause: GasPause | undefined;
   #aborts = 0;
   #failures = 0;
   #notBefore = 0;
@@ -147,6 +173,10 @@ export class Autopilot {
     this.#log = deps.log;
     this.#passFailures = new FailureLog(deps.log);
     this.#conditions = deps.conditions;
+    this.#clock = deps.clock ?? Date.now;
+    this.#startedAt = this.#clock();
+    // Exported from the start: a budget no pass has counted yet is the whole budget, not none.
+    this.#metrics.autopilotGasBudgetRemaining.set(Number(this.#settings.maxGasPerDay));
   }
 
   get mode(): AutopilotSettings['mode'] {
@@ -168,7 +198,7 @@ export class Autopilot {
       return;
     }
     const last = this.#lastPass ? Date.parse(this.#lastPass.at) : 0;
-    this.#schedule(Math.max(Date.now(), this.#notBefore, last + MIN_INTERVAL_MS), trigger);
+    this.#schedule(Math.max(this.#clock(), this.#notBefore, last + MIN_INTERVAL_MS), trigger);
   }
 
   /** Runs one pass now (POST /autopilot/run): acts in mode on, plans otherwise. */
@@ -205,11 +235,15 @@ export class Autopilot {
 
   /** GET /autopilot: the mode, the policy, the last and next pass, what it would do now, what it did. */
   async status(): Promise<AutopilotStatus> {
-    const [plan, recent, state] = await Promise.all([
-      this.#plan(Date.now(), new Set()),
+    const now = this.#clock();
+    const [plan, recent, state, budget] = await Promise.all([
+      this.#plan(now, new Set()),
       this.#store.listAutopilotActions({ limit: RECENT_ACTIONS }),
       this.#store.getChainState(),
+      this.#gasBudget(now),
     ]);
+    this.#metrics.autopilotGasBudgetRemaining.set(Number(budget.remaining));
+    const pause = this.#gasPause;
     return {
       mode: this.#settings.mode,
       state:
@@ -228,6 +262,17 @@ export class Autopilot {
         settle_idle_seconds: this.#settings.settleIdleSeconds,
         min_claim: normalizeU64(this.#settings.minClaim),
         max_gas: normalizeU64(this.#settings.maxGas),
+        max_gas_per_day: normalizeU64(this.#settings.maxGasPerDay),
+      },
+      gas_budget: {
+        per_day: normalizeU64(this.#settings.maxGasPerDay),
+        spent: normalizeU64(budget.spent),
+        remaining: normalizeU64(budget.remaining),
+        paused: pause !== undefined,
+        needed: pause ? normalizeU64(pause.needed) : null,
+        frees_at: isoOrNull(
+          pause ? pause.freesAt : budget.entries[0] && budget.entries[0].at + GAS_WINDOW_MS,
+        ),
       },
       epoch: state.epoch,
       last_pass: this.#lastPass,
@@ -258,7 +303,7 @@ export class Autopilot {
         this.#timer = undefined;
         this.#exclusive(trigger).catch((error: unknown) => this.#passFailed(error));
       },
-      Math.max(0, at - Date.now()),
+      Math.max(0, at - this.#clock()),
     );
     handle.unref();
     this.#timer = { at, handle };
@@ -294,7 +339,7 @@ export class Autopilot {
 
   async #pass(trigger: Trigger): Promise<Pass> {
     const started = performance.now();
-    const now = Date.now();
+    const now = this.#clock();
     // Several daemons sharing a store: one of them, the holder of this lease, acts for the signer.
     if (this.#settings.mode !== 'off' && !this.#lease) {
       this.#lease = await this.#store.tryLease(`autopilot:${this.#chain.signerAddress}`);
@@ -310,15 +355,24 @@ export class Autopilot {
     const plan = await this.#plan(now, blocked);
     const actions: ActionView[] = [];
     const act = this.#canAct();
+    let pause: GasPause | undefined;
     for (const planned of plan) {
       // Claims draw on the pooled treasury: what this pass already did may have changed what it can pay.
-      const item = actions.length > 0 && act ? await this.#recheck(planned) : planned;
+      let item = actions.length > 0 && act ? await this.#recheck(planned) : planned;
+      if (item.will === 'act' && act && this.#halted === undefined) {
+        // The daily gas cap, counted from the store before each signature (its own earlier actions too).
+        pause ??= await this.#overBudget(item);
+        if (pause) item = { ...item, will: 'skip', reason: pausedReason(item.reason, pause, this.#settings) };
+      }
       if (item.will === 'act' && act && this.#halted === undefined) {
         actions.push(await this.#perform(item));
       } else if (this.#settings.mode !== 'off') {
         await this.#remember(item, item.will === 'act' ? 'planned' : 'skipped');
       }
     }
+    await this.#settleGasPause(pause, actions.length > 0, now);
+    // Requests that can never be attested were said once (above); no later pass reads them again.
+    if (this.#settings.mode !== 'off' && !this.#standby) await this.#retire(plan);
     this.#passFailures.recovered({ trigger }, 'autopilot passes run again');
     this.#lastPass = {
       at: new Date(now).toISOString(),
@@ -332,6 +386,18 @@ export class Autopilot {
     return { plan, actions };
   }
 
+  async #retire(plan: Planned[]): Promise<void> {
+    const byNode = new Map<string, { node: U64; stacks: U64[] }>();
+    for (const item of plan) {
+      if (!item.dead) continue;
+      const key = u64ToString(item.node_small_id);
+      const entry = byNode.get(key) ?? { node: item.node_small_id, stacks: [] };
+      entry.stacks.push(...item.stack_small_ids);
+      byNode.set(key, entry);
+    }
+    for (const { node, stacks } of byNode.values()) await this.#store.retireAttestationRequests(node, stacks);
+  }
+
   /** The next timer: an idle stack crossing its threshold, a pending record to resolve, a back-off. */
   async #scheduleNext(now: number, waiting: boolean): Promise<void> {
     const idleMs = this.#settings.settleIdleSeconds * 1000;
@@ -342,7 +408,110 @@ export class Autopilot {
     }
     if (waiting) deadlines.push(now + 1000);
     if (this.#notBefore > now) deadlines.push(this.#notBefore);
+    if (this.#gasPause) deadlines.push(Math.max(now + MIN_INTERVAL_MS, this.#gasPause.freesAt));
     if (deadlines.length > 0) this.#schedule(Math.min(...deadlines), 'timer');
+  }
+
+  // --- the daily gas cap -------------------------------------------------------------------------------------
+
+  /**
+   * What the signer's autopilot spent in the 24 hours before `now`, from the store's records (so it holds
+   * across restarts and daemons sharing the store): a transaction's gas used once known, its estimate
+   * (else --autopilot-max-gas) while pending, or when a restart found it done without its figure.
+   */
+  async #gasBudget(now: number): Promise<GasBudget> {
+    const nodes = new Set((await this.#writes.badges()).map((b) => u64ToString(b.node_small_id)));
+    const entries: GasBudget['entries'] = [];
+    let spent = 0n;
+    for (const row of await this.#store.listAutopilotSpending(now - GAS_WINDOW_MS + 1)) {
+      if (!nodes.has(u64ToString(row.node_small_id))) continue;
+      const gas =
+        row.gas_used !== null
+          ? BigInt(row.gas_used)
+          : row.status === 'failed'
+            ? 0n
+            : BigInt(row.gas_estimate ?? this.#settings.maxGas);
+      if (gas === 0n) continue;
+      entries.push({ at: row.at, gas });
+      spent += gas;
+    }
+    const cap = this.#settings.maxGasPerDay;
+    return { spent, remaining: spent >= cap ? 0n : cap - spent, entries };
+  }
+
+  /**
+   * Whether signing the item would pass the daily cap: its gas estimate (else --autopilot-max-gas, the
+   * most it may cost) on top of what the window spent. If so, when enough of that leaves the window.
+   */
+  async #overBudget(item: Planned): Promise<GasPause | undefined> {
+    const now = this.#clock();
+    const budget = await this.#gasBudget(now);
+    this.#metrics.autopilotGasBudgetRemaining.set(Number(budget.remaining));
+    const needed = item.gas_estimate === null ? this.#settings.maxGas : BigInt(item.gas_estimate);
+    const cap = this.#settings.maxGasPerDay;
+    if (budget.spent + needed <= cap) return undefined;
+    // The first moment the spending still in the window leaves room for it (never, if it alone is above).
+    let left = budget.spent;
+    let freesAt = now + GAS_WINDOW_MS;
+    for (const entry of budget.entries) {
+      left -= entry.gas;
+      if (left + needed <= cap) {
+        freesAt = entry.at + GAS_WINDOW_MS;
+        break;
+      }
+    }
+    return { needed, spent: budget.spent, freesAt };
+  }
+
+  /** A pass's verdict on the cap: paused (said once), or acting again after a pause (said once). */
+  async #settleGasPause(pause: GasPause | undefined, acted: boolean, now: number): Promise<void> {
+    const was = this.#gasPause;
+    if (pause) {
+      this.#gasPause = pause;
+      if (!was) {
+        this.#log.warn(
+          {
+            spent: String(pause.spent),
+            budget: String(this.#settings.maxGasPerDay),
+            frees_at: iso(pause.freesAt),
+          },
+          'autopilot paused: the next action would pass --autopilot-max-gas-per-day',
+        );
+      }
+    } else if (was && (acted || now >= was.freesAt)) {
+      this.#gasPause = undefined;
+      this.#log.info('autopilot acts again: its daily gas budget has room');
+    }
+    if (this.#gasPause !== was) await this.#announceGasPause();
+  }
+
+  /** The cap's condition: paused with the budget and when it frees up, or acting again. */
+  async #announceGasPause(): Promise<void> {
+    if (!this.#conditions) return;
+    const address = this.#chain.signerAddress;
+    const pause = this.#gasPause;
+    const budget = normalizeU64(this.#settings.maxGasPerDay);
+    await this.#conditions.report({
+      key: `autopilot_gas_budget:${address}`,
+      holds: pause !== undefined,
+      event: pause
+        ? {
+            type: 'autopilot_gas_budget_spent',
+            node_small_id: null,
+            data: {
+              address,
+              budget_mist: budget,
+              spent_mist: normalizeU64(pause.spent),
+              needed_mist: normalizeU64(pause.needed),
+              frees_at: iso(pause.freesAt),
+            },
+          }
+        : {
+            type: 'autopilot_gas_budget_restored',
+            node_small_id: null,
+            data: { address, budget_mist: budget },
+          },
+    });
   }
 
   // --- planning -------------------------------------------------------------------------------------------
@@ -474,10 +643,11 @@ export class Autopilot {
         badge,
       };
       if (request.is_in_dispute) {
-        plan.push({ ...item, reason: 'the stack is in dispute: an attestation would abort' });
+        plan.push({ ...item, dead: true, reason: 'the stack is in dispute: an attestation would abort' });
       } else if (epoch !== null && request.until_epoch !== null && epoch > request.until_epoch) {
         plan.push({
           ...item,
+          dead: true,
           reason: `the attestation window closed with epoch ${request.until_epoch}: an attestation would abort`,
         });
       } else if (!request.has_record) {
@@ -661,7 +831,7 @@ export class Autopilot {
 
   /** Records the action, submits it through the writes (the same checks as a request), records the outcome. */
   async #perform(item: Planned): Promise<ActionView> {
-    const now = Date.now();
+    const now = this.#clock();
     const record: Omit<AutopilotAction, 'id'> = {
       at: now,
       updated_at: now,
@@ -672,14 +842,20 @@ export class Autopilot {
       reason: item.reason,
       node_fee_amount: item.node_fee_amount,
       gas_estimate: item.gas_estimate,
+      gas_used: null,
       tx_digests: [],
       error: null,
     };
     const id = await this.#store.insertAutopilotAction(record);
+    // The gas its transactions use, as the chain reports each (those that aborted too).
+    let used: bigint | undefined;
+    const meter = (mist: bigint) => {
+      used = (used ?? 0n) + mist;
+    };
     this.#inFlight.add(id);
     let outcome: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error'> & { node_fee_amount?: U64 | null };
     try {
-      outcome = await this.#submit(item);
+      outcome = await this.#submit(item, meter);
     } catch (error) {
       if (!(error instanceof ProblemError)) throw error;
       const digests =
@@ -700,7 +876,11 @@ export class Autopilot {
       this.#aborts = 0;
       this.#failures = 0;
     }
-    const change = { ...outcome, updated_at: Date.now() };
+    const change = {
+      ...outcome,
+      updated_at: this.#clock(),
+      ...(used === undefined ? {} : { gas_used: normalizeU64(used) }),
+    };
     await this.#store.updateAutopilotAction(id, change);
     await this.#announce(id, item, outcome);
     this.#metrics.autopilotActions.inc({ kind: item.action, outcome: outcome.status });
@@ -718,6 +898,7 @@ export class Autopilot {
 
   async #submit(
     item: Planned,
+    meter: GasMeter,
   ): Promise<Pick<AutopilotAction, 'status' | 'tx_digests' | 'error'> & { node_fee_amount?: U64 | null }> {
     const badge = item.badge!;
     const stacks = item.stack_small_ids.map(Number);
@@ -726,11 +907,11 @@ export class Autopilot {
       case 'attest': {
         const result =
           item.action === 'settle'
-            ? await this.#writes.trySettle({ stack_small_ids: stacks, node_badge_id: badge.badge_id })
-            : await this.#writes.submitAttestations({
-                stack_small_ids: stacks,
-                node_small_id: Number(badge.node_small_id),
-              });
+            ? await this.#writes.trySettle({ stack_small_ids: stacks, node_badge_id: badge.badge_id }, meter)
+            : await this.#writes.submitAttestations(
+                { stack_small_ids: stacks, node_small_id: Number(badge.node_small_id) },
+                meter,
+              );
         const failed = result.results.find((r) => r.status !== 'success');
         return {
           status: failed ? 'failed' : 'succeeded',
@@ -740,10 +921,10 @@ export class Autopilot {
       }
       case 'claim':
       case 'direct_claim': {
-        const result = await this.#writes.claimFunds({
-          stack_small_ids: stacks,
-          node_badge_id: badge.badge_id,
-        });
+        const result = await this.#writes.claimFunds(
+          { stack_small_ids: stacks, node_badge_id: badge.badge_id },
+          meter,
+        );
         const failed = result.results.filter((r) => r.status !== 'success');
         return {
           status: failed.length > 0 ? 'failed' : 'succeeded',
@@ -761,7 +942,7 @@ export class Autopilot {
   /** A failed action: back off; a run of contract aborts halts the autopilot rather than burn gas. */
   #failed(aborted: boolean, detail: string): void {
     this.#failures += 1;
-    this.#notBefore = Date.now() + backoffDelay(this.#failures, 1000, 300_000);
+    this.#notBefore = this.#clock() + backoffDelay(this.#failures, 1000, 300_000);
     if (!aborted) return;
     this.#aborts += 1;
     if (this.#aborts < HALT_AFTER_ABORTS) return;
@@ -825,7 +1006,7 @@ export class Autopilot {
     if (this.#remembered.get(key) === gist) return;
     this.#remembered.set(key, gist);
     if (this.#remembered.size > 10_000) this.#remembered.clear();
-    const now = Date.now();
+    const now = this.#clock();
     await this.#store.insertAutopilotAction({
       at: now,
       updated_at: now,
@@ -836,6 +1017,7 @@ export class Autopilot {
       reason: item.reason,
       node_fee_amount: item.node_fee_amount,
       gas_estimate: item.gas_estimate,
+      gas_used: null,
       tx_digests: [],
       error: null,
     });
@@ -923,8 +1105,21 @@ function usdc(amount: bigint): string {
   return `${whole}${fraction ? `.${fraction}` : ''} USDC`;
 }
 
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function isoOrNull(ms: number | undefined): string | null {
+  return ms === undefined ? null : iso(ms);
+}
+
+/** Why an action waits for the daily gas cap. */
+function pausedReason(reason: string, pause: GasPause, settings: AutopilotSettings): string {
+  return `${reason}; but its gas (${pause.needed} MIST) on top of the ${pause.spent} MIST spent in the last 24 hours would pass --autopilot-max-gas-per-day ${settings.maxGasPerDay}: paused until ${iso(pause.freesAt)}`;
+}
+
 function view(item: Planned): PlanItem {
-  const { operation: _operation, badge: _badge, ...plain } = item;
+  const { operation: _operation, badge: _badge, dead: _dead, ...plain } = item;
   return plain;
 }
 
@@ -940,6 +1135,7 @@ function actionView(action: AutopilotAction): ActionView {
     reason: action.reason,
     node_fee_amount: action.node_fee_amount,
     gas_estimate: action.gas_estimate,
+    gas_used: action.gas_used,
     tx_digests: action.tx_digests,
     error: action.error,
   };

@@ -40,7 +40,9 @@ export interface EventHubSettings {
 
 export const DEFAULT_HUB_SETTINGS: EventHubSettings = {
   retentionMs: 7 * 24 * 3600 * 1000,
-  retentionRows: 1_000_000,
+  // About 1.1 GB of the operator's events (some 220 bytes a row): 7 days of a node with 1/200 of a
+  // network at 1,000 events/s (6.5 a second of its own); docs/NODE-EVENTS.md, "Whose events".
+  retentionRows: 5_000_000,
   maxBufferBytes: 1024 * 1024,
   pollMs: 1000,
 };

@@ -2,6 +2,7 @@ import type {
   Badge,
   Chain,
   GasOptions,
+  GasUsed,
   MoveAbort,
   Operation,
   Simulation,
@@ -15,7 +16,7 @@ import { describeAbort } from '../protocol/aborts.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
-import { commitmentFor, EMPTY_HASH, expectedAttesters, leafFor } from '../protocol/proofs.ts';
+import { commitmentFor, EMPTY_HASH, expectedAttesters, leafFor, MAX_LEAF_SLOT } from '../protocol/proofs.ts';
 import type { Stack } from '../schemas/model.ts';
 import type {
   ClaimFundsRequest,
@@ -58,6 +59,7 @@ export class Writes {
   readonly #submitter: Submitter;
   readonly #lock: Mutex;
   readonly #usage = new Listeners();
+  readonly #badgesRead = new Listeners();
   readonly #usageSource: WritesDeps['usageSource'];
   #badges: Badge[] | undefined;
 
@@ -103,8 +105,14 @@ export class Writes {
       } catch (error) {
         throw problemFromError(error) ?? error;
       }
+      this.#badgesRead.emit();
     }
     return this.#badges;
+  }
+
+  /** Calls back each time the signer's badges were read from the chain (at first, after a registration). */
+  onBadges(listener: () => void): () => void {
+    return this.#badgesRead.on(listener);
   }
 
   /** The badge a request acts with: the one it names, else the signer's first (lowest small id). */
@@ -142,13 +150,22 @@ export class Writes {
     operation: Operation,
     gas: GasOptions,
     what: string,
+    meter?: GasMeter,
   ): Promise<{ submission: Submission; indexed: boolean }> {
-    const { result, indexed } = await this.#submitter.run(
-      what,
-      () => this.#chain.submit(operation, gas),
-      (submission) => [submission],
-    );
-    return { submission: result, indexed };
+    try {
+      const { result, indexed } = await this.#submitter.run(
+        what,
+        () => this.#chain.submit(operation, gas),
+        (submission) => [submission],
+      );
+      meter?.(netGas(result.gas_used));
+      return { submission: result, indexed };
+    } catch (error) {
+      // A transaction that executed and aborted was paid for too.
+      const used = error instanceof ProblemError ? error.extensions.gas_used : undefined;
+      if (meter && used) meter(netGas(used as GasUsed));
+      throw error;
+    }
   }
 
   #one({ submission, indexed }: { submission: Submission; indexed: boolean }): TxResult {
@@ -263,11 +280,11 @@ export class Writes {
    * running request hash. 200 when at least one settled; a problem carrying every stack's reason when
    * none could be.
    */
-  trySettle(input: TrySettleRequest): Promise<MultiTxResult> {
+  trySettle(input: TrySettleRequest, meter?: GasMeter): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       const { planned, skips } = await this.#planSettlements(input);
       if (planned.length === 0) throw nothingToDo('nothing_to_settle', 'settled', skips);
-      return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack');
+      return this.#perStack(input.stack_small_ids, planned, skips, input, 'try_settle_stack', meter);
     });
   }
 
@@ -377,6 +394,7 @@ export class Writes {
       }
       const total = (await this.#store.getStackHash(id))?.total_hash ?? EMPTY_HASH;
       const filled = await this.#attesterSlotsFilled(stack, k);
+      if (filled > MAX_LEAF_SLOT) throw slotsUnsupported(k, filled, `settle stack ${id}`);
       planned.push({
         stack_small_id: id,
         num_claimed_compute_units: claimed,
@@ -418,7 +436,7 @@ export class Writes {
    * built from its record of the stack's requests. Stacks it was not asked to attest, or has no record
    * of, get a per-stack error and no transaction.
    */
-  submitAttestations(input: SubmitAttestationsRequest): Promise<MultiTxResult> {
+  submitAttestations(input: SubmitAttestationsRequest, meter?: GasMeter): Promise<MultiTxResult> {
     return this.#serialized(async () => {
       let badges = await this.#actingBadges(undefined);
       if (input.node_small_id !== undefined) {
@@ -468,6 +486,8 @@ export class Writes {
           continue;
         }
         const index = slots.indexOf(u64ToString(badge.node_small_id));
+        const last = Math.max(index + 1, slots.length);
+        if (last > MAX_LEAF_SLOT) throw slotsUnsupported(k, last, `attest stack ${id}`);
         planned.push({
           stack_small_id: id,
           operation: {
@@ -491,6 +511,7 @@ export class Writes {
         skipped,
         input,
         'submit_stack_settlement_attestation',
+        meter,
       );
     });
   }
@@ -503,7 +524,7 @@ export class Writes {
    * claimed stack says the node's fee and the buyer's refund; so does the total. 200 when at least one
    * claim went through; a problem carrying every stack's reason when none did.
    */
-  claimFunds(input: ClaimFundsRequest): Promise<ClaimResult> {
+  claimFunds(input: ClaimFundsRequest, meter?: GasMeter): Promise<ClaimResult> {
     return this.#serialized(async () => {
       const badges = await this.#actingBadges(input.node_badge_id);
       const epoch = await this.#chain.currentEpoch();
@@ -590,6 +611,7 @@ export class Writes {
           failure: (claim, failed) =>
             claim.ids.map((id) => ({ stack_small_id: id, status: 'failed', ...failed })),
         },
+        meter,
       );
       const sum = (field: 'node_fee_amount' | 'user_refund_amount') =>
         normalizeU64(done.reduce((total, r) => total + BigInt(r[field] ?? 0), 0n));
@@ -778,25 +800,34 @@ export class Writes {
     skips: StackResult[],
     gas: GasOptions,
     what: string,
+    meter?: GasMeter,
   ): Promise<MultiTxResult> {
     const extra = (plan: Planned) =>
       plan.num_claimed_compute_units === undefined
         ? {}
         : { num_claimed_compute_units: plan.num_claimed_compute_units };
     const transactions = planned.map((plan) => ({ ...plan, what }));
-    const { results, digests, indexed } = await this.#submitEach(requested, skips, transactions, gas, what, {
-      success: (plan, submission) => [
-        {
-          stack_small_id: plan.stack_small_id,
-          status: 'success',
-          tx_digest: submission.digest,
-          ...extra(plan),
-        },
-      ],
-      failure: (plan, failed) => [
-        { stack_small_id: plan.stack_small_id, status: 'failed', ...extra(plan), ...failed },
-      ],
-    });
+    const { results, digests, indexed } = await this.#submitEach(
+      requested,
+      skips,
+      transactions,
+      gas,
+      what,
+      {
+        success: (plan, submission) => [
+          {
+            stack_small_id: plan.stack_small_id,
+            status: 'success',
+            tx_digest: submission.digest,
+            ...extra(plan),
+          },
+        ],
+        failure: (plan, failed) => [
+          { stack_small_id: plan.stack_small_id, status: 'failed', ...extra(plan), ...failed },
+        ],
+      },
+      meter,
+    );
     return { tx_digests: digests, results, indexed };
   }
 
@@ -818,13 +849,14 @@ export class Writes {
       /** The results of the stacks a transaction that failed was for. */
       failure: (transaction: T, failed: Failure) => StackResult[];
     },
+    meter?: GasMeter,
   ): Promise<{ results: StackResult[]; done: StackResult[]; digests: string[]; indexed: boolean }> {
     const results: StackResult[] = [...skips];
     const digests: string[] = [];
     let indexed = true;
     for (const transaction of transactions) {
       try {
-        const result = await this.#submit(transaction.operation, gas, transaction.what);
+        const result = await this.#submit(transaction.operation, gas, transaction.what, meter);
         digests.push(result.submission.digest);
         indexed &&= result.indexed;
         results.push(...(await outcome.success(transaction, result.submission)));
@@ -942,4 +974,21 @@ function groupByBadge<T extends { badge: Badge; id: U64 }>(items: T[]): Map<Badg
   const groups = new Map<Badge, U64[]>();
   for (const item of items) groups.set(item.badge, [...(groups.get(item.badge) ?? []), item.id]);
   return groups;
+}
+
+/** A proof or leaf that needs a slot a one-byte leaf index cannot name: refused before anything is signed. */
+function slotsUnsupported(k: number, slot: number, what: string): ProblemError {
+  return refuse(
+    'attester_slots_unsupported',
+    `cannot ${what}: the chain's cross_validation_extra_nodes_count is ${k}, and its proof needs attester slot ${slot}, above ${MAX_LEAF_SLOT}: a leaf's slot index is one byte (as atoma-node derives it); nothing was signed`,
+  );
+}
+
+/** Told the gas each transaction of a write used (MIST, net of the storage rebate): the autopilot's daily cap. */
+export type GasMeter = (mist: bigint) => void;
+
+/** What a transaction cost the signer: computation and storage less the storage rebate, never below 0. */
+export function netGas(gas: GasUsed): bigint {
+  const net = BigInt(gas.computation_cost) + BigInt(gas.storage_cost) - BigInt(gas.storage_rebate);
+  return net > 0n ? net : 0n;
 }

@@ -14,6 +14,7 @@ export const ERRORS = {
   token_in_query: { status: 400, title: 'Token in the URL' },
   invalid_idempotency_key: { status: 400, title: 'Invalid Idempotency-Key' },
   gas_rejected: { status: 400, title: 'Gas settings rejected' },
+  attester_slots_unsupported: { status: 400, title: 'Attester slot beyond a leaf index' },
   unauthorized: { status: 401, title: 'Token required' },
   forbidden: { status: 403, title: 'Wrong token' },
   host_not_allowed: { status: 403, title: 'Host not allowed' },

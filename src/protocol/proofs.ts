@@ -25,6 +25,9 @@ export function extendHash(total: Uint8Array, requestHash: Uint8Array): Uint8Arr
   return hash(data);
 }
 
+/** The highest slot a leaf can be built for: its index is one byte (upstream-daemon.md, the leaf). */
+export const MAX_LEAF_SLOT = 255;
+
 /** The leaf of slot `slot` (0 = the settling node): blake2b-256(u8 slot || running hash). */
 export function leafFor(total: Uint8Array, slot: number): Uint8Array {
   if (!Number.isInteger(slot) || slot < 0 || slot > 255)

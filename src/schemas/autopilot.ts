@@ -32,6 +32,10 @@ export const ActionSchema = Type.Object({
   reason: Type.String(),
   node_fee_amount: Nullable(U64()),
   gas_estimate: Nullable(U64()),
+  gas_used: Nullable(
+    U64(),
+    'The gas its transactions used, MIST, net of the storage rebate (null until known)',
+  ),
   tx_digests: Type.Array(Type.String()),
   error: Nullable(Type.String()),
 });
@@ -48,7 +52,22 @@ export const AutopilotSchema = Type.Object({
     settle_idle_seconds: Type.Integer({ description: '--autopilot-settle-idle' }),
     min_claim: U64("--autopilot-min-claim, USDC's smallest unit"),
     max_gas: U64('--autopilot-max-gas, MIST'),
+    max_gas_per_day: U64('--autopilot-max-gas-per-day, MIST'),
   }),
+  gas_budget: Type.Object(
+    {
+      per_day: U64('--autopilot-max-gas-per-day, MIST'),
+      spent: U64('The gas its transactions used in the last 24 hours (a pending one at its estimate), MIST'),
+      remaining: U64('What is left of the budget now, MIST'),
+      paused: Type.Boolean({ description: 'Whether it waits because the next action would pass the budget' }),
+      needed: Nullable(U64(), 'While paused: the gas of the action that waits, MIST'),
+      frees_at: Nullable(
+        Type.String(),
+        'While paused: when that action fits again; otherwise when the oldest spending leaves the 24 hours (ISO 8601)',
+      ),
+    },
+    { description: 'The daily gas cap: in any 24 hours its transactions use at most per_day' },
+  ),
   epoch: Nullable(U64(), 'The current epoch as indexed'),
   last_pass: Nullable(
     Type.Object({

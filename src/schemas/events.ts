@@ -10,7 +10,7 @@ export const EventsQuerySchema = Type.Object(
     node_id: Type.Optional(
       Type.String({
         description:
-          "The nodes whose events to stream: small ids separated by commas, or `all`. Default: the signer's own nodes. Events about no node (tasks, the indexer) always come.",
+          "The nodes whose events to stream: small ids separated by commas, or `all` (every node the store keeps: the operator's nodes; another node's events are not recorded). Default: the signer's own nodes. Events about no node (tasks, the indexer) always come.",
         examples: ['4', '4,7', 'all'],
       }),
     ),
@@ -64,6 +64,7 @@ daemon sharing a database), \`event:\` its type, and \`data:\` one JSON object w
 | signer_gas_low, signer_gas_restored | a condition: the signer's SUI for gas went below --gas-warning-mist, or back (everyone's) | address, balance_mist, threshold_mist |
 | autopilot_failing, autopilot_recovered | a condition: an autopilot action failed, or the next succeeded (everyone's) | address, action_id, action, node_small_id, stack_small_ids, error |
 | autopilot_halted, autopilot_resumed | a condition: the autopilot halted, or acts again (everyone's) | address, reason; or address, by |
+| autopilot_gas_budget_spent, autopilot_gas_budget_restored | a condition: the autopilot's next action would pass --autopilot-max-gas-per-day, or it acts again (everyone's) | address, budget_mist, spent_mist, needed_mist, frees_at; or address, budget_mist |
 | usage_source_lost, usage_source_restored | a condition: the usage source (atoma-state) stopped answering, or answers again (everyone's) | source, reason, detail; or source, lost_seconds |
 
 A condition's events come once when it starts and once when it ends, however often it is checked, and a restart

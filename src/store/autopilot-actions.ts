@@ -23,6 +23,17 @@ export interface AutopilotAction {
   reason: string;
   node_fee_amount: U64 | null;
   gas_estimate: U64 | null;
+  /** The gas its transactions used, MIST, net of the storage rebate (null until known). */
+  gas_used: U64 | null;
   tx_digests: string[];
   error: string | null;
+}
+
+/** An action that spent, or may have spent, the signer's gas: what the daily gas cap counts. */
+export interface AutopilotSpending {
+  at: number;
+  node_small_id: U64;
+  status: AutopilotActionStatus;
+  gas_estimate: U64 | null;
+  gas_used: U64 | null;
 }

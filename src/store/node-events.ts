@@ -24,6 +24,20 @@ export interface NewNodeEvent {
   data: Record<string, unknown>;
 }
 
+/** The nodes whose events the store records (digits); null: every node's. */
+export type NodeEventScope = ReadonlySet<string> | null;
+
+/**
+ * Whether the store records the event under its scope: everyone's events (no node: a task, a condition)
+ * always; a node's when it, or the second node it names (the attester, the disputer), is in the scope.
+ */
+export function inScope(event: NewNodeEvent, scope: NodeEventScope): boolean {
+  if (scope === null || event.node_small_id === null) return true;
+  if (scope.has(String(event.node_small_id))) return true;
+  const other = event.other_node_small_id;
+  return other !== undefined && other !== null && scope.has(String(other));
+}
+
 /** A recorded event: `data` is its JSON object text, as stored. */
 export interface NodeEventRow {
   id: number;

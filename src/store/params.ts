@@ -145,17 +145,19 @@ export function paramBuilders<E>(enc: (value: U64) => E) {
       nullable(a.gas_estimate),
       JSON.stringify(a.tx_digests),
       a.error,
+      nullable(a.gas_used),
     ],
     actionChange: (
       id: number,
       change: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error' | 'updated_at'> &
-        Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
+        Partial<Pick<AutopilotAction, 'node_fee_amount' | 'gas_used'>>,
     ) => [
       change.status,
       JSON.stringify(change.tx_digests),
       change.error,
       change.updated_at,
       nullable(change.node_fee_amount),
+      nullable(change.gas_used),
       id,
     ],
     /** A node event, recorded at `now` unless it says when it happened. */

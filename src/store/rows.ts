@@ -9,7 +9,12 @@ import type {
   StackSettlementTicket,
   Task,
 } from '../schemas/model.ts';
-import type { AutopilotAction, AutopilotActionKind, AutopilotActionStatus } from './autopilot-actions.ts';
+import type {
+  AutopilotAction,
+  AutopilotActionKind,
+  AutopilotActionStatus,
+  AutopilotSpending,
+} from './autopilot-actions.ts';
 import { StoreError } from './errors.ts';
 import type { NodeEventRow, NodeEventType } from './node-events.ts';
 import type {
@@ -219,8 +224,16 @@ export function rowMappers(dec: (value: unknown) => U64) {
       reason: r.reason as string,
       node_fee_amount: decNullable(r.node_fee_amount),
       gas_estimate: decNullable(r.gas_estimate),
+      gas_used: decNullable(r.gas_used),
       tx_digests: JSON.parse(r.tx_digests as string) as string[],
       error: (r.error as string | null) ?? null,
+    }),
+    autopilotSpending: (r: Row): AutopilotSpending => ({
+      at: Number(r.at),
+      node_small_id: dec(r.node_small_id),
+      status: r.status as AutopilotActionStatus,
+      gas_estimate: decNullable(r.gas_estimate),
+      gas_used: decNullable(r.gas_used),
     }),
     nodeEvent: (r: Row): NodeEventRow => ({
       id: Number(r.id),

@@ -11,7 +11,7 @@ import type {
   StackSettlementTicket,
   Task,
 } from '../schemas/model.ts';
-import type { AutopilotAction } from './autopilot-actions.ts';
+import type { AutopilotAction, AutopilotSpending } from './autopilot-actions.ts';
 import type { NewNodeEvent, NodeEventQuery, NodeEventRow } from './node-events.ts';
 
 export type UsageOutcome =
@@ -429,21 +429,33 @@ export interface AutopilotStore {
   listClaimable(nodeSmallId: U64, epoch: U64): Promise<ClaimableTicket[]>;
   /** The attestations asked of the node that it has not submitted. */
   listAttestationRequests(nodeSmallId: U64): Promise<AttestationRequest[]>;
+  /**
+   * Takes the node's requests of these stacks out of the open ones, for good: their tickets can never be
+   * attested (in dispute, or past the attestation window), so no later pass reads them again.
+   */
+  retireAttestationRequests(nodeSmallId: U64, stackSmallIds: readonly U64[]): Promise<void>;
   /** Records an autopilot action (and its node event); returns its id. */
   insertAutopilotAction(action: Omit<AutopilotAction, 'id'>): Promise<number>;
   updateAutopilotAction(
     id: number,
     change: Pick<AutopilotAction, 'status' | 'tx_digests' | 'error' | 'updated_at'> &
-      Partial<Pick<AutopilotAction, 'node_fee_amount'>>,
+      Partial<Pick<AutopilotAction, 'node_fee_amount' | 'gas_used'>>,
   ): Promise<void>;
   /** The most recent actions, newest first; with pending, only those whose outcome is not recorded. */
   listAutopilotActions(options: { limit: number; pending?: boolean }): Promise<AutopilotAction[]>;
+  /** The actions decided at or after `since` (ms) that spent or may spend gas (pending, succeeded, failed), oldest first. */
+  listAutopilotSpending(since: number): Promise<AutopilotSpending[]>;
 }
 
 /** The node events of GET /events (node-events.ts). */
 export interface NodeEventStore {
   /** Records node events in a transaction of their own (those no other change carries: the indexer's state). */
   appendNodeEvents(events: readonly NewNodeEvent[]): Promise<void>;
+  /**
+   * From now on, records only the events of these nodes (the operator's) and everyone's (no node); null,
+   * the default: every node's. Set by the daemon as its nodes become known (docs/NODE-EVENTS.md).
+   */
+  scopeNodeEvents(nodes: readonly U64[] | null): Promise<void>;
   /** Node events after an id, ascending, filtered. */
   listNodeEvents(query: NodeEventQuery): Promise<NodeEventRow[]>;
   /**

@@ -261,7 +261,10 @@ describe('Sui adapter: opening', () => {
       const coin = w.double.coinsOf(w.kp.toSuiAddress())[0]!.id;
       await config({ atomaDbId: coin }, /is a 0x0+2::coin::Coin<.*>, not an Atoma db::AtomaDb/);
       await config({ atomaDbInitialSharedVersion: 99n }, /configured as 99, but the object's is 3/);
-      await config({ keystore: join(w.dir, 'missing.keystore') }, /missing\.keystore does not exist/);
+      await config(
+        { keystore: join(w.dir, 'missing.keystore'), keystoreSource: 'NODE_DAEMON_SUI_KEYSTORE' },
+        /missing\.keystore does not exist \(set by NODE_DAEMON_SUI_KEYSTORE\); point --sui-keystore \(NODE_DAEMON_SUI_KEYSTORE\) at the Sui CLI's keystore file$/,
+      );
       await config({ address: `0x${'ab'.repeat(32)}` }, /is not in the keystore .*holds 1 address\)/);
       // fetch never connects to port 1 (a WHATWG "bad port"): a setting that can never work.
       await config(

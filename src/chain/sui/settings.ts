@@ -12,6 +12,8 @@ export interface SuiSettings {
   readonly atomaDbInitialSharedVersion: bigint | undefined;
   /** A Sui CLI keystore file (sui.keystore). */
   readonly keystore: string;
+  /** Which setting gave the keystore, for messages: `--sui-keystore`, `keystore in <client.yaml>`, the default. */
+  readonly keystoreSource?: string | undefined;
   /** The keystore address that signs (0x + 64 hex; client.yaml's active_address); the first key when not given. */
   readonly address: string | undefined;
   /** The most MIST one transaction may spend on gas. */

@@ -183,7 +183,13 @@ export class SuiNetwork implements Chain {
     try {
       signer = loadKeystore(options.keystore, options.address);
     } catch (error) {
-      if (error instanceof KeystoreError) throw new SuiConfigError(error.message);
+      if (error instanceof KeystoreError) {
+        // Named with the setting that points at it, so the operator knows what to change.
+        const from = options.keystoreSource === undefined ? '' : ` (set by ${options.keystoreSource})`;
+        throw new SuiConfigError(
+          `${error.message}${from}; point --sui-keystore (NODE_DAEMON_SUI_KEYSTORE) at the Sui CLI's keystore file`,
+        );
+      }
       throw error;
     }
     const client = options.transport

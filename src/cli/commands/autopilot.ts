@@ -45,6 +45,17 @@ function stateLine(status: AutopilotStatus): string {
   }
 }
 
+/** The daily gas cap: what is left, and when it frees up (or, paused, when the next action fits). */
+function gasBudgetLine(budget: AutopilotStatus['gas_budget']): string {
+  const left = `${sui(budget.remaining)} left of ${sui(budget.per_day)} a day (--autopilot-max-gas-per-day)`;
+  if (budget.paused) {
+    return `paused: ${left}, the next action needs ${sui(budget.needed ?? 0)}; it frees up ${budget.frees_at === null ? 'later' : when(budget.frees_at)}`;
+  }
+  return budget.frees_at === null
+    ? `${left}, nothing spent in 24 hours`
+    : `${left}; more frees up ${when(budget.frees_at)}`;
+}
+
 function lastPass(pass: AutopilotStatus['last_pass']): string {
   if (pass === null) return 'none yet';
   const did = pass.acted ? `acted: ${plural(pass.actions, 'transaction')}` : 'planned only';
@@ -102,6 +113,8 @@ function statusText(status: AutopilotStatus): string {
       ],
       ['claims', `a batch once its node fees reach ${amount(policy.min_claim)}`],
       ['gas', `acts only when a transaction's estimated gas is at most ${sui(policy.max_gas)}`],
+      // A daemon older than the daily gas cap does not send it.
+      ...(status.gas_budget ? [['gas budget', gasBudgetLine(status.gas_budget)] as [string, string]] : []),
       ['last pass', lastPass(status.last_pass)],
       [
         'next pass',

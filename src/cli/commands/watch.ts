@@ -78,6 +78,10 @@ export function describeEvent(type: string, d: Data): string {
       return `the signer ${shortId(d.address)} has ${sui(d.balance_mist)} for gas, below the warning of ${sui(d.threshold_mist)}: fund it`;
     case 'signer_gas_restored':
       return `the signer ${shortId(d.address)} has ${sui(d.balance_mist)} for gas again (warning below ${sui(d.threshold_mist)})`;
+    case 'autopilot_gas_budget_spent':
+      return `autopilot paused: its gas of the last 24 hours (${sui(d.spent_mist)}) and the next action's (${sui(d.needed_mist)}) would pass --autopilot-max-gas-per-day ${sui(d.budget_mist)}; it frees up at ${String(d.frees_at)}`;
+    case 'autopilot_gas_budget_restored':
+      return `autopilot acts again: its daily gas budget (${sui(d.budget_mist)}) has room`;
     case 'autopilot_halted':
       return `autopilot halted: ${oneLine(String(d.reason))}; resume it with \`node-daemon autopilot resume\``;
     case 'autopilot_resumed':
@@ -248,7 +252,7 @@ export const WATCH: CommandSpec[] = [
         arg: 'N',
         describe: 'only these nodes (repeat it, or N,N); default: the signer\u2019s',
       },
-      all: { type: 'boolean', describe: 'every node\u2019s events' },
+      all: { type: 'boolean', describe: 'the events of every node the store keeps (node_id=all)' },
       types: { type: 'string', arg: 'T,T', describe: `only these event types: ${TYPES.join(', ')}` },
       after: {
         type: 'string',

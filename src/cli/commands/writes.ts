@@ -1,10 +1,12 @@
+import { CliError } from '../../internal/exit-codes.ts';
 import type { U64 } from '../../internal/u64.ts';
 import { hash32, objectId, priceArg, smallId, stackIds, u64, usageError } from '../args.ts';
 import { DaemonProblem, type Reply } from '../connection.ts';
+import { ClientExitCode } from '../exit-codes.ts';
 import { amount, type Column, digits, fractionPercent, plural, price, shortId, table } from '../format.ts';
 import { claimPath, txResult } from '../render.ts';
 import type { ClaimResult, Json, NotClaimable, StackResult } from '../replies.ts';
-import { list, required, show, str, write } from '../request.ts';
+import { list, READ_TIMEOUT_MS, required, show, str, write } from '../request.ts';
 import { BADGE_OPTION, type CommandSpec, type Context } from '../spec.ts';
 
 /** The write commands: register, subscriptions, settle, attest, claim (on chain) and usage (off chain). */
@@ -164,11 +166,31 @@ export const WRITES: CommandSpec[] = [
         'Registers a node on the network (POST /nodes/register): the signer receives a NodeBadge, and',
         'the new node small id becomes the default [node] of the other commands if it is the first.',
       ],
+      [
+        'A signer that already holds a badge is refused (exit 4): a second node costs gas and is rarely',
+        'meant; --another registers one all the same. The HTTP route itself registers without asking.',
+      ],
     ],
+    options: {
+      another: { type: 'boolean', describe: 'register although the signer already holds a NodeBadge' },
+    },
     kind: 'chain-write',
     positionals: { min: 0, max: 0 },
-    examples: ['node-daemon register', 'node-daemon register --json'],
+    examples: ['node-daemon register', 'node-daemon register --json', 'node-daemon register --another'],
     async run(ctx) {
+      if (ctx.values.another !== true) {
+        const held = await ctx
+          .daemon()
+          .request('GET', '/nodes/badges', { timeoutMs: ctx.timeoutMs ?? READ_TIMEOUT_MS });
+        const badges = ((held.body as Json).badges ?? []) as Json[];
+        if (badges.length > 0) {
+          const nodes = badges.map((b) => digits(b.node_small_id)).join(', ');
+          throw new CliError(
+            `the signer already holds a NodeBadge (node ${nodes}); registering mints another node, which costs gas: run \`node-daemon register --another\` if that is what you want`,
+            ClientExitCode.refused,
+          );
+        }
+      }
       const reply = await write(ctx, {});
       await show(ctx, reply, (b: Json) =>
         txResult(`registered node ${digits(b.node_small_id)}`, b, [['badge', digits(b.badge_id)]]),

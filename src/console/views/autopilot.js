@@ -85,6 +85,14 @@ export function autopilotView(ctx) {
             a.halted_reason
               ? h('p', { class: 'outcome failure' }, h('strong', null, 'Halted'), ': ', a.halted_reason)
               : null,
+            a.gas_budget?.paused
+              ? h(
+                  'p',
+                  { class: 'outcome failure', 'data-key': 'pilot-gas-paused' },
+                  h('strong', null, 'Paused'),
+                  `: the next action (${formatUnits(a.gas_budget.needed, 9)} SUI of gas) would pass the daily gas budget; it frees up at ${formatTime(a.gas_budget.frees_at, true)}`,
+                )
+              : null,
             h(
               'div',
               { class: 'actions' },
@@ -124,6 +132,7 @@ export function autopilotView(ctx) {
               ['or idle for', formatDuration(a.policy.settle_idle_seconds)],
               ['Claim batches from', formatUsdc(a.policy.min_claim)],
               ['Gas at most', `${formatUnits(a.policy.max_gas, 9)} SUI`],
+              ...gasBudgetFacts(a.gas_budget),
             ]),
           ),
         ),
@@ -157,4 +166,17 @@ export function autopilotView(ctx) {
       );
     },
   };
+}
+
+/**
+ * The daily gas cap's facts: what is left, and when it frees up (none from a daemon without it).
+ * @param {any} budget
+ * @returns {[string, string][]}
+ */
+function gasBudgetFacts(budget) {
+  if (!budget) return [];
+  return [
+    ['Gas budget left', `${formatUnits(budget.remaining, 9)} of ${formatUnits(budget.per_day, 9)} SUI a day`],
+    ['It frees up', budget.frees_at ? formatTime(budget.frees_at, true) : 'nothing spent in 24 hours'],
+  ];
 }

@@ -17,6 +17,10 @@ export function postgresAutopilot(db: PostgresDatabase): AutopilotStore {
       (await db.rows(S.claimable, [enc(node), enc(epoch)])).map(rows.claimable),
     listAttestationRequests: async (node) =>
       (await db.rows(S.requests, [enc(node)])).map(rows.attestationRequest),
+    retireAttestationRequests: (node, stacks) =>
+      db.op(async () => {
+        for (const stack of stacks) await db.rows(S.retireRequests, [enc(node), enc(stack)]);
+      }),
     // Each action is recorded with its node event, in one transaction.
     insertAutopilotAction: (action) =>
       db.op(async () => {
@@ -46,5 +50,6 @@ export function postgresAutopilot(db: PostgresDatabase): AutopilotStore {
       (await db.rows(options.pending ? S.pendingActions : S.actions, [options.limit])).map(
         rows.autopilotAction,
       ),
+    listAutopilotSpending: async (since) => (await db.rows(S.spending, [since])).map(rows.autopilotSpending),
   };
 }

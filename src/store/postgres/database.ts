@@ -1,7 +1,7 @@
 import { Client, type ClientBase, Pool, type PoolClient, type QueryResult } from 'pg';
 import { Listeners } from '../../internal/listeners.ts';
 import { connectError, fromPostgresError, StoreError, statementError } from '../errors.ts';
-import type { NewNodeEvent } from '../node-events.ts';
+import { inScope, type NewNodeEvent, type NodeEventScope } from '../node-events.ts';
 import { columns } from '../params.ts';
 import { StackLists } from '../stack-list/stack-lists.ts';
 import { arrayLiteral } from './array-literal.ts';
@@ -66,6 +66,8 @@ export class PostgresDatabase {
   /** Each listed node's stack list, kept between reads (stack-list/). */
   readonly stackLists: StackLists<StackListMark>;
   readonly nodeEvents = new Listeners();
+  /** Whose node events are recorded (NodeEventStore.scopeNodeEvents). */
+  scope: NodeEventScope = null;
   readonly #pool: Pool;
   /** One indexer transaction (or usage-free write) at a time in this process, as SQLite's single writer. */
   #queue: Promise<unknown> = Promise.resolve();
@@ -319,7 +321,8 @@ export class PostgresDatabase {
   }
 
   /** The statements that record node events (with the next ids) and notify the listening processes. */
-  nodeEventStatements(events: readonly NewNodeEvent[]): [Statement, unknown[]][] {
+  nodeEventStatements(all: readonly NewNodeEvent[]): [Statement, unknown[]][] {
+    const events = this.scope === null ? all : all.filter((event) => inScope(event, this.scope));
     const now = Date.now();
     return [
       [
@@ -335,7 +338,7 @@ export class PostgresDatabase {
 
   /** Runs the statements of nodeEventStatements on a transaction's connection; whether there were any. */
   async appendOn(client: ClientBase, events: readonly NewNodeEvent[]): Promise<boolean> {
-    if (events.length === 0) return false;
+    if (!events.some((event) => inScope(event, this.scope))) return false;
     for (const [statement, values] of this.nodeEventStatements(events))
       await this.exec(client, statement, values);
     return true;

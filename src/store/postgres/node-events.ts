@@ -42,6 +42,9 @@ export function postgresNodeEvents(db: PostgresDatabase): NodeEventStore {
   };
 
   return {
+    scopeNodeEvents: async (nodes) => {
+      db.scope = nodes === null ? null : new Set(nodes.map(String));
+    },
     appendNodeEvents: (events) =>
       db.op(async () => {
         const appended = await db.transaction(

@@ -152,12 +152,14 @@ export const S = statements({
   rewards: 'SELECT * FROM attester_rewards WHERE node_small_id = $1 ORDER BY stack_small_id, slot',
   ...AUTOPILOT_QUERIES,
   actions: 'SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT $1',
+  spending: `SELECT at, node_small_id, status, gas_estimate, gas_used FROM autopilot_actions
+    WHERE at >= $1 AND status IN ('pending', 'succeeded', 'failed') ORDER BY at`,
   pendingActions: "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT $1",
   insertAction: `INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
-      status, reason, node_fee_amount, gas_estimate, tx_digests, error)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
+      status, reason, node_fee_amount, gas_estimate, tx_digests, error, gas_used)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
   updateAction: `UPDATE autopilot_actions SET status = $1, tx_digests = $2, error = $3, updated_at = $4,
-    node_fee_amount = coalesce($5, node_fee_amount) WHERE id = $6 RETURNING *`,
+    node_fee_amount = coalesce($5, node_fee_amount), gas_used = coalesce($6, gas_used) WHERE id = $7 RETURNING *`,
   // Node events: the counter row's lock is held to COMMIT, so ids are gap-free and in commit order across
   // every process (0004-node-events.sql); the notification is delivered at COMMIT.
   appendNodeEvents: `WITH c AS (UPDATE node_event_counter SET last = last + cardinality($1::bigint[]) WHERE id = 1
@@ -283,6 +285,8 @@ export const S = statements({
     r AS (INSERT INTO attestation_requests (stack_small_id, slot, node_small_id)
       SELECT * FROM unnest($9::numeric[], $10::int[], $11::numeric[]) ON CONFLICT DO NOTHING)
     UPDATE stacks SET in_settle_period = true WHERE stack_small_id = ANY($1::numeric[])`,
+  retireRequests:
+    'DELETE FROM attestation_requests WHERE node_small_id = $1 AND stack_small_id = $2 AND NOT attested',
   requestAttested: `UPDATE attestation_requests SET attested = true
     WHERE stack_small_id = $1 AND node_small_id = $2`,
   stackTerms: `SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = $1`,

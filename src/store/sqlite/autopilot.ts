@@ -17,6 +17,12 @@ export function sqliteAutopilot(db: SqliteDatabase): AutopilotStore {
       db.guard(() => r.claimable.all(enc(node), enc(epoch)).map(rows.claimable)),
     listAttestationRequests: async (node) =>
       db.guard(() => r.requests.all(enc(node)).map(rows.attestationRequest)),
+    retireAttestationRequests: (node, stacks) =>
+      db.transaction(async () =>
+        db.guard(() => {
+          for (const stack of stacks) w.retireRequests.run(enc(node), enc(stack));
+        }),
+      ),
     // Each action is recorded with its node event, in one transaction.
     insertAutopilotAction: (action) =>
       db.transaction(async () =>
@@ -35,5 +41,6 @@ export function sqliteAutopilot(db: SqliteDatabase): AutopilotStore {
       const statement = options.pending ? r.pendingActions : r.actions;
       return db.guard(() => statement.all(options.limit).map(rows.autopilotAction));
     },
+    listAutopilotSpending: async (since) => db.guard(() => r.spending.all(since).map(rows.autopilotSpending)),
   };
 }

@@ -5,7 +5,7 @@ import { Listeners } from '../../internal/listeners.ts';
 import type { U64 } from '../../internal/u64.ts';
 import { fromSqliteError, StoreError } from '../errors.ts';
 import { checkApplied, loadMigrations } from '../migrations.ts';
-import type { NewNodeEvent } from '../node-events.ts';
+import { inScope, type NewNodeEvent, type NodeEventScope } from '../node-events.ts';
 import { digitsOf } from '../stack-list/columns.ts';
 import { StackLists } from '../stack-list/stack-lists.ts';
 import { topics } from '../store.ts';
@@ -67,6 +67,8 @@ export class SqliteDatabase {
   readonly #stacksChanged = new Map<string, string[]>();
   /** Node events were recorded in the open transaction: tell the listeners once it commits. */
   #appended = false;
+  /** Whose node events are recorded (NodeEventStore.scopeNodeEvents). */
+  scope: NodeEventScope = null;
 
   constructor(options: SqliteStoreOptions) {
     mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
@@ -176,7 +178,8 @@ export class SqliteDatabase {
   }
 
   /** Records node events in the open transaction. */
-  append(events: readonly NewNodeEvent[]): void {
+  append(all: readonly NewNodeEvent[]): void {
+    const events = this.scope === null ? all : all.filter((event) => inScope(event, this.scope));
     if (events.length === 0) return;
     this.guard(() => {
       const now = Date.now();

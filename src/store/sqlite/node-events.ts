@@ -21,6 +21,9 @@ export function sqliteNodeEvents(db: SqliteDatabase): NodeEventStore {
   const nodesParam = (nodes: NodeEventQuery['nodes']) =>
     nodes === null ? null : `[${nodes.map((n) => JSON.stringify(enc(n).toString())).join(',')}]`;
   return {
+    scopeNodeEvents: async (nodes) => {
+      db.scope = nodes === null ? null : new Set(nodes.map(String));
+    },
     appendNodeEvents: (events) => db.transaction(async () => db.append(events)),
     listNodeEvents: async (query) => {
       // Node ids go as a JSON array of decimal strings, matched as the column stores them (statements.ts).

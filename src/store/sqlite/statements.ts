@@ -130,6 +130,8 @@ export function readStatements(db: DatabaseSync) {
     claimable: db.prepare(AUTOPILOT_QUERIES.claimable),
     requests: db.prepare(AUTOPILOT_QUERIES.requests),
     actions: db.prepare('SELECT * FROM autopilot_actions ORDER BY id DESC LIMIT ?'),
+    spending: db.prepare(`SELECT at, node_small_id, status, gas_estimate, gas_used FROM autopilot_actions
+      WHERE at >= ? AND status IN ('pending', 'succeeded', 'failed') ORDER BY at`),
     pendingActions: db.prepare(
       "SELECT * FROM autopilot_actions WHERE status = 'pending' ORDER BY id DESC LIMIT ?",
     ),
@@ -214,6 +216,9 @@ export function writeStatements(db: DatabaseSync) {
       'UPDATE attestation_requests SET attested = 1 WHERE stack_small_id = ? AND node_small_id = ?',
     ),
     closeRequests: db.prepare('DELETE FROM attestation_requests WHERE stack_small_id = ?'),
+    retireRequests: db.prepare(
+      'DELETE FROM attestation_requests WHERE node_small_id = ? AND stack_small_id = ? AND attested = 0',
+    ),
     stackTerms: db.prepare(`SELECT selected_node_id, ${TERMS_COLUMNS} FROM stacks WHERE stack_small_id = ?`),
     putReward: db.prepare(`INSERT INTO attester_rewards (stack_small_id, slot, node_small_id, amount, epoch)
       VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
@@ -223,11 +228,12 @@ export function writeStatements(db: DatabaseSync) {
         parameters = coalesce(excluded.parameters, parameters), updated_at = excluded.updated_at`),
     insertAction:
       db.prepare(`INSERT INTO autopilot_actions (at, updated_at, kind, node_small_id, stack_small_ids,
-      status, reason, node_fee_amount, gas_estimate, tx_digests, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      status, reason, node_fee_amount, gas_estimate, tx_digests, error, gas_used)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       RETURNING *`),
     updateAction:
       db.prepare(`UPDATE autopilot_actions SET status = ?, tx_digests = ?, error = ?, updated_at = ?,
-      node_fee_amount = coalesce(?, node_fee_amount) WHERE id = ? RETURNING *`),
+      node_fee_amount = coalesce(?, node_fee_amount), gas_used = coalesce(?, gas_used) WHERE id = ? RETURNING *`),
     firstEventSince: db.prepare('SELECT id FROM node_events WHERE at >= ? ORDER BY id LIMIT 1'),
     newestEventId: db.prepare('SELECT max(id) AS id FROM node_events'),
     pruneEvents: db.prepare('DELETE FROM node_events WHERE id < ?'),
