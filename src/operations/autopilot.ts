@@ -1,31 +1,21 @@
 import type { Logger } from 'pino';
-import {
-  type Badge,
-  type Chain,
-  type MoveAbort,
-  type Operation,
-  type Simulation,
-  wasLogged,
-} from '../chain/chain.ts';
+import { type Chain, wasLogged } from '../chain/chain.ts';
 import type { LiveIndexer } from '../indexer/run.ts';
 import { backoffDelay } from '../internal/backoff.ts';
 import { FailureLog } from '../internal/failure-log.ts';
 import type { Metrics } from '../internal/metrics.ts';
 import { normalizeU64, type U64, u64ToString } from '../internal/u64.ts';
 import { ProblemError } from '../problems/catalog.ts';
-import { describeAbort } from '../protocol/aborts.ts';
-import { DEFAULT_PARAMETERS, type ProtocolParameters, SecurityLevel } from '../protocol/constants.ts';
-import { knownFee } from '../protocol/fees.ts';
-import { EMPTY_HASH } from '../protocol/proofs.ts';
 import type { ActionView, AutopilotStatus, PlanItem, RunResult } from '../schemas/autopilot.ts';
 import type { AutopilotAction, AutopilotActionKind } from '../store/autopilot-actions.ts';
 import type { AutopilotStore, Coordination, Lease, ReadStore } from '../store/store.ts';
 
-/** What the autopilot asks of the store. */
-type AutopilotStoreRoles = AutopilotStore & ReadStore & Coordination;
-
+import { AutopilotPlanner, type AutopilotSettings, type NodeClaims, type Planned } from './autopilot-plan.ts';
 import type { Conditions } from './conditions.ts';
 import type { GasMeter, Writes } from './writes.ts';
+
+/** What the autopilot asks of the store. */
+type AutopilotStoreRoles = AutopilotStore & ReadStore & Coordination;
 
 /**
  * The autopilot: the node's clerk. When the indexer applies new events (a new epoch, a settlement, an
@@ -43,49 +33,23 @@ import type { GasMeter, Writes } from './writes.ts';
  * it. Its cost follows the stacks that need action: each question is one index range (store.ts).
  */
 
-/** The autopilot's mode and policy (docs/EARNINGS.md explains how to choose them). */
-export interface AutopilotSettings {
-  /** off: nothing; dry-run: plans and records what it would do; on: acts. */
-  readonly mode: 'off' | 'dry-run' | 'on';
-  /** Settle a stack once its reported usage reaches this fraction of its units (0 < f <= 1). */
-  readonly settleFill: number;
-  /** Or once it has had usage but none for this many seconds. */
-  readonly settleIdleSeconds: number;
-  /** Claim only batches whose node fees reach this (smallest USDC unit). */
-  readonly minClaim: bigint;
-  /** Act only when a transaction's estimated gas stays at or under this (MIST). */
-  readonly maxGas: bigint;
-  /** In any 24 hours, sign transactions whose gas adds up to at most this (MIST). */
-  readonly maxGasPerDay: bigint;
-}
-
 /** The window of the daily gas cap. */
 export const GAS_WINDOW_MS = 86_400_000;
 
-/** Most stacks one claim transaction carries (a pure vector argument stays far under Sui's limits). */
-export const MAX_BATCH = 500;
 /** Consecutive contract aborts after which the autopilot stops acting. */
 export const HALT_AFTER_ABORTS = 3;
 /** The shortest time between two passes started by pokes. */
 const MIN_INTERVAL_MS = 250;
 const RECENT_ACTIONS = 50;
 
+export {
+  type AutopilotSettings,
+  CONFIDENTIAL_CLAIM_FILL,
+  MAX_BATCH,
+  type NodeClaims,
+} from './autopilot-plan.ts';
+
 export type Trigger = 'start' | 'indexer' | 'usage' | 'timer' | 'run';
-
-/**
- * atoma-node claims a confidential stack itself once it passes CONFIDENTIAL_CLAIM_FILL with no request
- * running (upstream-daemon.md §3.5), and marks it locked for claim in atoma-state. With a usage source the
- * autopilot leaves those stacks to the node (docs/ATOMA-NODE.md): this is what it asks the source.
- */
-export interface NodeClaims {
-  /** The node locked the stack to claim it itself, as the source last said. */
-  lockedByNode(stack: U64): boolean;
-  /** Reads the stack from the source now (and mirrors it): undefined when the source does not have it. */
-  refresh(stack: U64): Promise<{ already_computed_units: U64; is_locked_for_claim: boolean } | undefined>;
-}
-
-/** The fill at which atoma-node claims a confidential stack by itself (RATIO_FOR_CLAIM_STACK_THRESHOLD). */
-export const CONFIDENTIAL_CLAIM_FILL = 0.95;
 
 export interface AutopilotDeps {
   settings: AutopilotSettings;
@@ -118,13 +82,6 @@ interface GasPause {
   freesAt: number;
 }
 
-interface Planned extends PlanItem {
-  operation?: Operation;
-  badge?: Badge;
-  /** An attestation that can never be made (the stack in dispute, the window closed): retired after its pass. */
-  dead?: true;
-}
-
 interface Pass {
   plan: Planned[];
   actions: ActionView[];
@@ -138,7 +95,7 @@ export class Autopilot {
   readonly #indexer: LiveIndexer;
   readonly #metrics: Metrics;
   readonly #log: Logger;
-  readonly #nodeClaims: NodeClaims | undefined;
+  readonly #planner: AutopilotPlanner;
   /** Failed passes, said once per reason. */
   readonly #passFailures: FailureLog;
   readonly #conditions: Conditions | undefined;
@@ -164,13 +121,20 @@ export class Autopilot {
 
   constructor(deps: AutopilotDeps) {
     this.#settings = deps.settings;
-    this.#nodeClaims = deps.nodeClaims;
     this.#chain = deps.chain;
     this.#store = deps.store;
     this.#writes = deps.writes;
     this.#indexer = deps.indexer;
     this.#metrics = deps.metrics;
     this.#log = deps.log;
+    this.#planner = new AutopilotPlanner({
+      settings: deps.settings,
+      chain: deps.chain,
+      store: deps.store,
+      writes: deps.writes,
+      log: deps.log,
+      nodeClaims: deps.nodeClaims,
+    });
     this.#passFailures = new FailureLog(deps.log);
     this.#conditions = deps.conditions;
     this.#clock = deps.clock ?? Date.now;
@@ -237,7 +201,7 @@ export class Autopilot {
   async status(): Promise<AutopilotStatus> {
     const now = this.#clock();
     const [plan, recent, state, budget] = await Promise.all([
-      this.#plan(now, new Set()),
+      this.#planner.plan(now, new Set()),
       this.#store.listAutopilotActions({ limit: RECENT_ACTIONS }),
       this.#store.getChainState(),
       this.#gasBudget(now),
@@ -352,13 +316,13 @@ export class Autopilot {
       if (this.#lease) await this.#announceHalt('restart');
     }
     const { blocked, waiting } = await this.#resolvePending(now);
-    const plan = await this.#plan(now, blocked);
+    const plan = await this.#planner.plan(now, blocked);
     const actions: ActionView[] = [];
     const act = this.#canAct();
     let pause: GasPause | undefined;
     for (const planned of plan) {
       // Claims draw on the pooled treasury: what this pass already did may have changed what it can pay.
-      let item = actions.length > 0 && act ? await this.#recheck(planned) : planned;
+      let item = actions.length > 0 && act ? await this.#planner.recheck(planned) : planned;
       if (item.will === 'act' && act && this.#halted === undefined) {
         // The daily gas cap, counted from the store before each signature (its own earlier actions too).
         pause ??= await this.#overBudget(item);
@@ -512,319 +476,6 @@ export class Autopilot {
             data: { address, budget_mist: budget },
           },
     });
-  }
-
-  // --- planning -------------------------------------------------------------------------------------------
-
-  async #plan(now: number, blocked: Set<U64>): Promise<Planned[]> {
-    const { epoch, parameters } = await this.#store.getChainState();
-    const params = parameters ?? DEFAULT_PARAMETERS;
-    const plan: Planned[] = [];
-    for (const badge of await this.#writes.badges()) {
-      plan.push(...(await this.#planSettlements(badge, now, blocked, params)));
-      plan.push(...(await this.#planAttestations(badge, epoch, blocked)));
-      if (epoch !== null) plan.push(...(await this.#planClaims(badge, epoch, blocked, params)));
-    }
-    return plan;
-  }
-
-  async #planSettlements(
-    badge: Badge,
-    now: number,
-    blocked: Set<U64>,
-    params: ProtocolParameters,
-  ): Promise<Planned[]> {
-    const { settleFill, settleIdleSeconds } = this.#settings;
-    const idleBefore = now - settleIdleSeconds * 1000;
-    const candidates = await this.#store.listSettleCandidates(
-      badge.node_small_id,
-      Math.floor(settleFill * 1_000_000),
-      idleBefore,
-    );
-    const settle: Planned[] = [];
-    const direct: { id: U64; fee: bigint | null; units: U64; reason: string }[] = [];
-    for (const stack of candidates) {
-      const id = stack.stack_small_id;
-      const used = stack.already_computed_units;
-      if (blocked.has(id) || used === 0) continue;
-      const fill = Number(used) / Number(stack.terms.num_compute_units);
-      const idle = stack.last_usage_at !== null && stack.last_usage_at < idleBefore;
-      if (fill < settleFill && !idle) continue;
-      const reason =
-        fill >= settleFill
-          ? `filled to ${percent(fill)} (settles at ${percent(settleFill)})`
-          : `no usage for ${Math.round((now - stack.last_usage_at!) / 1000)} s (settles after ${settleIdleSeconds} s)`;
-      const level = stack.terms.security_level;
-      const fee = knownFee(params, level, stack.terms.price_per_one_million_compute_units, used);
-      if (level === SecurityLevel.ConfidentialCompute) {
-        const leftToNode = await this.#leftToNode(id, fill);
-        if (leftToNode !== undefined) {
-          settle.push({
-            action: 'direct_claim',
-            node_small_id: badge.node_small_id,
-            stack_small_ids: [id],
-            will: 'skip',
-            reason: leftToNode,
-            node_fee_amount: fee === null ? null : normalizeU64(fee),
-            gas_estimate: null,
-          });
-          continue;
-        }
-        direct.push({ id, fee, units: used, reason });
-        continue;
-      }
-      const operation: Operation = {
-        kind: 'try_settle_stack',
-        badge,
-        stack_small_id: id,
-        num_claimed_compute_units: used,
-        committed_stack_proof: EMPTY_HASH,
-        stack_merkle_leaf: EMPTY_HASH,
-      };
-      settle.push(
-        await this.#gated({
-          action: 'settle',
-          node_small_id: badge.node_small_id,
-          stack_small_ids: [id],
-          will: 'act',
-          reason: `${reason}; claims its ${used} recorded units`,
-          node_fee_amount: fee === null ? null : normalizeU64(fee),
-          gas_estimate: null,
-          operation,
-          badge,
-        }),
-      );
-    }
-    const batches = await this.#batches(badge, 'direct_claim', direct, (ids) => ({
-      kind: 'claim_funds_for_stacks',
-      badge,
-      stack_small_ids: ids,
-      num_compute_units_per_stack_to_claim: ids.map((id) => direct.find((d) => d.id === id)!.units),
-    }));
-    return [...settle, ...batches];
-  }
-
-  /**
-   * Why a confidential stack is left to atoma-node, which claims it itself (NodeClaims), or undefined when
-   * the autopilot may claim it: without a usage source, always. With one, a stack the node locked, or filled
-   * to its claim threshold, is the node's; an idle one below it is read from the source once more first, so
-   * a request that came meanwhile (and may take it past the threshold) leaves it to the node too.
-   */
-  async #leftToNode(id: U64, fill: number): Promise<string | undefined> {
-    const claims = this.#nodeClaims;
-    if (claims === undefined) return undefined;
-    const theNode = 'atoma-node claims a confidential stack itself; the autopilot leaves it to the node';
-    if (claims.lockedByNode(id)) return `${theNode} (locked for claim in atoma-state)`;
-    if (fill >= CONFIDENTIAL_CLAIM_FILL) {
-      return `${theNode} (filled to ${percent(fill)}: the node claims at ${percent(CONFIDENTIAL_CLAIM_FILL)})`;
-    }
-    const now = await claims.refresh(id);
-    if (now === undefined) return undefined;
-    if (now.is_locked_for_claim) return `${theNode} (locked for claim in atoma-state)`;
-    return undefined;
-  }
-
-  async #planAttestations(badge: Badge, epoch: U64 | null, blocked: Set<U64>): Promise<Planned[]> {
-    const requests = await this.#store.listAttestationRequests(badge.node_small_id);
-    const plan: Planned[] = [];
-    const seen = new Set<U64>();
-    for (const request of requests) {
-      const id = request.stack_small_id;
-      if (seen.has(id) || blocked.has(id)) continue;
-      seen.add(id);
-      const item: Planned = {
-        action: 'attest',
-        node_small_id: badge.node_small_id,
-        stack_small_ids: [id],
-        will: 'skip',
-        reason: '',
-        node_fee_amount: null,
-        gas_estimate: null,
-        badge,
-      };
-      if (request.is_in_dispute) {
-        plan.push({ ...item, dead: true, reason: 'the stack is in dispute: an attestation would abort' });
-      } else if (epoch !== null && request.until_epoch !== null && epoch > request.until_epoch) {
-        plan.push({
-          ...item,
-          dead: true,
-          reason: `the attestation window closed with epoch ${request.until_epoch}: an attestation would abort`,
-        });
-      } else if (!request.has_record) {
-        plan.push({
-          ...item,
-          reason:
-            "no record of the stack's requests: the node's inference server has not re-run them, so an attestation could only open a false dispute",
-        });
-      } else {
-        plan.push(
-          await this.#gated({
-            ...item,
-            will: 'act',
-            reason: `asked to attest (slot ${request.slot + 1})${request.until_epoch === null ? '' : `, until epoch ${request.until_epoch}`}`,
-            operation: {
-              kind: 'submit_stack_settlement_attestation',
-              badge,
-              stack_small_id: id,
-              committed_stack_proof: EMPTY_HASH,
-              stack_merkle_leaf: EMPTY_HASH,
-            },
-          }),
-        );
-      }
-    }
-    return plan;
-  }
-
-  async #planClaims(
-    badge: Badge,
-    epoch: U64,
-    blocked: Set<U64>,
-    params: ProtocolParameters,
-  ): Promise<Planned[]> {
-    const tickets = await this.#store.listClaimable(badge.node_small_id, epoch);
-    const plan: Planned[] = [];
-    const priced: { id: U64; fee: bigint | null; units: U64; reason: string }[] = [];
-    for (const ticket of tickets) {
-      const id = ticket.stack_small_id;
-      if (blocked.has(id)) continue;
-      const fee = knownFee(
-        params,
-        ticket.terms?.security_level,
-        ticket.terms?.price_per_one_million_compute_units,
-        ticket.num_claimed_compute_units,
-      );
-      if (fee === null) {
-        plan.push({
-          action: 'claim',
-          node_small_id: badge.node_small_id,
-          stack_small_ids: [id],
-          will: 'skip',
-          reason:
-            'its price or task was never seen (first seen mid-history): the autopilot cannot judge it; claim it by hand',
-          node_fee_amount: null,
-          gas_estimate: null,
-        });
-        continue;
-      }
-      priced.push({
-        id,
-        fee,
-        units: ticket.num_claimed_compute_units,
-        reason: `claimable since epoch ${ticket.claimable_from_epoch}`,
-      });
-    }
-    plan.push(
-      ...(await this.#batches(badge, 'claim', priced, (ids) => ({
-        kind: 'claim_funds',
-        badge,
-        settled_ticket_ids: ids,
-      }))),
-    );
-    return plan;
-  }
-
-  /**
-   * Claims in as few transactions as the contract allows: the largest fees first, up to MAX_BATCH per
-   * transaction. A batch is simulated first: when its gas is above --autopilot-max-gas, or it would abort
-   * (the pooled treasury cannot pay it all), its larger-fee half is tried, as long as the half still
-   * reaches --autopilot-min-claim. A batch is worth it when its node fees reach --autopilot-min-claim.
-   * What is left waits.
-   */
-  async #batches(
-    badge: Badge,
-    action: 'claim' | 'direct_claim',
-    items: { id: U64; fee: bigint | null; reason: string }[],
-    operation: (ids: U64[]) => Operation,
-  ): Promise<Planned[]> {
-    const { minClaim, maxGas } = this.#settings;
-    const plan: Planned[] = [];
-    const queue = [...items].sort((a, b) => (b.fee! > a.fee! ? 1 : b.fee! < a.fee! ? -1 : 0));
-    const feesOf = (size: number) => queue.slice(0, size).reduce((sum, i) => sum + (i.fee ?? 0n), 0n);
-    const simulate = (size: number) => this.#simulate(operation(queue.slice(0, size).map((i) => i.id)));
-    while (queue.length > 0) {
-      let size = Math.min(queue.length, MAX_BATCH);
-      let fees = feesOf(size);
-      let sim = fees >= minClaim ? await simulate(size) : null;
-      while (sim !== null && (sim.gas > maxGas || sim.abort !== null) && size > 1) {
-        const half = Math.ceil(size / 2);
-        if (feesOf(half) < minClaim) break;
-        size = half;
-        fees = feesOf(size);
-        sim = await simulate(size);
-      }
-      const batch = queue.splice(0, size);
-      const ids = batch.map((i) => i.id);
-      const base = {
-        action,
-        node_small_id: badge.node_small_id,
-        stack_small_ids: ids,
-        node_fee_amount: normalizeU64(fees),
-        gas_estimate: sim === null ? null : normalizeU64(sim.gas),
-      };
-      const what = `${ids.length} stack${ids.length === 1 ? '' : 's'} (${batch[0]!.reason}${ids.length > 1 ? ', ...' : ''})`;
-      if (fees < minClaim) {
-        plan.push({
-          ...base,
-          will: 'skip',
-          reason: `${what}: node fees ${usdc(fees)} are below --autopilot-min-claim ${usdc(minClaim)}; waiting for more`,
-        });
-      } else if (sim?.abort) {
-        plan.push({ ...base, will: 'skip', reason: `${what}: ${wouldAbort(sim.abort)}` });
-      } else if (sim !== null && sim.gas > maxGas) {
-        plan.push({
-          ...base,
-          will: 'skip',
-          reason: `${what}: estimated gas ${sim.gas} MIST is above --autopilot-max-gas ${maxGas}`,
-        });
-      } else {
-        plan.push({
-          ...base,
-          will: 'act',
-          reason: `${what}: node fees ${usdc(fees)} reach --autopilot-min-claim ${usdc(minClaim)}`,
-          operation: operation(ids),
-          badge,
-        });
-      }
-    }
-    return plan;
-  }
-
-  /** A single-stack action, simulated: skipped when it would abort or its gas is above the policy's. */
-  async #gated(item: Planned): Promise<Planned> {
-    const sim = item.operation ? await this.#simulate(item.operation) : null;
-    const planned = { ...item, gas_estimate: sim === null ? null : normalizeU64(sim.gas) };
-    if (sim?.abort)
-      return { ...planned, will: 'skip', reason: `${item.reason}; but ${wouldAbort(sim.abort)}` };
-    if (sim === null || sim.gas <= this.#settings.maxGas) return planned;
-    return {
-      ...planned,
-      will: 'skip',
-      reason: `${item.reason}; but its estimated gas ${sim.gas} MIST is above --autopilot-max-gas ${this.#settings.maxGas}`,
-    };
-  }
-
-  /** A planned claim simulated again, against the state the pass's earlier actions left. */
-  async #recheck(item: Planned): Promise<Planned> {
-    if (item.will !== 'act' || !item.operation || (item.action !== 'claim' && item.action !== 'direct_claim'))
-      return item;
-    const sim = await this.#simulate(item.operation);
-    if (!sim?.abort) return item;
-    return { ...item, will: 'skip', reason: `${item.reason}; but ${wouldAbort(sim.abort)}` };
-  }
-
-  /** The operation run against the chain's current state, nothing sent; null when the chain cannot say now. */
-  async #simulate(operation: Operation): Promise<Simulation | null> {
-    try {
-      return await this.#chain.simulate(operation);
-    } catch (error) {
-      // The chain adapter has said an unreachable fullnode once already.
-      this.#log[wasLogged(error) ? 'debug' : 'warn'](
-        { err: error, operation: operation.kind },
-        'could not simulate',
-      );
-      return null;
-    }
   }
 
   // --- acting -------------------------------------------------------------------------------------------------
@@ -1094,17 +745,6 @@ export class Autopilot {
 
 const ignore = () => undefined;
 
-function percent(fraction: number): string {
-  return `${Math.floor(fraction * 1000) / 10}%`;
-}
-
-/** An amount in USDC's smallest unit, as USDC (6 decimals). */
-function usdc(amount: bigint): string {
-  const whole = amount / 1_000_000n;
-  const fraction = (amount % 1_000_000n).toString().padStart(6, '0').replace(/0+$/, '');
-  return `${whole}${fraction ? `.${fraction}` : ''} USDC`;
-}
-
 function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
@@ -1139,9 +779,4 @@ function actionView(action: AutopilotAction): ActionView {
     tx_digests: action.tx_digests,
     error: action.error,
   };
-}
-
-/** Why a simulated action is not sent. */
-function wouldAbort(abort: MoveAbort): string {
-  return `the chain would abort it now: ${describeAbort(abort)}; nothing is sent, and the next pass tries again`;
 }
