@@ -1,18 +1,8 @@
-import type {
-  Badge,
-  Chain,
-  GasOptions,
-  GasUsed,
-  MoveAbort,
-  Operation,
-  Simulation,
-  Submission,
-} from '../chain/chain.ts';
+import type { Badge, Chain, GasOptions, GasUsed, Operation, Submission } from '../chain/chain.ts';
 import { Listeners } from '../internal/listeners.ts';
 import type { Mutex } from '../internal/mutex.ts';
 import { compareU64, normalizeU64, parseU64, toU64, type U64, u64ToString } from '../internal/u64.ts';
-import { ERRORS, type ErrorCode, ProblemError, refuse } from '../problems/catalog.ts';
-import { describeAbort } from '../protocol/aborts.ts';
+import { ProblemError, refuse } from '../problems/catalog.ts';
 import { DEFAULT_PARAMETERS, REPUTATION_SCORE_START, SecurityLevel } from '../protocol/constants.ts';
 import { decodePayload, type Payload, readEnvelope } from '../protocol/events.ts';
 import { knownFee } from '../protocol/fees.ts';
@@ -34,9 +24,20 @@ import type {
   TxResult,
   UsageResult,
 } from '../schemas/writes.ts';
-import type { Store, UsageOutcome } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
 import { problemFromError } from './from-error.ts';
+import { estimateSettlements } from './settle-estimate.ts';
 import type { Submitter } from './submit.ts';
+import { recordUsage } from './usage-reports.ts';
+import {
+  allFailed,
+  type Failure,
+  failure,
+  nothingToDo,
+  ordered,
+  type Planned,
+  skip,
+} from './write-results.ts';
 
 /**
  * The write operations: each validates everything it can against the indexed state before anything is
@@ -296,55 +297,12 @@ export class Writes {
    */
   async estimateSettle(input: TrySettleRequest): Promise<SettleEstimate> {
     const { planned, skips } = await this.#planSettlements(input);
-    const parameters = (await this.#store.getChainState()).parameters ?? DEFAULT_PARAMETERS;
-    const results: SettleEstimate['results'] = skips.map((r) => ({
-      stack_small_id: r.stack_small_id,
-      status: 'skipped',
-      ...(r.error ? { error: r.error } : {}),
-    }));
-    let fees = 0n;
-    let gas = 0n;
-    for (const plan of planned) {
-      const id = plan.stack_small_id;
-      const claimed = plan.num_claimed_compute_units!;
-      const terms = await this.#store.getStackTerms(id);
-      const feeOf = (units: U64 | bigint) =>
-        knownFee(
-          parameters,
-          terms?.security_level,
-          terms?.price_per_one_million_compute_units,
-          normalizeU64(BigInt(units)),
-        );
-      const fee = feeOf(claimed);
-      const refund = terms === undefined ? null : feeOf(BigInt(terms.num_compute_units) - BigInt(claimed));
-      let simulation: Simulation | null = null;
-      try {
-        simulation = await this.#chain.simulate(plan.operation);
-      } catch {
-        // The chain cannot simulate now: the estimate says so (gas unknown) rather than fail.
-      }
-      fees += fee ?? 0n;
-      gas += simulation?.gas ?? 0n;
-      results.push({
-        stack_small_id: id,
-        status: simulation?.abort ? 'would_abort' : 'ready',
-        num_claimed_compute_units: claimed,
-        node_fee_amount: fee === null ? null : normalizeU64(fee),
-        user_refund_amount: refund === null ? null : normalizeU64(refund),
-        gas_estimate: simulation === null ? null : normalizeU64(simulation.gas),
-        ...(simulation?.abort
-          ? {
-              error: {
-                code: 'would_abort',
-                detail: `the chain would abort it now: ${describeAbort(simulation.abort)}`,
-                abort: simulation.abort,
-              },
-            }
-          : {}),
-      });
-    }
-    ordered(input.stack_small_ids, results);
-    return { results, total: { node_fee_amount: normalizeU64(fees), gas_estimate: normalizeU64(gas) } };
+    return estimateSettlements(
+      { store: this.#store, chain: this.#chain },
+      input.stack_small_ids,
+      planned,
+      skips,
+    );
   }
 
   /** trySettle's checks and calls: the stacks it would settle, and why it would skip the others. */
@@ -679,60 +637,14 @@ export class Writes {
     computeUnits: U64,
     requestHash: Uint8Array | undefined,
   ): Promise<UsageResult> {
-    // One source of truth, never two counts: with a usage source, the stack holds what it says.
-    if (this.#usageSource !== undefined) {
-      throw refuse(
-        'usage_from_source',
-        `usage comes from ${this.#usageSource} (--usage-source ${this.#usageSource}): this daemon mirrors what atoma-node's inference service records there, so a report here would count the work twice; nothing was recorded`,
-      );
-    }
-    // The stack is read once, in the store's write: ownership is checked there against the signer's nodes
-    // (a stack of another node refreshes the badges once: the signer may have registered it since).
-    const add = async (refresh: boolean): Promise<UsageOutcome> => {
-      let badges: Badge[];
-      try {
-        badges = await this.badges(refresh);
-      } catch (error) {
-        // Without the badges (the chain unreachable), an unknown stack is still answered as unknown.
-        if (!refresh && (await this.#store.getStack(stackSmallId)) === undefined)
-          return { status: 'not_found' };
-        throw error;
-      }
-      const nodes = badges.map((b) => b.node_small_id);
-      return this.#store.addStackUsage(stackSmallId, computeUnits, requestHash, Date.now(), nodes);
-    };
-    let outcome = await add(false);
-    if (outcome.status === 'not_ours') outcome = await add(true);
-    if (outcome.status === 'not_found') {
-      throw refuse('stack_not_found', `no stack ${stackSmallId} is known to this daemon`, {
-        parameter: 'stack_small_id',
-      });
-    }
-    if (outcome.status === 'not_ours') {
-      throw refuse(
-        'stack_not_ours',
-        `stack ${stackSmallId} is assigned to node ${outcome.selected_node_id}, not to this signer's node`,
-        {
-          parameter: 'stack_small_id',
-        },
-      );
-    }
-    if (outcome.status === 'over_capacity') {
-      throw refuse(
-        'over_capacity',
-        `stack ${stackSmallId} has ${outcome.num_compute_units} compute units and ${outcome.already_computed_units} are used; ${computeUnits} more would exceed it (nothing was recorded)`,
-        { parameter: 'compute_units' },
-      );
-    }
+    const result = await recordUsage(
+      { store: this.#store, badges: (refresh) => this.badges(refresh), usageSource: this.#usageSource },
+      stackSmallId,
+      computeUnits,
+      requestHash,
+    );
     this.#usage.emit();
-    const capacity = Number(outcome.num_compute_units);
-    return {
-      stack_small_id: stackSmallId,
-      already_computed_units: outcome.already_computed_units,
-      num_compute_units: outcome.num_compute_units,
-      num_total_messages: outcome.num_total_messages,
-      fill_fraction: capacity === 0 ? 1 : Number(outcome.already_computed_units) / capacity,
-    };
+    return result;
   }
 
   /**
@@ -872,93 +784,6 @@ export class Writes {
     if (done.length === 0) throw allFailed(results, digests, what);
     return { results, done, digests, indexed };
   }
-}
-
-/** One planned transaction of a multi-stack write. */
-interface Planned {
-  stack_small_id: U64;
-  operation: Operation;
-  num_claimed_compute_units?: U64;
-}
-
-/** A listed stack that cannot be acted on, and why: nothing is signed for it. */
-function skip(id: U64, code: string, detail: string): StackResult {
-  return { stack_small_id: id, status: 'skipped', error: { code, detail } };
-}
-
-/**
- * The refusal when no listed stack can be acted on: with the one reason they share when it is in the
- * catalog (a single stack keeps its own code, e.g. already_settled), else `fallback`, and every stack's
- * reason in `results`.
- */
-function nothingToDo(
-  fallback: ErrorCode,
-  what: string,
-  results: StackResult[],
-  extensions: Record<string, unknown> = {},
-): ProblemError {
-  const codes = new Set(results.map((r) => r.error?.code ?? ''));
-  const [only = ''] = codes;
-  const code = codes.size === 1 && Object.hasOwn(ERRORS, only) ? (only as ErrorCode) : fallback;
-  const reasons = new Map<string, number>();
-  for (const r of results) reasons.set(r.error?.code ?? '', (reasons.get(r.error?.code ?? '') ?? 0) + 1);
-  const detail =
-    results.length === 1
-      ? results[0]!.error!.detail
-      : `none of the ${results.length} listed stacks can be ${what} now (${[...reasons]
-          .map(([reason, n]) => `${n} ${reason}`)
-          .join(', ')}); each stack's reason is in results`;
-  return refuse(code, detail, { parameter: 'stack_small_ids', extensions: { results, ...extensions } });
-}
-
-/** A stack's failed submission: its transaction (when one executed) and the problem. */
-type Failure = Pick<StackResult, 'tx_digest' | 'error'>;
-
-function failure(error: ProblemError): Failure {
-  const digest = error.extensions.tx_digest as string | undefined;
-  const abort = error.extensions.abort as MoveAbort | undefined;
-  return {
-    ...(digest === undefined ? {} : { tx_digest: digest }),
-    error: { code: error.code, detail: error.message, ...(abort ? { abort } : {}) },
-  };
-}
-
-/**
- * The problem when every submission failed: an outcome still unknown (the Idempotency-Key stays blocked)
- * before a contract abort (422), before a refusal by the chain (nothing executed).
- */
-function allFailed(results: StackResult[], digests: string[], what: string): ProblemError {
-  const failed = results.filter((r) => r.status === 'failed');
-  const codes = failed.map((r) => r.error?.code as ErrorCode);
-  const code =
-    (['chain_outcome_unknown', 'transaction_failed'] as const).find((c) => codes.includes(c)) ??
-    codes[0] ??
-    'transaction_failed';
-  // One failure keeps its own detail (the abort's name and the transaction); more, the first of them.
-  const first = failed.find((r) => r.error?.code === code) ?? failed[0];
-  // A claim_funds carries many stacks in one transaction: count transactions, not stacks.
-  const transactions = new Set(failed.map((r) => r.tx_digest ?? `stack ${r.stack_small_id}`)).size;
-  const detail =
-    failed.length === 1 && first?.error
-      ? first.error.detail
-      : transactions === 1
-        ? `the ${what} of ${failed.length} stacks failed: ${first?.error?.detail}`
-        : `none of the ${transactions} ${what} transactions (${failed.length} stacks) went through; the first: ${first?.error?.detail}`;
-  return new ProblemError(code, detail, {
-    extensions: {
-      tx_digests: digests,
-      results,
-      ...(first?.error?.abort ? { abort: first.error.abort } : {}),
-      ...(failed.length === 1 && first?.tx_digest ? { tx_digest: first.tx_digest } : {}),
-    },
-    refusal: digests.length === 0 && code !== 'chain_outcome_unknown',
-  });
-}
-
-/** Sorts per-stack results into the order the request listed the stacks. */
-function ordered(requested: readonly U64[], results: { stack_small_id: U64 }[]): void {
-  const order = new Map(requested.map((id, i) => [id, i]));
-  results.sort((a, b) => (order.get(a.stack_small_id) ?? 0) - (order.get(b.stack_small_id) ?? 0));
 }
 
 function positive(value: U64, parameter: string): void {
