@@ -33,6 +33,7 @@ import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
 const U64_MAX = 18446744073709551615n;
 const DATA_TABLES = [
+  'webhook_endpoints',
   'tasks',
   'nodes',
   'node_models',

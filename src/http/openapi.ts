@@ -16,7 +16,7 @@ export interface DocumentOptions {
 }
 
 /** The name of the API token's security scheme in the document. */
-const TOKEN_SCHEME = 'apiToken';
+export const TOKEN_SCHEME = 'apiToken';
 
 /**
  * The paths the guard leaves open whatever --auth says (OPEN_PATHS in security.ts; the served-document
@@ -223,7 +223,11 @@ export function finishDocument(document: object, options: DocumentOptions): void
       codes.add('invalid_parameter');
       if (operation.requestBody) codes.add('invalid_body');
       if (method !== 'get' && method !== 'head') for (const code of WITH_BODY) codes.add(code);
-      if (needsToken(options.auth, method.toUpperCase(), path)) {
+      // A route that needs the token whatever --auth says but none (its route config says so: security.ts)
+      // declares a security requirement of its own.
+      const always = operation.security !== undefined;
+      delete operation.security;
+      if (needsToken(options.auth, method.toUpperCase(), path) || (always && options.auth !== 'none')) {
         operation.security = [{ [TOKEN_SCHEME]: [] }];
         codes.add('unauthorized').add('forbidden');
       }

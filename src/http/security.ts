@@ -192,7 +192,9 @@ export function createGuard(options: SecurityOptions, metrics: Metrics): Request
       const open = OPEN_PATHS.has(path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path);
       if (options.auth === 'none' || open || request.method === 'OPTIONS') return false;
       const isRead = request.method === 'GET' || request.method === 'HEAD';
-      if (isRead && (options.auth === 'writes' || options.isPublic?.(path))) return false;
+      // A route whose config says token: 'always' (the webhooks) needs it for reads too.
+      const always = (request.routeOptions.config as { token?: string } | undefined)?.token === 'always';
+      if (isRead && !always && (options.auth === 'writes' || options.isPublic?.(path))) return false;
       const header = request.headers.authorization;
       if (header === undefined) {
         return deny(

@@ -7,6 +7,7 @@ import { sqliteIndexer } from './indexer.ts';
 import { sqliteNodeEvents } from './node-events.ts';
 import { sqliteReads } from './reads.ts';
 import { sqliteUsage } from './usage.ts';
+import { sqliteWebhooks } from './webhooks.ts';
 
 export { SQLITE_FILE, type SqliteStoreOptions } from './database.ts';
 export { AUTOPILOT_QUERIES } from './statements.ts';
@@ -39,6 +40,7 @@ export class SqliteStore {
       ...sqliteNodeEvents(db),
       ...sqliteConditions(db),
       ...sqliteIdempotency(db),
+      ...sqliteWebhooks(db),
       ...coordination(db),
       close: () => db.close(),
     };
