@@ -377,9 +377,12 @@ export class WebhookSender {
         }
       } while (this.#again && !this.#stop.signal.aborted);
       const next = await this.#o.store.nextWebhookDue();
-      // A due delivery waits for its endpoint's attempt in flight, whose end wakes the sender; the floor
-      // keeps one leased by another daemon from turning this into a busy loop.
-      if (next !== null) wait = Math.min(this.#o.idlePollMs, Math.max(1000, next - this.#o.now()));
+      // A delivery due now but not claimed waits for its endpoint's attempt in flight, whose end wakes the
+      // sender; looking again in a second keeps one leased by another daemon from making a busy loop.
+      if (next !== null) {
+        const left = next - this.#o.now();
+        wait = Math.min(this.#o.idlePollMs, left > 0 ? left : 1000);
+      }
       void this.#refreshStats();
     } catch (error) {
       if (this.#stop.signal.aborted) return;
