@@ -142,6 +142,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.addHook('onRoute', (route) => methods.add(route.method, route.url));
+  // The routes whose config says they always need the token (security.ts), as OpenAPI names them.
+  const alwaysToken = new Set<string>();
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { token?: string } | undefined)?.token !== 'always') return;
+    const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
+    for (const method of [route.method].flat()) alwaysToken.add(`${method} ${path}`);
+  });
   app.setNotFoundHandler((request, reply) => {
     const { code, detail, options } = methodProblem(methods, request.method, request.url);
     return sendProblem(request, reply, code, detail, options);
@@ -232,7 +239,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swagger, {
     transformObject: (document) => {
       const spec = 'openapiObject' in document ? document.openapiObject : document.swaggerObject;
-      finishDocument(spec, { auth: deps.security.auth, network: config.network });
+      finishDocument(spec, { auth: deps.security.auth, network: config.network, alwaysToken });
       return spec;
     },
     openapi: {

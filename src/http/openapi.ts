@@ -11,6 +11,8 @@ import type { AuthMode } from './security.ts';
 
 /** What the served document depends on besides the routes. */
 export interface DocumentOptions {
+  /** The operations (`POST /webhooks/{id}`) whose route config says token: 'always'. */
+  alwaysToken?: ReadonlySet<string> | undefined;
   auth: AuthMode;
   network: Network;
 }
@@ -223,10 +225,8 @@ export function finishDocument(document: object, options: DocumentOptions): void
       codes.add('invalid_parameter');
       if (operation.requestBody) codes.add('invalid_body');
       if (method !== 'get' && method !== 'head') for (const code of WITH_BODY) codes.add(code);
-      // A route that needs the token whatever --auth says but none (its route config says so: security.ts)
-      // declares a security requirement of its own.
-      const always = operation.security !== undefined;
-      delete operation.security;
+      // A route whose config says token: 'always' (security.ts) needs it under any --auth but none.
+      const always = options.alwaysToken?.has(`${method.toUpperCase()} ${path}`) === true;
       if (needsToken(options.auth, method.toUpperCase(), path) || (always && options.auth !== 'none')) {
         operation.security = [{ [TOKEN_SCHEME]: [] }];
         codes.add('unauthorized').add('forbidden');

@@ -11,16 +11,16 @@ import {
   WebhookIdParamsSchema,
   WebhookListSchema,
 } from '../../schemas/webhooks.ts';
-import { problems, TOKEN_SCHEME } from '../openapi.ts';
+import { problems, withExample, withParameterExamples } from '../openapi.ts';
 
 /**
  * Every webhook route needs the API token, its reads too (they show where the node's events go), under
- * --auth writes as under --auth all: `config: ADMIN` on each route is that decision (security.ts reads it),
- * and `security` marks it in the OpenAPI document.
+ * --auth writes as under --auth all: `config: ADMIN` on each route is that decision (security.ts reads it,
+ * and app.ts marks it in the OpenAPI document).
  */
 const ADMIN = { token: 'always' } as const;
-const SECURITY = [{ [TOKEN_SCHEME]: [] }];
 const tags = ['webhooks'];
+const ID = withParameterExamples(WebhookIdParamsSchema, { id: '1' });
 const notFound = problems('webhook_not_found', 'store_unavailable');
 
 /** The operator's webhook endpoints and their deliveries (docs/WEBHOOKS.md). */
@@ -29,10 +29,13 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary:
         'Add an endpoint: every node event of its types is POSTed to it, signed (the secret is shown once)',
-      body: CreateWebhookSchema,
+      body: withExample(CreateWebhookSchema, {
+        url: 'http://localhost:8787/atoma-hook',
+        types: ['dispute_opened', 'signer_gas_low', 'autopilot_halted'],
+        description: 'my phone',
+      }),
       response: { 201: CreatedWebhookSchema, ...problems('store_unavailable') },
     },
     handler: async (request, reply) => reply.code(201).send(await webhooks.create(request.body)),
@@ -42,7 +45,6 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary: 'The endpoints, with their state (never their secrets)',
       response: { 200: WebhookListSchema, ...problems('store_unavailable') },
     },
@@ -53,9 +55,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary: 'One endpoint',
-      params: WebhookIdParamsSchema,
+      params: ID,
       response: { 200: WebhookEndpointSchema, ...notFound },
     },
     handler: (request) => webhooks.get(Number(request.params.id)),
@@ -65,9 +66,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary: 'Remove an endpoint, with its deliveries',
-      params: WebhookIdParamsSchema,
+      params: ID,
       response: { 200: WebhookEndpointSchema, ...notFound },
     },
     handler: (request) => webhooks.remove(Number(request.params.id)),
@@ -77,10 +77,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary:
         "The endpoint's deliveries, newest first, each with its attempts' time, status or error, duration",
-      params: WebhookIdParamsSchema,
+      params: ID,
       querystring: WebhookDeliveriesQuerySchema,
       response: { 200: WebhookDeliveriesSchema, ...notFound },
     },
@@ -95,9 +94,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary: 'Send a webhook.test event to this endpoint only',
-      params: WebhookIdParamsSchema,
+      params: ID,
       response: { 202: WebhookDeliverySchema, ...notFound },
     },
     handler: async (request, reply) => reply.code(202).send(await webhooks.test(Number(request.params.id))),
@@ -107,9 +105,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary: 'Enable a disabled endpoint: its pending deliveries go again',
-      params: WebhookIdParamsSchema,
+      params: ID,
       response: { 200: WebhookEndpointSchema, ...notFound },
     },
     handler: (request) => webhooks.enable(Number(request.params.id)),
@@ -119,9 +116,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks }> = 
     config: ADMIN,
     schema: {
       tags,
-      security: SECURITY,
       summary: 'Replay a failed (or delivered) delivery now, with the same webhook-id',
-      params: WebhookDeliveryParamsSchema,
+      params: withParameterExamples(WebhookDeliveryParamsSchema, { id: '1', delivery_id: '1' }),
       response: {
         202: WebhookDeliverySchema,
         ...problems(
