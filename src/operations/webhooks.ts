@@ -318,7 +318,7 @@ export class WebhookSender {
       timeoutMs: WEBHOOK_TIMEOUT_MS,
       disableAfterMs: WEBHOOK_DISABLE_AFTER_MS,
       concurrency: WEBHOOK_CONCURRENCY,
-      leaseMs: WEBHOOK_TIMEOUT_MS * 4,
+      leaseMs: WEBHOOK_TIMEOUT_MS + 5_000,
       idlePollMs: 30_000,
       ...options,
       metrics: options.metrics,

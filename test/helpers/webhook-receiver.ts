@@ -107,6 +107,12 @@ export class Receiver {
     return this;
   }
 
+  /** Drops the requests it never answered. */
+  async releaseHanging(): Promise<void> {
+    for (const response of this.#hanging) response.destroy();
+    this.#hanging.clear();
+  }
+
   /** Stops listening and drops every connection: the receiver is down. */
   async down(): Promise<void> {
     for (const response of this.#hanging) response.destroy();
