@@ -4,6 +4,7 @@ import { AUTOPILOT } from './commands/autopilot.ts';
 import { DEV } from './commands/dev.ts';
 import { READS } from './commands/reads.ts';
 import { WATCH } from './commands/watch.ts';
+import { WEBHOOKS } from './commands/webhooks.ts';
 import { WRITES } from './commands/writes.ts';
 import {
   type Connection,
@@ -23,12 +24,20 @@ import { didYouMean } from './suggest.ts';
 export { ClientExitCode } from './exit-codes.ts';
 
 /** Every client command, in the order of the help; the groups are the overview's sections. */
-export const COMMANDS: readonly CommandSpec[] = [...READS, ...WRITES, ...AUTOPILOT, ...WATCH, ...DEV];
+export const COMMANDS: readonly CommandSpec[] = [
+  ...READS,
+  ...WRITES,
+  ...AUTOPILOT,
+  ...WATCH,
+  ...WEBHOOKS,
+  ...DEV,
+];
 export const GROUPS: CommandTable['groups'] = {
   reads: READS,
   writes: WRITES,
   autopilot: AUTOPILOT,
   live: WATCH,
+  webhooks: WEBHOOKS,
   dev: DEV,
 };
 
