@@ -1,4 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { type ClientRequest, request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Metrics } from '../internal/metrics.ts';
@@ -442,33 +444,67 @@ export class WebhookSender {
     }
   }
 
-  async #post(d: ClaimedDelivery, timestamp: number, body: string): Promise<Answer> {
-    const signal = AbortSignal.any([AbortSignal.timeout(this.#o.timeoutMs), this.#stop.signal]);
-    try {
-      const response = await fetch(d.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': `node-daemon/${VERSION}`,
-          'webhook-id': d.webhook_id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': signWebhook(d.secret, d.webhook_id, timestamp, body),
-        },
-        body,
-        redirect: 'manual',
-        signal,
-      });
-      // The body is not read: only the status counts.
-      await response.body?.cancel().catch(() => undefined);
-      const limited = response.status === 429 || response.status === 503;
-      return {
-        status: response.status,
-        error: null,
-        retryAfterMs: limited ? retryAfterMs(response.headers.get('retry-after'), this.#o.now()) : undefined,
+  /**
+   * One POST on a connection of its own (no keep-alive: a receiver that hangs keeps nothing of ours after
+   * the attempt), destroyed at the timeout or when the sender stops.
+   */
+  #post(d: ClaimedDelivery, timestamp: number, body: string): Promise<Answer> {
+    return new Promise<Answer>((resolve) => {
+      let settled = false;
+      const done = (answer: Answer) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.#stop.signal.removeEventListener('abort', onStop);
+        resolve(answer);
       };
-    } catch (error) {
-      return { status: null, error: describe(error, this.#o.timeoutMs), retryAfterMs: undefined };
-    }
+      const fail = (error: string) => done({ status: null, error, retryAfterMs: undefined });
+      let request: ClientRequest;
+      try {
+        const url = new URL(d.url);
+        request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
+          method: 'POST',
+          agent: false,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'user-agent': `node-daemon/${VERSION}`,
+            'webhook-id': d.webhook_id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': signWebhook(d.secret, d.webhook_id, timestamp, body),
+          },
+        });
+      } catch (error) {
+        fail(describe(error));
+        return;
+      }
+      const timer = setTimeout(() => {
+        fail(`no answer within ${this.#o.timeoutMs / 1000} s`);
+        request.destroy();
+      }, this.#o.timeoutMs);
+      const onStop = () => {
+        fail('stopped');
+        request.destroy();
+      };
+      this.#stop.signal.addEventListener('abort', onStop, { once: true });
+      request.on('error', (error) => fail(describe(error)));
+      request.on('response', (response) => {
+        // The body is not read: only the status counts.
+        response.resume();
+        const status = response.statusCode ?? 0;
+        const limited = status === 429 || status === 503;
+        const header = response.headers['retry-after'];
+        done({
+          status,
+          error: null,
+          retryAfterMs: limited
+            ? retryAfterMs(typeof header === 'string' ? header : null, this.#o.now())
+            : undefined,
+        });
+        response.on('end', () => request.destroy());
+      });
+      request.end(body);
+    });
   }
 
   /** What an attempt's answer makes of the delivery and its endpoint. */
@@ -547,11 +583,11 @@ export class WebhookSender {
   }
 }
 
-function describe(error: unknown, timeoutMs: number): string {
-  const e = error as { name?: string; cause?: { code?: string; message?: string }; message?: string };
-  if (e.name === 'TimeoutError') return `no answer within ${timeoutMs / 1000} s`;
-  if (e.name === 'AbortError') return 'stopped';
-  const cause = e.cause;
-  if (cause?.code) return `${cause.code}${cause.message ? `: ${cause.message}` : ''}`.slice(0, 300);
-  return String(cause?.message ?? e.message ?? error).slice(0, 300);
+function describe(error: unknown): string {
+  const e = error as { code?: string; message?: string };
+  const text =
+    e.code && e.message && !e.message.startsWith(e.code)
+      ? `${e.code}: ${e.message}`
+      : String(e.message ?? error);
+  return text.slice(0, 300);
 }

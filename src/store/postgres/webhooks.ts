@@ -52,8 +52,9 @@ const S = named({
   releaseAll: `UPDATE webhook_endpoints SET lease_until = NULL, lease_owner = NULL
     WHERE lease_owner IS NOT NULL`,
   nextDue: `SELECT least(
-      (SELECT min(d.next_attempt_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.state = 'pending' AND e.disabled_at IS NULL),
+      (SELECT d.next_attempt_at FROM webhook_deliveries d WHERE d.state = 'pending'
+        AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.disabled_at IS NULL)
+        ORDER BY d.next_attempt_at LIMIT 1),
       (SELECT min(lease_until) FROM webhook_endpoints)) AS t`,
   stats: `SELECT
       (SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id

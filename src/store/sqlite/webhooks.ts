@@ -57,9 +57,11 @@ export function sqliteWebhooks(db: SqliteDatabase): WebhookStore {
     releaseAll: db.writer.prepare(
       'UPDATE webhook_endpoints SET lease_until = NULL, lease_owner = NULL WHERE lease_owner IS NOT NULL',
     ),
+    // In next_attempt_at order (webhook_deliveries_due): the first pending one of an enabled endpoint.
     nextDue: db.reader.prepare(`SELECT min(t) AS t FROM (
-        SELECT min(d.next_attempt_at) AS t FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.state = 'pending' AND e.disabled_at IS NULL
+        SELECT (SELECT d.next_attempt_at FROM webhook_deliveries d WHERE d.state = 'pending'
+          AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.disabled_at IS NULL)
+          ORDER BY d.next_attempt_at LIMIT 1) AS t
         UNION ALL SELECT min(lease_until) FROM webhook_endpoints WHERE lease_until IS NOT NULL)`),
     stats: db.reader.prepare(`SELECT
         (SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id

@@ -37,6 +37,7 @@ CREATE TABLE webhook_deliveries (
 ) STRICT;
 CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, id);
 CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (endpoint_id, id) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
 
 CREATE TABLE webhook_attempts (
   delivery_id INTEGER NOT NULL,
