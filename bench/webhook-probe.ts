@@ -33,10 +33,11 @@ const WARM_UP = 300;
 const ENDPOINTS = 10;
 pinSelf(LOAD_CPU);
 
-// The receiver that never answers: it accepts each connection and reads nothing back.
+// The receiver that never answers: it accepts each connection, reads the request and never replies.
 const sockets = new Set<Socket>();
 const silent = createServer((socket) => {
   sockets.add(socket);
+  socket.resume();
   socket.on('error', () => undefined);
   socket.on('close', () => sockets.delete(socket));
 });
