@@ -52,7 +52,10 @@ const ok = <T = Record<string, number>>(method: string, path: string, body?: unk
 try {
   await ok('POST', '/dev/tasks', { role: 0, model_name: 'probe', security_level: 0 });
   const node = (await ok('POST', '/nodes/register', {})).node_small_id!;
-  await ok('POST', '/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1_000_000 });
+  await ok('POST', '/nodes/task-subscribe', {
+    task_small_id: 1,
+    price_per_one_million_compute_units: 1_000_000,
+  });
   const stacks: number[] = [];
   for (let i = 0; i < 50; i++) {
     const stack = await ok('POST', '/dev/stacks', {
@@ -86,7 +89,14 @@ try {
       if (i >= WARM_UP) reads.push(performance.now() - t);
       t = performance.now();
       const stack = stacks[i % stacks.length];
-      const report = await call(server.origin, 'POST', `/stacks/${stack}/usage`, token, { compute_units: 1 }, agent);
+      const report = await call(
+        server.origin,
+        'POST',
+        `/stacks/${stack}/usage`,
+        token,
+        { compute_units: 1 },
+        agent,
+      );
       if (report.status !== 200) throw new Error(`report: ${report.status} ${report.text}`);
       if (i >= WARM_UP) reports.push(performance.now() - t);
     }
@@ -107,16 +117,23 @@ try {
   await generator;
   const metrics = (await call(server.origin, 'GET', '/metrics', token)).text;
   const pending = /^node_daemon_webhook_deliveries_pending (\d+)/m.exec(metrics)?.[1];
-  const retried = /^node_daemon_webhook_deliveries_total\{outcome="retried"\} (\d+)/m.exec(metrics)?.[1] ?? '0';
+  const retried =
+    /^node_daemon_webhook_deliveries_total\{outcome="retried"\} (\d+)/m.exec(metrics)?.[1] ?? '0';
   const ms = (v: number) => v.toFixed(2);
   log(
     table(
       ['phase', 'read p50 ms', 'read p99 ms', 'report p50 ms', 'report p99 ms'],
       [
-        ['no webhook endpoint', ...[without.reads, without.reports].flatMap((l) => [ms(percentile(l, 50)), ms(percentile(l, 99))])],
+        [
+          'no webhook endpoint',
+          ...[without.reads, without.reports].flatMap((l) => [ms(percentile(l, 50)), ms(percentile(l, 99))]),
+        ],
         [
           `${ENDPOINTS} endpoints, receiver never answers`,
-          ...[withSilent.reads, withSilent.reports].flatMap((l) => [ms(percentile(l, 50)), ms(percentile(l, 99))]),
+          ...[withSilent.reads, withSilent.reports].flatMap((l) => [
+            ms(percentile(l, 50)),
+            ms(percentile(l, 99)),
+          ]),
         ],
       ],
       new Set([1, 2, 3, 4]),
