@@ -21,7 +21,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0008-stack-rows-record-creation.sql': 'd94ee37906f7efa2e7af6e523af4b30a8e0a0e9cf137c4d08550d67c9b8bd8e7',
     '0009-usage-source.sql': 'd31691e33e8f6e78a9685cbf069e3916e2dc49ae584b76e37e9760357ac35ebe',
     '0010-node-conditions.sql': '0639100b1a977cf8a8dea6117bba003cd92f59d9e92fb99a8db440f22f6e766d',
-    '0011-webhooks.sql': '5d402e688f0dc1fdf987b56f4e51271c5968462863848693ca96ef7b19a46e1f',
+    '0011-webhooks.sql': '9700f37c454bf38291d9e9588bdc931af01e0e93d4286a98226ec2bbe0ef9ae8',
   },
   postgres: {
     '0001-initial.sql': 'a3f7c8d10f4df940a314bd42786c0c451a6a37f41145408ed8b7bca898285294',
@@ -37,7 +37,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0010-stack-rows-record-creation.sql': 'bf964cce73e03320db99aedb77109469341aad42ee1dc4ab12d4e72486987509',
     '0011-usage-source.sql': 'd31691e33e8f6e78a9685cbf069e3916e2dc49ae584b76e37e9760357ac35ebe',
     '0012-node-conditions.sql': 'c6321a5358d61876ce89632c32741369e234a4a2f461be4937254bb205f2e8c2',
-    '0013-webhooks.sql': '446206aeccd116b024cfe2f70630bdb294f2481b7e19c1dc2bfd0ce787262f31',
+    '0013-webhooks.sql': 'e70a0e785a76de74f68af318ffe684cea6de99f12e0c78118ec1a65437e5b409',
   },
 };
 

@@ -34,6 +34,8 @@ import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 const U64_MAX = 18446744073709551615n;
 const DATA_TABLES = [
   'webhook_endpoints',
+  'webhook_deliveries',
+  'webhook_attempts',
   'tasks',
   'nodes',
   'node_models',

@@ -16,7 +16,7 @@ CREATE TABLE webhook_endpoints (
 
 CREATE TABLE webhook_deliveries (
   id BIGSERIAL PRIMARY KEY,
-  webhook_id TEXT NOT NULL UNIQUE,
+  webhook_id TEXT NOT NULL,
   endpoint_id BIGINT NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
   event_id BIGINT,
   type TEXT NOT NULL,
@@ -29,6 +29,7 @@ CREATE TABLE webhook_deliveries (
   next_attempt_at BIGINT NOT NULL DEFAULT 0,
   finished_at BIGINT
 );
+CREATE UNIQUE INDEX webhook_deliveries_by_webhook_id ON webhook_deliveries (webhook_id);
 CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, id);
 CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (endpoint_id, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';

@@ -22,7 +22,7 @@ CREATE TABLE webhook_endpoints (
 -- state: pending, delivered or failed; step: the back-off schedule's position (a replay starts it over).
 CREATE TABLE webhook_deliveries (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
-  webhook_id TEXT NOT NULL UNIQUE,
+  webhook_id TEXT NOT NULL,
   endpoint_id INTEGER NOT NULL,
   event_id INTEGER,
   type TEXT NOT NULL,
@@ -35,6 +35,7 @@ CREATE TABLE webhook_deliveries (
   next_attempt_at INTEGER NOT NULL DEFAULT 0,
   finished_at INTEGER
 ) STRICT;
+CREATE UNIQUE INDEX webhook_deliveries_by_webhook_id ON webhook_deliveries (webhook_id);
 CREATE INDEX webhook_deliveries_by_endpoint ON webhook_deliveries (endpoint_id, id);
 CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (endpoint_id, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
