@@ -79,6 +79,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     engine: store.engine,
     metrics,
     log: logger.child({ component: 'webhooks' }),
+    retentionMs: config.eventsRetentionDays * 24 * 3600 * 1000,
   });
   const webhooks = new Webhooks({ store, poke: () => webhookSender.poke() });
   webhookSender.start();

@@ -2135,6 +2135,22 @@ export function storeContract(
         assert.equal((await store.claimWebhookDeliveries(80_000, 10, 140_000, 'three')).length, 2);
         await store.releaseWebhookLeases(null);
         assert.equal((await store.claimWebhookDeliveries(80_000, 10, 140_000, 'four')).length, 2);
+        // Finished deliveries older than the retention go with their attempts; pending ones stay.
+        await store.recordWebhookAttempt(
+          { ...oldest!, url: '', secret: '', failing_since: null },
+          {
+            attempt: { at: 90_000, status: 204, error: null, duration_ms: 1 },
+            state: 'delivered',
+            step: 0,
+            next_attempt_at: 0,
+            failing_since: null,
+          },
+          'four',
+        );
+        assert.equal(await store.pruneWebhookDeliveries(90_000), 0);
+        assert.equal(await store.pruneWebhookDeliveries(90_001), 1);
+        assert.equal(await store.getWebhookDelivery(oldest!.id), undefined);
+        assert.equal((await store.getWebhookDelivery(newest!.id))?.state, 'pending');
       });
 
       it('disables an endpoint with its node event, which goes to the other endpoints', async () => {

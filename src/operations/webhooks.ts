@@ -278,6 +278,8 @@ export interface WebhookSenderOptions {
   leaseMs?: number;
   /** The longest the sender sleeps without a wake-up (other daemons' deliveries and leases). */
   idlePollMs?: number;
+  /** How long delivered and failed deliveries are kept (the daemon: --events-retention-days). */
+  retentionMs?: number;
 }
 
 /** What an attempt got back. */
@@ -322,6 +324,7 @@ export class WebhookSender {
       concurrency: WEBHOOK_CONCURRENCY,
       leaseMs: WEBHOOK_TIMEOUT_MS + 5_000,
       idlePollMs: 30_000,
+      retentionMs: 30 * 24 * 3600_000,
       ...options,
       metrics: options.metrics,
     };
@@ -337,7 +340,15 @@ export class WebhookSender {
       }
       if (this.#stop.signal.aborted) return;
       this.#off = this.#o.store.onNodeEvents(() => this.poke());
-      this.#statsTimer = setInterval(() => void this.#refreshStats(), 5_000);
+      let prunedAt = 0;
+      this.#statsTimer = setInterval(() => {
+        void this.#refreshStats();
+        // Hourly: finished deliveries older than the retention go, as old node events do.
+        if (this.#o.now() - prunedAt >= 3600_000) {
+          prunedAt = this.#o.now();
+          void this.#o.store.pruneWebhookDeliveries(prunedAt - this.#o.retentionMs).catch(() => undefined);
+        }
+      }, 5_000);
       this.#statsTimer.unref();
       this.poke();
     })();

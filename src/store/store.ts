@@ -617,6 +617,8 @@ export interface WebhookStore {
   /** When the next pending delivery of an enabled endpoint is due, or an endpoint lease ends; null: none. */
   nextWebhookDue(): Promise<number | null>;
   webhookStats(): Promise<WebhookStats>;
+  /** Deletes delivered and failed deliveries (with their attempts) finished before `before` (ms); how many. */
+  pruneWebhookDeliveries(before: number): Promise<number>;
 }
 
 /** The Idempotency-Keys of the writes (http/idempotency.ts). */

@@ -48,6 +48,7 @@ const S = named({
     lease_owner = CASE WHEN lease_owner = $2 THEN NULL ELSE lease_owner END WHERE id = $3`,
   disable: `UPDATE webhook_endpoints SET disabled_at = $1, disabled_reason = $2
     WHERE id = $3 AND disabled_at IS NULL RETURNING id`,
+  prune: "DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < $1",
   releaseOwner: 'UPDATE webhook_endpoints SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1',
   releaseAll: `UPDATE webhook_endpoints SET lease_until = NULL, lease_owner = NULL
     WHERE lease_owner IS NOT NULL`,
@@ -78,6 +79,7 @@ const S = named({
   | 'updateDelivery'
   | 'updateEndpoint'
   | 'disable'
+  | 'prune'
   | 'releaseOwner'
   | 'releaseAll'
   | 'nextDue'
@@ -163,6 +165,7 @@ export function postgresWebhooks(db: PostgresDatabase): WebhookStore {
     releaseWebhookLeases: async (owner) => {
       await (owner === null ? db.query(S.releaseAll, []) : db.query(S.releaseOwner, [owner]));
     },
+    pruneWebhookDeliveries: async (before) => (await db.query(S.prune, [before])).rowCount ?? 0,
     nextWebhookDue: async () => {
       const row = await one(S.nextDue, []);
       return row?.t === null || row?.t === undefined ? null : Number(row.t);

@@ -51,6 +51,11 @@ export function sqliteWebhooks(db: SqliteDatabase): WebhookStore {
       lease_owner = CASE WHEN lease_owner = ? THEN NULL ELSE lease_owner END WHERE id = ?`),
     disable: db.writer.prepare(`UPDATE webhook_endpoints SET disabled_at = ?, disabled_reason = ?
       WHERE id = ? AND disabled_at IS NULL`),
+    pruneAttempts: db.writer.prepare(`DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id
+      FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < ?)`),
+    pruneDeliveries: db.writer.prepare(
+      "DELETE FROM webhook_deliveries WHERE state <> 'pending' AND finished_at < ?",
+    ),
     releaseOwner: db.writer.prepare(
       'UPDATE webhook_endpoints SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = ?',
     ),
@@ -170,6 +175,13 @@ export function sqliteWebhooks(db: SqliteDatabase): WebhookStore {
       db.transaction(async () => {
         db.guard(() => (owner === null ? s().releaseAll.run() : s().releaseOwner.run(owner)));
       }),
+    pruneWebhookDeliveries: (before) =>
+      db.transaction(async () =>
+        db.guard(() => {
+          s().pruneAttempts.run(before);
+          return Number(s().pruneDeliveries.run(before).changes);
+        }),
+      ),
     nextWebhookDue: async () => {
       const row = db.guard(() => s().nextDue.get());
       return row?.t === null || row?.t === undefined ? null : Number(row.t);
