@@ -8,6 +8,7 @@ import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/internal/logger.ts';
 import { EventHub } from '../src/operations/event-stream.ts';
+import { Webhooks } from '../src/operations/webhooks.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 
 export const OPENAPI_FILE = fileURLToPath(new URL('../docs/openapi.json', import.meta.url));
@@ -15,7 +16,7 @@ export const OPENAPI_FILE = fileURLToPath(new URL('../docs/openapi.json', import
 /**
  * The OpenAPI document as the daemon serves it at /openapi.json, formatted for the repository: with the
  * default settings (--auth writes), on no network, so that nothing in it depends on one, and with what
- * every daemon serves on every network (GET /events, which needs its event hub).
+ * every daemon serves on every network (GET /events, which needs its event hub, and the /webhooks routes).
  */
 export async function renderOpenApi(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'node-daemon-openapi-'));
@@ -29,6 +30,7 @@ export async function renderOpenApi(): Promise<string> {
       store,
       logger,
       events,
+      webhooks: new Webhooks({ store }),
       security: {
         auth: defaults.auth,
         tokenFile: join(dir, 'api-token'),

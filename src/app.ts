@@ -36,6 +36,7 @@ import { eventRoutes } from './http/routes/events.ts';
 import { metaRoutes } from './http/routes/meta.ts';
 import { opsRoutes } from './http/routes/ops.ts';
 import { readRoutes } from './http/routes/reads.ts';
+import { webhookRoutes } from './http/routes/webhooks.ts';
 import { writeRoutes } from './http/routes/writes.ts';
 import { declaredScope, requiredScope } from './http/scopes.ts';
 import { createGuard, identityOf, loggableUrl, type SecurityOptions } from './http/security.ts';
@@ -48,6 +49,7 @@ import type { DevActors } from './operations/dev-actors.ts';
 import { earningsMetrics } from './operations/earnings.ts';
 import type { EventHub } from './operations/event-stream.ts';
 import { ownNodes as ownNodesOf } from './operations/own-nodes.ts';
+import type { Webhooks } from './operations/webhooks.ts';
 import type { Writes } from './operations/writes.ts';
 import type { Store } from './store/store.ts';
 import type { UsageMirror } from './usage/mirror.ts';
@@ -79,6 +81,8 @@ export interface AppDeps {
   events?: EventHub | undefined;
   /** The usage source (--usage-source); absent without one. */
   usageSource?: UsageMirror | undefined;
+  /** The webhook endpoints (docs/WEBHOOKS.md); absent, the /webhooks routes are not served. */
+  webhooks?: Webhooks | undefined;
   /** The reads' turns (src/http/read-turns.ts); tests pass their own to watch them. */
   turns?: ReadTurns | undefined;
   /** How long a request may take to arrive whole (REQUEST_TIMEOUT_MS); tests shorten it. */
@@ -357,6 +361,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'earnings', description: "The node's money: what it earned and can claim" },
         { name: 'autopilot', description: 'Settles, attests and claims when it is worth it' },
         { name: 'events', description: 'What happens to the node, live (Server-Sent Events)' },
+        { name: 'webhooks', description: "The node's events POSTed, signed, to the operator's endpoints" },
         { name: 'writes' },
         { name: 'dev network', description: 'Only on the embedded dev network' },
         { name: 'access', description: 'Scoped API tokens, who the caller is, and the audit trail' },
@@ -404,6 +409,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       release: (request) => guard.release(request),
     });
   }
+  if (deps.webhooks) await app.register(webhookRoutes, { webhooks: deps.webhooks });
   if (dev) await app.register(devRoutes, { dev });
   await app.register(consoleRoutes);
   return app;

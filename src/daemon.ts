@@ -28,6 +28,7 @@ import { DevActors } from './operations/dev-actors.ts';
 import { EventHub } from './operations/event-stream.ts';
 import { ownNodes } from './operations/own-nodes.ts';
 import { Submitter } from './operations/submit.ts';
+import { WebhookSender, Webhooks } from './operations/webhooks.ts';
 import { Writes } from './operations/writes.ts';
 import { ERRORS, PROBLEM_TYPE_PREFIX } from './problems/catalog.ts';
 import { instrumentStore } from './store/instrument.ts';
@@ -57,6 +58,8 @@ export interface Services {
   readonly usageSource: UsageMirror | undefined;
   /** The conditions the daemon checks itself (the indexer, the signer's gas); absent on network none. */
   readonly conditions: ConditionWatch | undefined;
+  /** The webhook endpoints; their sender runs while the services are open (docs/WEBHOOKS.md). */
+  readonly webhooks: Webhooks;
   /** Stops the indexer after its current page, then closes the chain and the store. */
   close(): Promise<void>;
 }
@@ -70,6 +73,16 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     log: logger.child({ component: 'events' }),
     settings: { retentionMs: config.eventsRetentionDays * 24 * 3600 * 1000 },
   });
+  // The webhooks' sender: woken by every commit of node events, off the API's and the indexer's path.
+  const webhookSender = new WebhookSender({
+    store,
+    engine: store.engine,
+    metrics,
+    log: logger.child({ component: 'webhooks' }),
+    retentionMs: config.eventsRetentionDays * 24 * 3600 * 1000,
+  });
+  const webhooks = new Webhooks({ store, poke: () => webhookSender.poke() });
+  webhookSender.start();
   if (config.network === 'none') {
     const none = {
       chain: undefined,
@@ -88,9 +101,11 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       ...none,
       events,
       usageSource,
+      webhooks,
       close: async () => {
         await usageSource?.stop();
         events.close();
+        await webhookSender.stop();
         await store.close();
       },
     };
@@ -105,6 +120,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       raw = await openSui(config.sui, logger);
     }
   } catch (error) {
+    await webhookSender.stop();
     await store.close();
     throw error;
   }
@@ -183,6 +199,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
     events,
     usageSource,
     conditions: watch,
+    webhooks,
     async close() {
       stopDemo();
       stopUsage();
@@ -194,6 +211,7 @@ export async function openServices(config: Config, logger: Logger): Promise<Serv
       unsubscribe();
       await indexer.stop();
       await raw.close();
+      await webhookSender.stop();
       await store.close();
     },
   };
@@ -297,6 +315,7 @@ export async function buildDaemonApp(config: Config, services: Services, logger:
     events: services.events,
     usageSource: services.usageSource,
     auditRetentionDays: config.auditRetentionDays,
+    webhooks: services.webhooks,
     security: {
       auth: config.auth,
       tokenFile: token.file,

@@ -23,6 +23,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0010-node-conditions.sql': '0639100b1a977cf8a8dea6117bba003cd92f59d9e92fb99a8db440f22f6e766d',
     '0012-api-tokens-and-audit.sql': '7846422aca513ce0bcd1d1fe31c8ee6be43f6dd514b3678d0fa40c7985780e6b',
     '0013-autopilot-gas-used.sql': 'f6c965dfabe91bcdf677aa7f87e6dccf7d2fabd67c1e21fee462b5cbceeb05db',
+    '0011-webhooks.sql': '9700f37c454bf38291d9e9588bdc931af01e0e93d4286a98226ec2bbe0ef9ae8',
   },
   postgres: {
     '0001-initial.sql': 'a3f7c8d10f4df940a314bd42786c0c451a6a37f41145408ed8b7bca898285294',
@@ -40,6 +41,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0012-node-conditions.sql': 'c6321a5358d61876ce89632c32741369e234a4a2f461be4937254bb205f2e8c2',
     '0014-api-tokens-and-audit.sql': '6ecb617506374598a87fc8933866d9f33472f1c475846eb01f3c77e09c61fb0f',
     '0015-autopilot-gas-used.sql': '5a04a07c94489f7c998d77161293a2e18d299f9d9f5c4454291380ee5d1ecbc5',
+    '0013-webhooks.sql': 'e70a0e785a76de74f68af318ffe684cea6de99f12e0c78118ec1a65437e5b409',
   },
 };
 

@@ -512,6 +512,12 @@ const EXAMPLE_ORDER = [
   'POST /nodes/claim-funds',
   'POST /dev/claims',
   'DELETE /nodes/task-unsubscribe',
+  // The webhooks: one endpoint added, tested, enabled, its (pending) test delivery replayed, removed.
+  'POST /webhooks',
+  'POST /webhooks/{id}/test',
+  'POST /webhooks/{id}/enable',
+  'POST /webhooks/{id}/deliveries/{delivery_id}/retry',
+  'DELETE /webhooks/{id}',
 ];
 
 /**
@@ -522,6 +528,7 @@ const REFUSED_ON_A_FRESH_WORLD: Record<string, string> = {
   'POST /nodes/submit-attestations': 'nothing_to_attest',
   'POST /dev/stacks/{stack_small_id}/attest': 'transaction_failed',
   'POST /dev/disputes': 'transaction_failed',
+  'POST /webhooks/{id}/deliveries/{delivery_id}/retry': 'webhook_delivery_pending',
 };
 
 /** Sends every write's example in EXAMPLE_ORDER (the others after), waiting for the demo's stacks. */
@@ -560,7 +567,8 @@ describe('the documented examples', () => {
         assert.notEqual(res.statusCode, 400, `${key}: ${res.body}`);
         const refused = REFUSED_ON_A_FRESH_WORLD[key];
         if (refused) assert.equal(res.json().code, refused, `${key}: ${res.body}`);
-        else assert.equal(res.statusCode, 200, `${key}: ${res.body}`);
+        else
+          assert.ok(res.statusCode >= 200 && res.statusCode < 300, `${key}: ${res.statusCode} ${res.body}`);
       }
     } finally {
       await d.close();

@@ -2139,6 +2139,220 @@ export function storeContract(
       assert.deepEqual(await at({ limit: 10 }), [5, 4, 3]);
     });
 
+    describe('webhooks (WebhookStore)', () => {
+      const endpoint = (url: string, types: string[] | null = null) =>
+        store.createWebhookEndpoint({ url, types, description: 'd', secret: 'whsec_AAAA', created_at: 1000 });
+      const event = (type: 'task_added' | 'dispute_opened', node: U64 | null = 3) => ({
+        type,
+        node_small_id: node,
+        at: 5000,
+        data: { big: ABOVE_SAFE },
+      });
+
+      it('keeps endpoints, and writes a delivery per event and matching enabled endpoint with the event', async () => {
+        const all = await endpoint('http://127.0.0.1:1/all');
+        const disputes = await endpoint('https://example.com/d', ['dispute_opened']);
+        assert.deepEqual(disputes.types, ['dispute_opened']);
+        assert.equal(all.types, null);
+        assert.deepEqual(
+          (await store.listWebhookEndpoints()).map((e) => e.id),
+          [all.id, disputes.id],
+        );
+        assert.equal((await store.getWebhookEndpoint(disputes.id))?.url, 'https://example.com/d');
+        await store.appendNodeEvents([event('task_added'), event('dispute_opened', ABOVE_SAFE)]);
+        const toAll = await store.listWebhookDeliveries(all.id, { before: null, limit: 10 });
+        const toDisputes = await store.listWebhookDeliveries(disputes.id, { before: null, limit: 10 });
+        assert.deepEqual(
+          toAll.map((d) => d.type),
+          ['dispute_opened', 'task_added'],
+        );
+        assert.deepEqual(
+          toDisputes.map((d) => [d.type, d.node_small_id, d.state, d.attempts]),
+          [['dispute_opened', ABOVE_SAFE, 'pending', 0]],
+        );
+        const [events] = [await store.listNodeEvents({ after: 0, limit: 10, nodes: null, types: null })];
+        assert.equal(toDisputes[0]!.event_id, events.find((e) => e.type === 'dispute_opened')!.id);
+        assert.equal(toDisputes[0]!.data, stringifyJson({ big: ABOVE_SAFE }));
+        assert.match(toDisputes[0]!.webhook_id, /^msg_[0-9a-f]{32}$/);
+        assert.notEqual(toDisputes[0]!.webhook_id, toAll[0]!.webhook_id);
+        // Paged newest first.
+        const page = await store.listWebhookDeliveries(all.id, { before: toAll[0]!.id, limit: 10 });
+        assert.deepEqual(
+          page.map((d) => d.type),
+          ['task_added'],
+        );
+        assert.equal(await store.deleteWebhookEndpoint(all.id), true);
+        assert.equal(await store.deleteWebhookEndpoint(all.id), false);
+        assert.equal(await store.getWebhookDelivery(toAll[0]!.id), undefined);
+      });
+
+      it('writes no delivery for an event whose transaction rolled back', async () => {
+        const e = await endpoint('http://127.0.0.1:1/all');
+        await assert.rejects(
+          write(async (tx) => {
+            await tx.appendNodeEvents([event('task_added')]);
+            throw new Error('refused');
+          }),
+          /refused/,
+        );
+        assert.deepEqual(await store.listWebhookDeliveries(e.id, { before: null, limit: 10 }), []);
+        assert.equal((await store.webhookStats()).pending, 0);
+      });
+
+      it('leases one delivery per endpoint, oldest first, and records attempts', async () => {
+        const a = await endpoint('http://127.0.0.1:1/a');
+        const b = await endpoint('http://127.0.0.1:1/b');
+        await store.appendNodeEvents([event('task_added'), event('dispute_opened')]);
+        assert.deepEqual(await store.webhookStats(), {
+          pending: 4,
+          oldest_pending_at: 5000,
+          disabled_endpoints: 0,
+        });
+        assert.equal(await store.nextWebhookDue(), 0);
+        const first = await store.claimWebhookDeliveries(10_000, 10, 70_000, 'one');
+        assert.deepEqual(
+          first.map((d) => [d.endpoint_id, d.type]),
+          [
+            [a.id, 'task_added'],
+            [b.id, 'task_added'],
+          ],
+        );
+        assert.equal(first[0]!.url, 'http://127.0.0.1:1/a');
+        assert.equal(first[0]!.secret, 'whsec_AAAA');
+        // Leased: another sender gets nothing until the lease ends.
+        assert.deepEqual(await store.claimWebhookDeliveries(10_000, 10, 70_000, 'two'), []);
+        await store.recordWebhookAttempt(
+          first[0]!,
+          {
+            attempt: { at: 10_000, status: 500, error: null, duration_ms: 3 },
+            state: 'pending',
+            step: 1,
+            next_attempt_at: 15_000,
+            failing_since: 10_000,
+          },
+          'one',
+        );
+        // a's first delivery waits for 15 s: its second is due and goes (retries do not hold the others).
+        const second = await store.claimWebhookDeliveries(11_000, 10, 71_000, 'two');
+        assert.deepEqual(
+          second.map((d) => [d.endpoint_id, d.type, d.failing_since]),
+          [[a.id, 'dispute_opened', 10_000]],
+        );
+        await store.recordWebhookAttempt(
+          second[0]!,
+          {
+            attempt: { at: 11_000, status: 200, error: null, duration_ms: 4 },
+            state: 'delivered',
+            step: 0,
+            next_attempt_at: 0,
+            failing_since: null,
+          },
+          'two',
+        );
+        // b's lease ran out, a's was freed and its retry is due: a sender takes both.
+        const again = await store.claimWebhookDeliveries(80_000, 10, 140_000, 'two');
+        assert.deepEqual(
+          again.map((d) => d.id),
+          [first[0]!.id, first[1]!.id],
+        );
+        const [newest, oldest] = await store.listWebhookDeliveries(a.id, { before: null, limit: 10 });
+        assert.equal(newest!.state, 'delivered');
+        assert.equal(newest!.finished_at, 11_000);
+        assert.deepEqual(newest!.attempts_list, [
+          { n: 1, at: 11_000, status: 200, error: null, duration_ms: 4 },
+        ]);
+        assert.equal(oldest!.state, 'pending');
+        assert.equal(oldest!.next_attempt_at, 15_000);
+        assert.equal((await store.getWebhookEndpoint(a.id))!.failing_since, null);
+        // A delivered one is replayed from the start of its schedule; a pending one is not.
+        assert.equal(await store.retryWebhookDelivery(oldest!.id), false);
+        assert.equal(await store.retryWebhookDelivery(newest!.id), true);
+        const replayed = await store.getWebhookDelivery(newest!.id);
+        assert.deepEqual(
+          [replayed!.state, replayed!.step, replayed!.next_attempt_at, replayed!.attempts],
+          ['pending', 0, 0, 1],
+        );
+        await store.releaseWebhookLeases('two');
+        assert.equal((await store.claimWebhookDeliveries(80_000, 10, 140_000, 'three')).length, 2);
+        await store.releaseWebhookLeases(null);
+        assert.equal((await store.claimWebhookDeliveries(80_000, 10, 140_000, 'four')).length, 2);
+        // Finished deliveries older than the retention go with their attempts; pending ones stay.
+        await store.recordWebhookAttempt(
+          { ...oldest!, url: '', secret: '', failing_since: null },
+          {
+            attempt: { at: 90_000, status: 204, error: null, duration_ms: 1 },
+            state: 'delivered',
+            step: 0,
+            next_attempt_at: 0,
+            failing_since: null,
+          },
+          'four',
+        );
+        assert.equal(await store.pruneWebhookDeliveries(90_000), 0);
+        assert.equal(await store.pruneWebhookDeliveries(90_001), 1);
+        assert.equal(await store.getWebhookDelivery(oldest!.id), undefined);
+        assert.equal((await store.getWebhookDelivery(newest!.id))?.state, 'pending');
+      });
+
+      it('disables an endpoint with its node event, which goes to the other endpoints', async () => {
+        const gone = await endpoint('http://127.0.0.1:1/gone');
+        const other = await endpoint('http://127.0.0.1:1/other', ['webhook_endpoint_disabled']);
+        await store.appendNodeEvents([event('task_added')]);
+        const [claimed] = await store.claimWebhookDeliveries(10_000, 10, 70_000, 'one');
+        await store.recordWebhookAttempt(
+          claimed!,
+          {
+            attempt: { at: 10_000, status: 410, error: null, duration_ms: 1 },
+            state: 'failed',
+            step: 0,
+            next_attempt_at: 0,
+            failing_since: 10_000,
+            disable: {
+              reason: 'the receiver answered 410 Gone',
+              event: {
+                type: 'webhook_endpoint_disabled',
+                node_small_id: null,
+                at: 10_000,
+                data: { endpoint_id: gone.id },
+              },
+            },
+          },
+          'one',
+        );
+        const disabled = (await store.getWebhookEndpoint(gone.id))!;
+        assert.equal(disabled.disabled_at, 10_000);
+        assert.equal(disabled.disabled_reason, 'the receiver answered 410 Gone');
+        assert.equal((await store.webhookStats()).disabled_endpoints, 1);
+        const events = await store.listNodeEvents({
+          after: 0,
+          limit: 10,
+          nodes: null,
+          types: ['webhook_endpoint_disabled'],
+        });
+        assert.equal(events.length, 1);
+        assert.deepEqual(
+          (await store.listWebhookDeliveries(other.id, { before: null, limit: 10 })).map((d) => d.type),
+          ['webhook_endpoint_disabled'],
+        );
+        // A disabled endpoint gets no new deliveries and is not claimed; enabled, it is again.
+        await store.appendNodeEvents([event('task_added')]);
+        assert.equal((await store.listWebhookDeliveries(gone.id, { before: null, limit: 10 })).length, 1);
+        await store.addWebhookDelivery(gone.id, {
+          webhook_id: 'msg_test1',
+          type: 'webhook.test',
+          at: 20_000,
+          data: '{}',
+        });
+        assert.deepEqual(
+          (await store.claimWebhookDeliveries(20_000, 10, 80_000, 'two')).map((d) => d.endpoint_id),
+          [other.id],
+        );
+        assert.equal(await store.enableWebhookEndpoint(gone.id), true);
+        const [test] = await store.claimWebhookDeliveries(20_000, 10, 80_000, 'two');
+        assert.deepEqual([test!.webhook_id, test!.event_id, test!.type], ['msg_test1', null, 'webhook.test']);
+      });
+    });
+
     it('refuses work once closed', async () => {
       await store.close();
       await assert.rejects(store.listTasks(), { name: 'StoreError', code: 'store_closed' });

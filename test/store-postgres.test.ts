@@ -33,6 +33,11 @@ import { claimWithAnOpenRequest, storeContract } from './store-contract.ts';
 
 const U64_MAX = 18446744073709551615n;
 const DATA_TABLES = [
+  'api_tokens',
+  'audit_log',
+  'webhook_endpoints',
+  'webhook_deliveries',
+  'webhook_attempts',
   'tasks',
   'nodes',
   'node_models',

@@ -10,6 +10,7 @@ export interface CommandTable {
     writes: readonly CommandSpec[];
     autopilot: readonly CommandSpec[];
     live: readonly CommandSpec[];
+    webhooks: readonly CommandSpec[];
     dev: readonly CommandSpec[];
     access: readonly CommandSpec[];
   };
@@ -101,6 +102,7 @@ function overview(groups: CommandTable['groups']): string {
       groups.autopilot,
     ],
     ['Live (what happens to the node, as it happens):', groups.live],
+    ["Webhooks (the node's events POSTed, signed, to your endpoints):", groups.webhooks],
     ['Dev network actors (a daemon on --network dev only):', groups.dev],
     [
       'Access (admin: named tokens with a scope, the audit trail; `token rotate` replaces the file token):',

@@ -5,6 +5,7 @@ import { AUTOPILOT } from './commands/autopilot.ts';
 import { DEV } from './commands/dev.ts';
 import { READS } from './commands/reads.ts';
 import { WATCH } from './commands/watch.ts';
+import { WEBHOOKS } from './commands/webhooks.ts';
 import { WRITES } from './commands/writes.ts';
 import {
   type Connection,
@@ -29,6 +30,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...WRITES,
   ...AUTOPILOT,
   ...WATCH,
+  ...WEBHOOKS,
   ...DEV,
   ...ACCESS,
 ];
@@ -37,6 +39,7 @@ export const GROUPS: CommandTable['groups'] = {
   writes: WRITES,
   autopilot: AUTOPILOT,
   live: WATCH,
+  webhooks: WEBHOOKS,
   dev: DEV,
   access: ACCESS,
 };

@@ -142,6 +142,32 @@ export async function write(method, path, body = {}) {
 }
 
 /**
+ * A request of a route that always needs the token, reads included (the /webhooks routes): asks for it
+ * first as a write does, and sends a body only when given.
+ * @param {'GET' | 'POST' | 'DELETE'} method
+ * @param {string} path
+ * @param {unknown} [body]
+ */
+export async function admin(method, path, body) {
+  if (!token.get()) {
+    const entered = await promptForToken();
+    if (!entered) {
+      throw new ApiProblem(0, {
+        code: 'cancelled',
+        title: 'Not sent',
+        detail: 'the webhooks need the API token; nothing was sent',
+      });
+    }
+  }
+  try {
+    return await send(method, path, body);
+  } catch (error) {
+    if (error instanceof ApiProblem && (error.status === 401 || error.status === 403)) token.clear();
+    throw error;
+  }
+}
+
+/**
  * Opens a raw streaming request (GET /events) with the token when there is one.
  * @param {string} path
  * @param {Record<string, string>} extra

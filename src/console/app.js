@@ -11,6 +11,7 @@ import { disputesView } from './views/disputes.js';
 import { overviewView } from './views/overview.js';
 import { stacksView } from './views/stacks.js';
 import { subscriptionsView } from './views/subscriptions.js';
+import { webhooksView } from './views/webhooks.js';
 
 /**
  * The console: one page, six views, all from the daemon's public API. Each view renders from `state`;
@@ -228,6 +229,7 @@ const views = {
   subscriptions: subscriptionsView(ctx),
   autopilot: autopilotView(ctx),
   activity: activityView(ctx),
+  webhooks: webhooksView(ctx),
   tokens: tokensView(ctx),
   audit: auditView(ctx),
 };

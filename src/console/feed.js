@@ -152,6 +152,12 @@ export function describeEvent(e) {
         tone: 'good',
         text: `The usage source (${e.source}) answers again${e.lost_seconds === null || e.lost_seconds === undefined ? '' : ` after ${formatInt(e.lost_seconds)} s`}`,
       };
+    case 'webhook_endpoint_disabled':
+      return {
+        ...base,
+        tone: 'bad',
+        text: `Webhook endpoint ${e.endpoint_id} (${e.origin}) disabled: ${e.reason}; nothing is sent to it until it is enabled`,
+      };
     default:
       return { ...base, tone: 'info', text: `${e.type}` };
   }

@@ -20,7 +20,7 @@ export interface DocumentOptions {
 const REQUIRED_SCOPE = 'x-required-scope';
 
 /** The name of the API token's security scheme in the document. */
-const TOKEN_SCHEME = 'apiToken';
+export const TOKEN_SCHEME = 'apiToken';
 
 /**
  * The paths the guard leaves open whatever --auth says (OPEN_PATHS in security.ts; the served-document

@@ -200,6 +200,28 @@ export function createMetrics() {
       help: 'The --gas-warning-mist setting: the signer_gas_low event fires when the balance goes below it',
       registers,
     }),
+    // Signed webhooks (operations/webhooks.ts); the alert rules of deploy/prometheus use these names.
+    webhookDeliveries: new Counter({
+      name: 'node_daemon_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome (delivered, retried: failed and due again, failed: no more attempts)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    webhookPending: new Gauge({
+      name: 'node_daemon_webhook_deliveries_pending',
+      help: 'Webhook deliveries of enabled endpoints not yet delivered (refreshed every few seconds)',
+      registers,
+    }),
+    webhookOldestPendingAge: new Gauge({
+      name: 'node_daemon_webhook_oldest_pending_age_seconds',
+      help: 'Seconds since the event of the oldest pending webhook delivery happened (0: none pending)',
+      registers,
+    }),
+    webhookEndpointsDisabled: new Gauge({
+      name: 'node_daemon_webhook_endpoints_disabled',
+      help: 'Webhook endpoints disabled (their receiver answered 410, or failed for 3 days)',
+      registers,
+    }),
     storeQueryDuration: new Histogram({
       name: 'node_daemon_store_query_duration_seconds',
       help: 'Time of store calls, by call',

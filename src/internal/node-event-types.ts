@@ -27,5 +27,7 @@ export const NODE_EVENT_TYPES = [
   'autopilot_gas_budget_spent',
   'autopilot_gas_budget_restored',
   'subscribed_task_deprecated',
+  // A webhook endpoint disabled: its receiver answered 410, or failed for 3 days (docs/WEBHOOKS.md).
+  'webhook_endpoint_disabled',
 ] as const;
 export type NodeEventType = (typeof NODE_EVENT_TYPES)[number];

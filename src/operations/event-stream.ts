@@ -50,11 +50,15 @@ export const DEFAULT_HUB_SETTINGS: EventHubSettings = {
 const PAGE = 500;
 const PRUNE_EVERY_MS = 3600 * 1000;
 
+/** One event's JSON, as GET /events and the webhooks carry it: id, at, type, node_small_id, then its fields. */
+export function eventJson(row: Pick<NodeEventRow, 'id' | 'at' | 'type' | 'node_small_id' | 'data'>): string {
+  const head = `{"id":${row.id},"at":"${new Date(row.at).toISOString()}","type":"${row.type}","node_small_id":${row.node_small_id === null ? 'null' : String(row.node_small_id)}`;
+  return row.data === '{}' ? `${head}}` : `${head},${row.data.slice(1)}`;
+}
+
 /** One event as a Server-Sent Events frame: its id, its type as the event name, its JSON as the data. */
 export function frameOf(row: NodeEventRow): string {
-  const head = `{"id":${row.id},"at":"${new Date(row.at).toISOString()}","type":"${row.type}","node_small_id":${row.node_small_id === null ? 'null' : String(row.node_small_id)}`;
-  const data = row.data === '{}' ? `${head}}` : `${head},${row.data.slice(1)}`;
-  return `id: ${row.id}\nevent: ${row.type}\ndata: ${data}\n\n`;
+  return `id: ${row.id}\nevent: ${row.type}\ndata: ${eventJson(row)}\n\n`;
 }
 
 /** A frame that is not one of the recorded events (no id: a client's last id stays its last event's). */

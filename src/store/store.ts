@@ -501,6 +501,138 @@ export interface ConditionStore {
   listConditions(): Promise<ConditionState[]>;
 }
 
+/** A webhook endpoint as stored (docs/WEBHOOKS.md). Times in ms since the epoch. */
+export interface WebhookEndpointRow {
+  id: number;
+  url: string;
+  /** The event types it asks for; null: every type. */
+  types: string[] | null;
+  description: string;
+  /** `whsec_` + base64: never answered but by its creation. */
+  secret: string;
+  created_at: number;
+  disabled_at: number | null;
+  disabled_reason: string | null;
+  /** When its deliveries started failing (null: its last attempt succeeded, or none failed). */
+  failing_since: number | null;
+}
+
+/** One attempt to send a delivery. */
+export interface WebhookAttemptRow {
+  n: number;
+  at: number;
+  /** The receiver's HTTP status; null when it did not answer (error says why). */
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+export type WebhookDeliveryState = 'pending' | 'delivered' | 'failed';
+
+/** One event for one endpoint: the outbox's row. */
+export interface WebhookDeliveryRow {
+  id: number;
+  /** The Standard Webhooks message id (`webhook-id`), the same on every attempt. */
+  webhook_id: string;
+  endpoint_id: number;
+  /** The node event it carries; null for a test. */
+  event_id: number | null;
+  type: string;
+  at: number;
+  node_small_id: U64 | null;
+  /** The event's fields as stored (JSON object text). */
+  data: string;
+  state: WebhookDeliveryState;
+  attempts: number;
+  /** The position in the back-off schedule (a replay starts over). */
+  step: number;
+  next_attempt_at: number;
+  finished_at: number | null;
+}
+
+/** A delivery claimed to be sent, with where and how to sign it. */
+export interface ClaimedDelivery extends WebhookDeliveryRow {
+  url: string;
+  secret: string;
+  /** The endpoint's failing_since when claimed. */
+  failing_since: number | null;
+}
+
+/** What an attempt changes: its own record, the delivery's state, the endpoint's. */
+export interface WebhookAttemptOutcome {
+  attempt: Omit<WebhookAttemptRow, 'n'>;
+  state: WebhookDeliveryState;
+  /** The step the next attempt will use, and when it is due (pending only). */
+  step: number;
+  next_attempt_at: number;
+  /** The endpoint's failing_since after it (null: it succeeded). */
+  failing_since: number | null;
+  /** Disables the endpoint, with the node event that says so, in the same transaction. */
+  disable?: { reason: string; event: NewNodeEvent } | undefined;
+}
+
+/** The figures of the webhook metrics. */
+export interface WebhookStats {
+  pending: number;
+  /** When the oldest pending delivery of an enabled endpoint was made (its event's time); null: none. */
+  oldest_pending_at: number | null;
+  disabled_endpoints: number;
+}
+
+/**
+ * The webhook endpoints and their outbox (operations/webhooks.ts). The deliveries of a node event are
+ * written by the engine where the event is inserted, in its transaction: no writer of events calls this.
+ */
+export interface WebhookStore {
+  createWebhookEndpoint(
+    endpoint: Omit<WebhookEndpointRow, 'id' | 'disabled_at' | 'disabled_reason' | 'failing_since'>,
+  ): Promise<WebhookEndpointRow>;
+  listWebhookEndpoints(): Promise<WebhookEndpointRow[]>;
+  getWebhookEndpoint(id: number): Promise<WebhookEndpointRow | undefined>;
+  /** Deletes the endpoint with its deliveries and their attempts; whether it existed. */
+  deleteWebhookEndpoint(id: number): Promise<boolean>;
+  /** Enables a disabled endpoint (its pending deliveries go again); whether it exists. */
+  enableWebhookEndpoint(id: number): Promise<boolean>;
+  /** Adds a delivery that carries no node event (a test) to one endpoint. */
+  addWebhookDelivery(
+    endpointId: number,
+    delivery: { webhook_id: string; type: string; at: number; data: string },
+  ): Promise<WebhookDeliveryRow>;
+  /** The endpoint's deliveries, newest first, before an id, with their attempts. */
+  listWebhookDeliveries(
+    endpointId: number,
+    page: { before: number | null; limit: number },
+  ): Promise<(WebhookDeliveryRow & { attempts_list: WebhookAttemptRow[] })[]>;
+  getWebhookDelivery(id: number): Promise<WebhookDeliveryRow | undefined>;
+  /** Makes a delivery pending again, due now, its schedule started over; whether it was not pending. */
+  retryWebhookDelivery(id: number): Promise<boolean>;
+  /**
+   * Leases up to `limit` enabled endpoints that have a due delivery (pending, next_attempt_at <= now) and
+   * no lease of another sender alive, until `leaseUntil`, and answers each one's oldest due delivery. On
+   * PostgreSQL, daemons sharing the database never lease the same endpoint (FOR UPDATE SKIP LOCKED), so
+   * each delivery is sent by one, and one at a time per endpoint, in order.
+   */
+  claimWebhookDeliveries(
+    now: number,
+    limit: number,
+    leaseUntil: number,
+    owner: string,
+  ): Promise<ClaimedDelivery[]>;
+  /** Records an attempt and its outcome, and frees the endpoint's lease, in one transaction. */
+  recordWebhookAttempt(
+    delivery: ClaimedDelivery,
+    outcome: WebhookAttemptOutcome,
+    owner: string,
+  ): Promise<void>;
+  /** Frees the leases of an owner, or every lease (null: a store only this process uses). */
+  releaseWebhookLeases(owner: string | null): Promise<void>;
+  /** When the next pending delivery of an enabled endpoint is due, or an endpoint lease ends; null: none. */
+  nextWebhookDue(): Promise<number | null>;
+  webhookStats(): Promise<WebhookStats>;
+  /** Deletes delivered and failed deliveries (with their attempts) finished before `before` (ms); how many. */
+  pruneWebhookDeliveries(before: number): Promise<number>;
+}
+
 /** The Idempotency-Keys of the writes (http/idempotency.ts). */
 export interface IdempotencyStore {
   /**
@@ -615,6 +747,7 @@ export interface Store
     NodeEventStore,
     ConditionStore,
     IdempotencyStore,
+    WebhookStore,
     Coordination,
     TokenStore,
     AuditStore {

@@ -9,6 +9,7 @@ import { postgresIndexer } from './indexer.ts';
 import { postgresNodeEvents } from './node-events.ts';
 import { postgresReads } from './reads.ts';
 import { postgresUsage } from './usage.ts';
+import { postgresWebhooks } from './webhooks.ts';
 
 export type { PostgresStoreOptions } from './database.ts';
 export { AUTOPILOT_QUERIES, LIST_QUERIES, NODE_LIST_QUERIES } from './statements.ts';
@@ -45,6 +46,7 @@ export class PostgresStore {
       ...postgresConditions(db),
       ...postgresIdempotency(db),
       ...postgresAccess(db),
+      ...postgresWebhooks(db),
       ...postgresCoordination(db),
       close: () => db.close(),
     };

@@ -8,6 +8,7 @@ import { sqliteIndexer } from './indexer.ts';
 import { sqliteNodeEvents } from './node-events.ts';
 import { sqliteReads } from './reads.ts';
 import { sqliteUsage } from './usage.ts';
+import { sqliteWebhooks } from './webhooks.ts';
 
 export { SQLITE_FILE, type SqliteStoreOptions } from './database.ts';
 export { AUTOPILOT_QUERIES } from './statements.ts';
@@ -41,6 +42,7 @@ export class SqliteStore {
       ...sqliteConditions(db),
       ...sqliteIdempotency(db),
       ...sqliteAccess(db),
+      ...sqliteWebhooks(db),
       ...coordination(db),
       close: () => db.close(),
     };
