@@ -51,6 +51,8 @@ const DATA_TABLES = [
   'node_events',
   'topic_versions',
   'node_conditions',
+  'api_tokens',
+  'audit_log',
 ];
 
 /** A throwaway database for one test; the helper has already checked that the server is reachable. */
