@@ -21,7 +21,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0008-stack-rows-record-creation.sql': 'd94ee37906f7efa2e7af6e523af4b30a8e0a0e9cf137c4d08550d67c9b8bd8e7',
     '0009-usage-source.sql': 'd31691e33e8f6e78a9685cbf069e3916e2dc49ae584b76e37e9760357ac35ebe',
     '0010-node-conditions.sql': '0639100b1a977cf8a8dea6117bba003cd92f59d9e92fb99a8db440f22f6e766d',
-    '0012-api-tokens-and-audit.sql': '3eef47a321945df0e656c3a826ac7954034e25ab521f9bca67bc842c04341b23',
+    '0012-api-tokens-and-audit.sql': '7846422aca513ce0bcd1d1fe31c8ee6be43f6dd514b3678d0fa40c7985780e6b',
   },
   postgres: {
     '0001-initial.sql': 'a3f7c8d10f4df940a314bd42786c0c451a6a37f41145408ed8b7bca898285294',
@@ -37,7 +37,7 @@ const RELEASED: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0010-stack-rows-record-creation.sql': 'bf964cce73e03320db99aedb77109469341aad42ee1dc4ab12d4e72486987509',
     '0011-usage-source.sql': 'd31691e33e8f6e78a9685cbf069e3916e2dc49ae584b76e37e9760357ac35ebe',
     '0012-node-conditions.sql': 'c6321a5358d61876ce89632c32741369e234a4a2f461be4937254bb205f2e8c2',
-    '0014-api-tokens-and-audit.sql': '3c056eb58875a4322a332edb769d0191f0d640ad7c5d35d532bd296a8c0800a9',
+    '0014-api-tokens-and-audit.sql': '6ecb617506374598a87fc8933866d9f33472f1c475846eb01f3c77e09c61fb0f',
   },
 };
 

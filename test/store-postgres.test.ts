@@ -204,8 +204,11 @@ if (await postgresAvailable('PostgreSQL store suite')) {
             CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
             WHERE i.indisprimary ORDER BY c.relname, k.ord`);
+          // The indexes of UNIQUE constraints (api_tokens' token_hash) are left out, as SQLite's automatic
+          // ones are (their sql is NULL); the constraint itself is in the columns' migration on both.
           const indexes = await client.query(`SELECT indexname FROM pg_indexes
-            WHERE schemaname = 'node_daemon' AND indexname NOT LIKE '%_pkey' ORDER BY indexname`);
+            WHERE schemaname = 'node_daemon' AND indexname NOT LIKE '%_pkey' AND indexname NOT LIKE '%_key'
+            ORDER BY indexname`);
           const tables: Record<string, { columns: string[]; key: string[] }> = {};
           for (const r of columns.rows) {
             tables[r.table_name] ??= { columns: [], key: [] };

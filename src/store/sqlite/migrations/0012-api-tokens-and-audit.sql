@@ -3,14 +3,13 @@
 -- A revoked token's row stays (it is listed, and its name is taken again only by a new create).
 CREATE TABLE api_tokens (
   name TEXT PRIMARY KEY,
-  token_hash TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,
   scope TEXT NOT NULL,
   created_at INTEGER NOT NULL,
   expires_at INTEGER,
   last_used_at INTEGER,
   revoked_at INTEGER
 ) STRICT;
-CREATE UNIQUE INDEX api_tokens_by_hash ON api_tokens (token_hash);
 
 -- One row per audited request. The token's name, never the token. Read newest first, by id.
 CREATE TABLE audit_log (
