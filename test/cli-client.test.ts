@@ -1269,7 +1269,15 @@ describe('client help', () => {
     assert.match(overview, /Examples:\n {2}node-daemon /);
     assert.match(overview, /Exit codes: 0 ok; 1 unexpected failure; 2 usage/);
     for (const command of [
-      ...CLIENT_COMMANDS.filter((c) => c !== 'dev' && c !== 'token'),
+      ...CLIENT_COMMANDS.filter((c) => c !== 'dev' && c !== 'token' && c !== 'webhooks'),
+      'webhooks add',
+      'webhooks list',
+      'webhooks show',
+      'webhooks remove',
+      'webhooks deliveries',
+      'webhooks test',
+      'webhooks enable',
+      'webhooks retry',
       'token create',
       'token list',
       'token revoke',

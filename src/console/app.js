@@ -487,7 +487,8 @@ setTokenPrompt(askToken);
 
 /**
  * Asks the daemon which token the console holds (GET /whoami), and shows what its scope allows: the admin
- * views (Tokens, Audit) to an admin token only, the write buttons to a write or admin token only.
+ * views (Tokens, Audit) to an admin token only (Webhooks also while the scope is unknown: it asks for the
+ * token), the write buttons to a write or admin token only.
  */
 async function loadAccess() {
   // Without a token there is nothing to ask (a 401 would be a failed load in the browser's console): the
@@ -503,6 +504,10 @@ async function loadAccess() {
   document.body.dataset.scope = state.access?.scope ?? '';
   for (const link of document.querySelectorAll('nav.views [data-scope="admin"]')) {
     if (link instanceof HTMLElement) link.hidden = state.access?.scope !== 'admin';
+  }
+  // The Webhooks view asks for the token itself: offered while the scope is unknown, hidden from the others.
+  for (const link of document.querySelectorAll('nav.views [data-scope="admin-asks"]')) {
+    if (link instanceof HTMLElement) link.hidden = state.access !== null && state.access.scope !== 'admin';
   }
   const who = byId('whoami');
   who.textContent = state.access ? `${state.access.name ?? 'no token'} · ${state.access.scope}` : '';
