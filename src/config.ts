@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import {
@@ -12,10 +11,30 @@ import {
 } from './atoma-files.ts';
 import type { SuiSettings } from './chain/sui/settings.ts';
 import { CliError } from './internal/exit-codes.ts';
-import { isObjectId, isU64Decimal, normalizeObjectId, parseFraction } from './internal/formats.ts';
 import { isLoopback } from './internal/net.ts';
-import { parseU64, type U64 } from './internal/u64.ts';
+import type { U64 } from './internal/u64.ts';
 import type { AutopilotSettings } from './operations/autopilot.ts';
+import {
+  boolean,
+  databaseUrl,
+  file,
+  fraction,
+  host,
+  hostName,
+  httpUrl,
+  integer,
+  list,
+  nodeIds,
+  objectId,
+  oneOf,
+  origin,
+  type Parsed,
+  path,
+  positiveFraction,
+  schemaName,
+  seconds,
+  u64Setting,
+} from './setting-values.ts';
 
 /**
  * The daemon's settings. Each comes from, in order of precedence: a command-line flag, an environment
@@ -147,7 +166,6 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export type Network = (typeof NETWORKS)[number];
 
 type Key = Exclude<keyof Settings, 'configFile'>;
-type Parsed = { ok: true; value: unknown } | { ok: false; accepted: string };
 
 interface Setting {
   readonly key: Key;
@@ -161,140 +179,6 @@ interface Setting {
   readonly boolean?: boolean;
   /** A refused value is repeated in the message without its password, if it holds one. */
   readonly secret?: boolean;
-}
-
-const ok = (value: unknown): Parsed => ({ ok: true, value });
-const no = (accepted: string): Parsed => ({ ok: false, accepted });
-
-function integer(min: number, max: number) {
-  return (raw: unknown): Parsed => {
-    const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
-    if (!/^[0-9]+$/.test(text) || Number(text) < min || Number(text) > max) {
-      return no(`an integer from ${min} to ${max}`);
-    }
-    return ok(Number(text));
-  };
-}
-
-function oneOf<T extends string>(values: readonly T[]) {
-  return (raw: unknown): Parsed =>
-    typeof raw === 'string' && (values as readonly string[]).includes(raw)
-      ? ok(raw)
-      : no(`one of ${values.join(', ')}`);
-}
-
-const HOSTNAME =
-  /^(?=.{1,253}$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,62}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,62}[a-zA-Z0-9])?)*$/;
-
-function fraction(raw: unknown): Parsed {
-  const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
-  const value = parseFraction(text);
-  return value === undefined ? no('a number from 0 to 1, like 0.01') : ok(value);
-}
-
-/** A fraction above 0, at most 1. */
-function positiveFraction(raw: unknown): Parsed {
-  const parsed = fraction(raw);
-  return parsed.ok && (parsed.value as number) > 0 ? parsed : no('a number above 0, at most 1, like 0.95');
-}
-
-/** A u64 in decimal digits, kept exact (a bigint). */
-function u64Setting(what: string) {
-  return (raw: unknown): Parsed => {
-    const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
-    return isU64Decimal(text) ? ok(BigInt(text)) : no(`${what}: an integer from 0 to 2^64 - 1, digits only`);
-  };
-}
-
-function boolean(raw: unknown): Parsed {
-  if (raw === true || raw === 'true' || raw === '1') return ok(true);
-  if (raw === false || raw === 'false' || raw === '0') return ok(false);
-  return no('true or false');
-}
-
-function list(what: string, item: (text: string) => boolean) {
-  return (raw: unknown): Parsed => {
-    if (typeof raw !== 'string' && !Array.isArray(raw)) return no(`a comma-separated list of ${what}`);
-    const items = (Array.isArray(raw) ? raw.map(String) : raw.split(','))
-      .map((s) => s.trim())
-      .filter(Boolean);
-    return items.every(item) ? ok(Object.freeze(items)) : no(`a comma-separated list of ${what}`);
-  };
-}
-
-function origin(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
-  } catch {
-    return false;
-  }
-}
-
-function objectId(raw: unknown): Parsed {
-  const text = typeof raw === 'string' ? raw.trim() : raw;
-  return isObjectId(text) ? ok(normalizeObjectId(text)) : no('a 0x-prefixed hex object id');
-}
-
-function httpUrl(raw: unknown): Parsed {
-  try {
-    const url = new URL(String(raw).trim());
-    if (url.protocol === 'http:' || url.protocol === 'https:')
-      return ok(String(raw).trim().replace(/\/+$/, ''));
-  } catch {
-    // Falls through to the refusal.
-  }
-  return no('an http:// or https:// URL');
-}
-
-function host(raw: unknown): Parsed {
-  if (typeof raw !== 'string') return no('an IP address or a host name');
-  const text = raw.trim();
-  return isIP(text) !== 0 || HOSTNAME.test(text) ? ok(text) : no('an IP address or a host name');
-}
-
-function path(raw: unknown): Parsed {
-  return typeof raw === 'string' && raw.trim() !== '' ? ok(resolve(raw.trim())) : no('a directory path');
-}
-
-function file(raw: unknown): Parsed {
-  return typeof raw === 'string' && raw.trim() !== '' ? ok(resolve(raw.trim())) : no('a file path');
-}
-
-/** Seconds, a decimal number from 0.1 to 3600. */
-function seconds(raw: unknown): Parsed {
-  const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : '';
-  const value = Number(text);
-  return /^[0-9]+(\.[0-9]+)?$/.test(text) && value >= 0.1 && value <= 3600
-    ? ok(value)
-    : no('a number of seconds from 0.1 to 3600, like 1 or 0.5');
-}
-
-/** Node small ids: a comma-separated list (or an array, from a file), each a u64 in decimal digits. */
-function nodeIds(raw: unknown): Parsed {
-  const parsed = list('node small ids', (text) => parseU64(text) !== undefined)(raw);
-  return parsed.ok ? ok(Object.freeze((parsed.value as string[]).map((text) => parseU64(text)!))) : parsed;
-}
-
-/** A schema name the store can use unquoted: lower case letters, digits and underscores. */
-function schemaName(raw: unknown): Parsed {
-  return typeof raw === 'string' && /^[a-z_][a-z0-9_]{0,62}$/.test(raw) && !raw.startsWith('pg_')
-    ? ok(raw)
-    : no(
-        'a schema name of lower case letters, digits and underscores, not starting with pg_, like node_daemon',
-      );
-}
-
-function databaseUrl(raw: unknown): Parsed {
-  if (typeof raw !== 'string') return no('a postgres:// or postgresql:// URL');
-  if (raw.trim() === '') return ok(undefined);
-  try {
-    const url = new URL(raw.trim());
-    if (url.protocol === 'postgres:' || url.protocol === 'postgresql:') return ok(raw.trim());
-  } catch {
-    // Falls through to the refusal below.
-  }
-  return no('a postgres:// or postgresql:// URL');
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -451,7 +335,7 @@ export const SETTINGS: readonly Setting[] = [
     flag: 'allowed-hosts',
     env: 'NODE_DAEMON_ALLOWED_HOSTS',
     describe: 'more host names to answer to (DNS rebinding protection)',
-    parse: list('host names', (h) => isIP(h) !== 0 || HOSTNAME.test(h)),
+    parse: list('host names', hostName),
     defaultValue: () => Object.freeze([]),
   },
   {
