@@ -122,23 +122,8 @@ export function get(path) {
  * @param {string} path
  * @param {unknown} [body]
  */
-export async function write(method, path, body = {}) {
-  if (!token.get()) {
-    const entered = await promptForToken();
-    if (!entered) {
-      throw new ApiProblem(0, {
-        code: 'cancelled',
-        title: 'Not sent',
-        detail: 'writes need the API token; nothing was sent',
-      });
-    }
-  }
-  try {
-    return await send(method, path, body);
-  } catch (error) {
-    if (error instanceof ApiProblem && (error.status === 401 || error.status === 403)) token.clear();
-    throw error;
-  }
+export function write(method, path, body = {}) {
+  return withToken(method, path, body, 'writes need the API token; nothing was sent');
 }
 
 /**
@@ -148,16 +133,22 @@ export async function write(method, path, body = {}) {
  * @param {string} path
  * @param {unknown} [body]
  */
-export async function admin(method, path, body) {
+export function admin(method, path, body) {
+  return withToken(method, path, body, 'the webhooks need the API token; nothing was sent');
+}
+
+/**
+ * Sends with the token, asking for it first when the console has none (`cancelled`: the dialog was closed,
+ * nothing was sent); a 401 or 403 forgets it, so the next request asks again.
+ * @param {'GET' | 'POST' | 'DELETE'} method
+ * @param {string} path
+ * @param {unknown} body
+ * @param {string} cancelled
+ */
+async function withToken(method, path, body, cancelled) {
   if (!token.get()) {
     const entered = await promptForToken();
-    if (!entered) {
-      throw new ApiProblem(0, {
-        code: 'cancelled',
-        title: 'Not sent',
-        detail: 'the webhooks need the API token; nothing was sent',
-      });
-    }
+    if (!entered) throw new ApiProblem(0, { code: 'cancelled', title: 'Not sent', detail: cancelled });
   }
   try {
     return await send(method, path, body);

@@ -108,3 +108,5 @@ export type TokenCreate = Static<typeof TokenCreateSchema>;
 export type TokenView = Static<typeof TokenSchema>;
 export type AuditQueryParams = Static<typeof AuditQuerySchema>;
 export type AuditEntryView = Static<typeof AuditEntrySchema>;
+export type TokenCreatedView = Static<typeof TokenCreatedSchema>;
+export type AuditPageView = Static<typeof AuditPageSchema>;

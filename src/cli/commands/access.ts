@@ -1,40 +1,15 @@
 import { parseDuration } from '../../internal/duration.ts';
+import type {
+  AuditPageView as AuditPage,
+  TokenCreatedView as Created,
+  TokenView,
+} from '../../schemas/access.ts';
 import { usageError } from '../args.ts';
 import { table, timestamp, when } from '../format.ts';
 import { plainWrite, read, required, show, str } from '../request.ts';
 import type { CommandSpec } from '../spec.ts';
 
 /** The named API tokens (create, list, revoke) and the audit trail: admin requests, sent with an admin token. */
-
-interface TokenView {
-  name: string;
-  scope: string;
-  state: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
-interface Created extends TokenView {
-  token: string;
-}
-interface AuditEntry {
-  id: number;
-  at: string;
-  token: string | null;
-  method: string;
-  route: string;
-  request_id: string;
-  status: number;
-  problem_code: string | null;
-  tx_digest: string | null;
-  gas_used: string | null;
-  idempotent_replay: boolean;
-}
-interface AuditPage {
-  entries: AuditEntry[];
-  next_before: number | null;
-}
 
 const SCOPES = ['read', 'usage', 'write', 'admin'];
 

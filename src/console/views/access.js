@@ -12,6 +12,22 @@ import { errorNote, outcomeRegion, section } from './parts.js';
 const NOT_ADMIN =
   'This view needs an admin token (the file token api-token is one): GET /whoami says which token the console holds.';
 
+/**
+ * A view's render for an admin token only: its body and a load for an admin token, a note for any other.
+ * @param {HTMLElement} note
+ * @param {HTMLElement} body
+ * @param {() => Promise<void>} load
+ */
+function adminOnly(note, body, load) {
+  /** @param {import('./parts.js').State} state */
+  return (state) => {
+    const admin = state.access?.scope === 'admin';
+    note.textContent = admin ? '' : NOT_ADMIN;
+    body.hidden = !admin;
+    if (admin) void load();
+  };
+}
+
 /** @param {import('./parts.js').Ctx} ctx */
 export function tokensView(ctx) {
   const outcome = outcomeRegion();
@@ -157,13 +173,7 @@ export function tokensView(ctx) {
   return {
     title: 'Tokens',
     element,
-    /** @param {import('./parts.js').State} state */
-    render(state) {
-      const admin = state.access?.scope === 'admin';
-      note.textContent = admin ? '' : NOT_ADMIN;
-      body.hidden = !admin;
-      if (admin) void load();
-    },
+    render: adminOnly(note, body, load),
   };
 }
 
@@ -242,12 +252,6 @@ export function auditView(_ctx) {
   return {
     title: 'Audit',
     element,
-    /** @param {import('./parts.js').State} state */
-    render(state) {
-      const admin = state.access?.scope === 'admin';
-      note.textContent = admin ? '' : NOT_ADMIN;
-      body.hidden = !admin;
-      if (admin) void load();
-    },
+    render: adminOnly(note, body, load),
   };
 }
