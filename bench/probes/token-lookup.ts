@@ -11,7 +11,20 @@ import { loadOrCreateToken } from '../../src/http/security.ts';
 import { createLogger } from '../../src/internal/logger.ts';
 import { openStore } from '../../src/store/open.ts';
 
-const n = Number(process.argv[2] ?? 5000);
+const HELP = `Usage: node bench/probes/token-lookup.ts [REQUESTS]
+
+GET /tasks under --auth all, REQUESTS (default 5000) sequential requests through app.inject, with the file
+token and with a named token, on SQLite and, when DATABASE_URL is set, on PostgreSQL.`;
+const arg = process.argv[2];
+if (arg === '--help' || arg === '-h') {
+  console.log(HELP);
+  process.exit(0);
+}
+const n = Number(arg ?? 5000);
+if (!Number.isInteger(n) || n <= 0) {
+  console.error(`token-lookup: REQUESTS must be a positive integer, not ${arg}; see --help`);
+  process.exit(2);
+}
 const dir = mkdtempSync(join(tmpdir(), 'token-lookup-'));
 loadOrCreateToken(dir);
 const fileToken = readFileSync(join(dir, 'api-token'), 'utf8').trim();

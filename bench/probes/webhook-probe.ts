@@ -1,5 +1,5 @@
 /**
- * node bench/webhook-probe.ts [OPS]: what a webhook receiver that never answers (it accepts the connection
+ * node bench/probes/webhook-probe.ts [OPS]: what a webhook receiver that never answers (it accepts the connection
  * and never replies) costs the API. A daemon on the dev network (pinned to CPU 0) gets a node and 50 stacks;
  * this process (CPU 1) then sends reads (GET /stacks/nodes/{node}) and usage reports, one after another over
  * one kept-alive connection, while a task is created every 100 ms (a node event each), first with no
@@ -7,22 +7,22 @@
  * sender holds 8 connections open for 15 s each, retries, and claims on every event). Prints p50/p99 of
  * both kinds of request in each phase, from one run.
  *
- *   node bench/webhook-probe.ts [OPS]
+ *   node bench/probes/webhook-probe.ts [OPS]
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { benchArgsAndOperands, usageError } from './args.ts';
-import { call, json } from './daemon-http.ts';
-import { LOAD_CPU, pinSelf } from './load.ts';
-import { log, percentile, table } from './report.ts';
-import { startDaemon } from './servers.ts';
+import { benchArgsAndOperands, usageError } from '../args.ts';
+import { call, json } from '../daemon-http.ts';
+import { LOAD_CPU, pinSelf } from '../load.ts';
+import { log, percentile, table } from '../report.ts';
+import { startDaemon } from '../servers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const NAME = 'bench/webhook-probe.ts';
-const HELP = `Usage: node bench/webhook-probe.ts [OPS]
+const NAME = 'bench/probes/webhook-probe.ts';
+const HELP = `Usage: node bench/probes/webhook-probe.ts [OPS]
 
 Reads and usage reports (OPS of each per phase, default 1500, after 300 not counted) with no webhook
 endpoint, then with 10 endpoints on a receiver that never answers, while a task is created every 100 ms.`;
