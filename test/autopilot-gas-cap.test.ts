@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { LightMyRequestResponse } from 'fastify';
 import { createLogger } from '../src/internal/logger.ts';
 import { Autopilot, GAS_WINDOW_MS } from '../src/operations/autopilot.ts';
 import { Conditions } from '../src/operations/conditions.ts';
-import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+import { type DevDaemon, devDaemon, nodeWithStacks } from './helpers/dev-daemon.ts';
 
 /**
  * The autopilot's daily gas cap (--autopilot-max-gas-per-day) on a real dev daemon, with a fake clock: the
@@ -14,36 +13,10 @@ import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
 
 type Json = Record<string, unknown>;
 
-function ok(res: LightMyRequestResponse): Json {
-  assert.equal(res.statusCode, 200, res.body);
-  return res.json() as Json;
-}
-
 const ESTIMATE = 3_976_000n;
 const USED = 2_997_880n;
 /** Two settlements fit (2 × 2,997,880 spent + 3,976,000 estimated), a third does not. */
 const CAP = 8_000_000n;
-
-async function ourNodeSells(d: DevDaemon, stacks: number): Promise<number[]> {
-  ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: 0 }));
-  ok(await d.post('/nodes/register'));
-  ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
-  const ids: number[] = [];
-  for (let i = 0; i < stacks; i++) {
-    const bought = ok(
-      await d.post('/dev/stacks', {
-        task_small_id: 1,
-        num_compute_units: 1000,
-        price_per_one_million_compute_units: 2_000_000,
-        selected_node_id: 1,
-      }),
-    );
-    const id = bought.stack_small_id as number;
-    ok(await d.post(`/stacks/${id}/usage`, { compute_units: 1000 }));
-    ids.push(id);
-  }
-  return ids;
-}
 
 async function budgetEvents(d: DevDaemon): Promise<[string, Json][]> {
   const rows = await d.services.store.listNodeEvents({
@@ -93,7 +66,7 @@ describe('the autopilot gas cap', () => {
       });
     let pilot = autopilot();
     try {
-      const ids = await ourNodeSells(d, 3);
+      const ids = await nodeWithStacks(d, 3, 1000);
       const first = await pilot.run();
       assert.equal(first.actions.length, 2, 'two settlements fit the budget');
       assert.deepEqual(
@@ -177,7 +150,7 @@ describe('the autopilot gas cap', () => {
     const log = createLogger('silent');
     const now = Date.now();
     try {
-      await ourNodeSells(d, 1);
+      await nodeWithStacks(d, 1, 1000);
       // Another daemon sharing the store signed an action that used the whole budget but one MIST.
       await d.services.store.insertAutopilotAction({
         at: now - 1000,

@@ -9,7 +9,7 @@ import { Mutex } from '../src/internal/mutex.ts';
 import { Submitter } from '../src/operations/submit.ts';
 import { Writes } from '../src/operations/writes.ts';
 import { ERRORS, ProblemError } from '../src/problems/catalog.ts';
-import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+import { type DevDaemon, devDaemon, nodeWithStacks } from './helpers/dev-daemon.ts';
 import { run, startDaemon } from './helpers/process.ts';
 import { tempDir } from './helpers/tmp.ts';
 
@@ -71,19 +71,7 @@ describe('loose ends', () => {
 
   it('refuses to settle or attest when the chain asks for an attester slot above 255 (k >= 256): a 400, not a 500', () =>
     withDaemon(async (d) => {
-      ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: 0 }));
-      ok(await d.post('/nodes/register'));
-      ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
-      const bought = ok(
-        await d.post('/dev/stacks', {
-          task_small_id: 1,
-          num_compute_units: 1000,
-          price_per_one_million_compute_units: 2_000_000,
-          selected_node_id: 1,
-        }),
-      );
-      const stack = bought.stack_small_id as number;
-      ok(await d.post(`/stacks/${stack}/usage`, { compute_units: 1000 }));
+      const stack = (await nodeWithStacks(d, 1, 1000))[0]!;
       // Test double at the chain's boundary: a network whose admin set k (cross_validation_extra_nodes_count)
       // to 300; everything else is the real dev network.
       const dev = d.services.chain!;

@@ -12,7 +12,7 @@ import { PostgresStore } from '../src/store/postgres/postgres-store.ts';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import { PIECE_OBJECTS } from '../src/store/stack-list/body.ts';
 import { topics } from '../src/store/store.ts';
-import { type DevDaemon, devDaemon } from './helpers/dev-daemon.ts';
+import { type DevDaemon, devDaemon, nodeWithStacks } from './helpers/dev-daemon.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 import { tempDir } from './helpers/tmp.ts';
 
@@ -58,26 +58,6 @@ const READS = [
     `/earnings/nodes/${n}`,
   ]),
 ];
-
-/** Registers node 1 on a new task and buys `count` stacks assigned to it; their small ids, in order. */
-async function nodeWithStacks(d: DevDaemon, count: number): Promise<number[]> {
-  ok(await d.post('/dev/tasks', { role: 0, security_level: 0 }));
-  ok(await d.post('/nodes/register'));
-  ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
-  const ids: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const bought = ok(
-      await d.post('/dev/stacks', {
-        task_small_id: 1,
-        num_compute_units: 1000,
-        price_per_one_million_compute_units: 2_000_000,
-        selected_node_id: 1,
-      }),
-    );
-    ids.push(bought.stack_small_id as number);
-  }
-  return ids;
-}
 
 async function lookups(d: DevDaemon): Promise<Record<string, number>> {
   const { values } = await d.services.metrics.httpCacheLookups.get();

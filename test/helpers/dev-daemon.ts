@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
@@ -58,4 +59,33 @@ export async function devDaemon(
       await dir.remove();
     },
   };
+}
+
+/**
+ * Registers node 1 on a new task and buys `count` stacks assigned to it (1,000 units each, at 2 USDC per
+ * million); with `used`, reports that many units on each. Their small ids, in order.
+ */
+export async function nodeWithStacks(d: DevDaemon, count: number, used?: number): Promise<number[]> {
+  const ok = (res: LightMyRequestResponse) => {
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json() as Record<string, unknown>;
+  };
+  ok(await d.post('/dev/tasks', { role: 0, model_name: 'm', security_level: 0 }));
+  ok(await d.post('/nodes/register'));
+  ok(await d.post('/nodes/task-subscribe', { task_small_id: 1, price_per_one_million_compute_units: 1 }));
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const bought = ok(
+      await d.post('/dev/stacks', {
+        task_small_id: 1,
+        num_compute_units: 1000,
+        price_per_one_million_compute_units: 2_000_000,
+        selected_node_id: 1,
+      }),
+    );
+    const id = bought.stack_small_id as number;
+    if (used !== undefined) ok(await d.post(`/stacks/${id}/usage`, { compute_units: used }));
+    ids.push(id);
+  }
+  return ids;
 }
