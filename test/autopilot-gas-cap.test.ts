@@ -39,31 +39,36 @@ async function gauge(d: DevDaemon): Promise<string | undefined> {
   return /^node_daemon_autopilot_gas_budget_remaining_mist (\S+)$/m.exec(text)?.[1];
 }
 
+/** The autopilot on, at the test's CAP, on the daemon's own services, at the test's clock. */
+function autopilotOn(d: DevDaemon, clock: () => number, conditions?: Conditions): Autopilot {
+  return new Autopilot({
+    settings: {
+      mode: 'on',
+      settleFill: 0.95,
+      settleIdleSeconds: 3600,
+      minClaim: 1n,
+      maxGas: 50_000_000n,
+      maxGasPerDay: CAP,
+    },
+    chain: d.services.chain!,
+    store: d.services.store,
+    writes: d.services.writes!,
+    indexer: d.services.indexer!,
+    metrics: d.services.metrics,
+    log: createLogger('silent'),
+    conditions,
+    clock,
+  });
+}
+
 describe('the autopilot gas cap', () => {
   it('never signs past --autopilot-max-gas-per-day in 24 hours, says when it pauses and resumes, and counts from the store across a restart', async () => {
     const d = await devDaemon({ 'autopilot-max-gas-per-day': String(CAP) });
     d.services.conditions!.stop();
-    const log = createLogger('silent');
+    const _log = createLogger('silent');
     let now = Date.now();
     const autopilot = () =>
-      new Autopilot({
-        settings: {
-          mode: 'on',
-          settleFill: 0.95,
-          settleIdleSeconds: 3600,
-          minClaim: 1n,
-          maxGas: 50_000_000n,
-          maxGasPerDay: CAP,
-        },
-        chain: d.services.chain!,
-        store: d.services.store,
-        writes: d.services.writes!,
-        indexer: d.services.indexer!,
-        metrics: d.services.metrics,
-        log,
-        conditions: new Conditions({ store: d.services.store, log }),
-        clock: () => now,
-      });
+      autopilotOn(d, () => now, new Conditions({ store: d.services.store, log: createLogger('silent') }));
     let pilot = autopilot();
     try {
       const ids = await nodeWithStacks(d, 3, 1000);
@@ -147,7 +152,7 @@ describe('the autopilot gas cap', () => {
   it("counts what another daemon's autopilot recorded in the shared store (the lease moved to this one)", async () => {
     const d = await devDaemon({});
     d.services.conditions!.stop();
-    const log = createLogger('silent');
+    const _log = createLogger('silent');
     const now = Date.now();
     try {
       await nodeWithStacks(d, 1, 1000);
@@ -166,23 +171,7 @@ describe('the autopilot gas cap', () => {
         tx_digests: ['digest'],
         error: null,
       });
-      const pilot = new Autopilot({
-        settings: {
-          mode: 'on',
-          settleFill: 0.95,
-          settleIdleSeconds: 3600,
-          minClaim: 1n,
-          maxGas: 50_000_000n,
-          maxGasPerDay: CAP,
-        },
-        chain: d.services.chain!,
-        store: d.services.store,
-        writes: d.services.writes!,
-        indexer: d.services.indexer!,
-        metrics: d.services.metrics,
-        log,
-        clock: () => now,
-      });
+      const pilot = autopilotOn(d, () => now);
       try {
         const pass = await pilot.run();
         assert.equal(pass.actions.filter((a) => a.action === 'settle').length, 0);
