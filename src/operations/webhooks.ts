@@ -373,6 +373,10 @@ export class WebhookSender {
         this.#again = false;
         while (this.#sends.size < this.#o.concurrency && !this.#stop.signal.aborted) {
           const now = this.#o.now();
+          // A read first: a wake-up with nothing due (every event commit of a node with no endpoints)
+          // costs no write transaction on the store's writer.
+          const due = await this.#o.store.nextWebhookDue();
+          if (due === null || due > now) break;
           const claimed = await this.#o.store.claimWebhookDeliveries(
             now,
             this.#o.concurrency - this.#sends.size,
